@@ -1,0 +1,587 @@
+/**
+ * Writes random-weight GGUF models with real tokenizers (from vendor/llama.cpp/models/ggml-vocab-*.gguf) for tests
+ * and benchmarks. No network access is needed.
+ *
+ * Usage: node dist/scripts/make-test-models.js [--bench] [--force] [--out DIR] [--only FILE[,FILE...]]
+ *   (default)  the tiny models, into $LLAMAD_MODELS_DIR or test/fixtures/models/ (a few seconds)
+ *   --bench    also bench-1b-f16.gguf (Llama-3.2-1B shape, ≈2.08 GB) and bench-1b-q4_0.gguf (quantized by the native
+ *              addon) into .cache/models/
+ *   --force    regenerate even when an up-to-date file exists
+ *   --out DIR  write every model into DIR
+ *   --only F   make only the named files (e.g. tiny-llama-spm.gguf)
+ *
+ * Each model gets a sidecar `<file>.json` stamp (generator version + spec hash); a model whose stamp matches is
+ * reused. Weights are N(0, 0.02) from a seeded PRNG (files are reproducible), norm weights 1, biases 0; matrices are
+ * F16, vectors F32.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
+import { basename, join, resolve } from 'node:path';
+import {
+  GGML_TYPE_F16,
+  GGML_TYPE_F32,
+  GgufValueType,
+  float32ToFloat16Bits,
+  formatParameterCount,
+  readGguf,
+  writeGguf,
+  type GgufKv,
+  type GgufTensorSpec,
+} from '../src/models/gguf';
+import { REPO_ROOT, loadBinding } from '../src/native/load-binding';
+
+/** Bump when the output of a given spec changes (tensor layout, keys, RNG). */
+const GENERATOR_VERSION = 1;
+const WEIGHT_STD = 0.02;
+/** llama_ftype MOSTLY_F16. */
+const FILE_TYPE_F16 = 1;
+
+const VOCAB_DIR = join(REPO_ROOT, 'vendor', 'llama.cpp', 'models');
+
+/** The usual Llama-2-chat Jinja template ([INST] turns, <<SYS>> block folded into the first user turn). */
+const LLAMA2_CHAT_TEMPLATE =
+  "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}" +
+  "{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}" +
+  '{% set system_message = false %}{% endif %}{% for message in loop_messages %}' +
+  "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}" +
+  "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}" +
+  "{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + " +
+  "'\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}" +
+  "{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}" +
+  "{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}";
+
+interface LlamaShape {
+  arch: 'llama';
+  nEmbd: number;
+  nLayer: number;
+  nHead: number;
+  nHeadKv: number;
+  nFf: number;
+  contextLength: number;
+  ropeFreqBase: number;
+  rmsEps: number;
+}
+
+interface BertShape {
+  arch: 'bert' | 'nomic-bert';
+  nEmbd: number;
+  nLayer: number;
+  nHead: number;
+  nFf: number;
+  contextLength: number;
+  normEps: number;
+  /** llama_pooling_type: 1 mean. */
+  poolingType: number;
+  /** nomic-bert only (RoPE). */
+  ropeFreqBase?: number;
+}
+
+interface ModelSpec {
+  file: string;
+  name: string;
+  group: 'tiny' | 'bench';
+  /** Vocabulary file name in vendor/llama.cpp/models. */
+  vocab: string;
+  shape: LlamaShape | BertShape;
+  /** tokenizer.chat_template to set (overrides the vocabulary's own). */
+  chatTemplate?: string;
+}
+
+const TINY_LLAMA: LlamaShape = {
+  arch: 'llama',
+  nEmbd: 128,
+  nLayer: 2,
+  nHead: 4,
+  nHeadKv: 2,
+  nFf: 256,
+  contextLength: 2048,
+  ropeFreqBase: 10000,
+  rmsEps: 1e-5,
+};
+
+const TINY_BERT: BertShape = {
+  arch: 'bert',
+  nEmbd: 128,
+  nLayer: 2,
+  nHead: 4,
+  nFf: 256,
+  contextLength: 512,
+  normEps: 1e-12,
+  poolingType: 1,
+};
+
+export const MODEL_SPECS: readonly ModelSpec[] = [
+  {
+    file: 'tiny-llama-spm.gguf',
+    name: 'tiny-llama-spm',
+    group: 'tiny',
+    vocab: 'ggml-vocab-llama-spm.gguf',
+    shape: TINY_LLAMA,
+    chatTemplate: LLAMA2_CHAT_TEMPLATE,
+  },
+  { file: 'tiny-qwen2.gguf', name: 'tiny-qwen2', group: 'tiny', vocab: 'ggml-vocab-qwen2.gguf', shape: TINY_LLAMA },
+  { file: 'tiny-bert.gguf', name: 'tiny-bert', group: 'tiny', vocab: 'ggml-vocab-bert-bge.gguf', shape: TINY_BERT },
+  {
+    file: 'tiny-nomic-bert.gguf',
+    name: 'tiny-nomic-bert',
+    group: 'tiny',
+    vocab: 'ggml-vocab-bert-bge.gguf',
+    shape: { ...TINY_BERT, arch: 'nomic-bert', contextLength: 2048, ropeFreqBase: 1000 },
+  },
+  {
+    file: 'bench-1b-f16.gguf',
+    name: 'bench-1b',
+    group: 'bench',
+    vocab: 'ggml-vocab-llama-spm.gguf',
+    // Llama-3.2-1B's shape over a 32k vocabulary, tied output.
+    shape: {
+      arch: 'llama',
+      nEmbd: 2048,
+      nLayer: 16,
+      nHead: 32,
+      nHeadKv: 8,
+      nFf: 8192,
+      contextLength: 4096,
+      ropeFreqBase: 500000,
+      rmsEps: 1e-5,
+    },
+    chatTemplate: LLAMA2_CHAT_TEMPLATE,
+  },
+];
+
+/** Made from bench-1b-f16.gguf by the addon's quantizer. */
+const BENCH_Q4_0 = { file: 'bench-1b-q4_0.gguf', source: 'bench-1b-f16.gguf', type: 'Q4_0' as const };
+
+// ---------------------------------------------------------------------------------------------------------------
+// Random numbers
+
+/** 32-bit FNV-1a of a string: seeds per model and tensor. */
+function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/** sfc32 (Chris Doty-Humphrey's small fast counter) seeded from one 32-bit value; returns uniform u32s. */
+function sfc32(seed: number): () => number {
+  let a = 0x9e3779b9;
+  let b = seed | 0;
+  let c = 0x243f6a88;
+  let d = 1;
+  const next = (): number => {
+    const t = (((a + b) | 0) + d) | 0;
+    d = (d + 1) | 0;
+    a = b ^ (b >>> 9);
+    b = (c + (c << 3)) | 0;
+    c = (c << 21) | (c >>> 11);
+    c = (c + t) | 0;
+    return t >>> 0;
+  };
+  for (let i = 0; i < 15; i++) next();
+  return next;
+}
+
+const U32_TO_UNIT = 1 / 4294967296;
+
+/** Fills `out` with N(0, std) floats by Box-Muller. */
+function fillNormalF32(out: Float32Array, std: number, seed: number): void {
+  const rnd = sfc32(seed);
+  for (let i = 0; i < out.length; i += 2) {
+    const u1 = (rnd() + 1) * U32_TO_UNIT; // (0, 1]: log is finite
+    const u2 = rnd() * U32_TO_UNIT;
+    const r = std * Math.sqrt(-2 * Math.log(u1));
+    const theta = 2 * Math.PI * u2;
+    out[i] = r * Math.cos(theta);
+    if (i + 1 < out.length) out[i + 1] = r * Math.sin(theta);
+  }
+}
+
+/**
+ * 65536 float16 bit patterns of N(0, std) Box-Muller draws. F16 weights are picked from it with 16-bit random
+ * indices: a 16-bit PRNG output per element instead of a log, a sqrt and a sin/cos, about 20x faster, which is what
+ * makes the 1B model (1.04 G weights) quick to write. The table has as many entries as float16 has values.
+ */
+let normalF16Table: Uint16Array | undefined;
+function normalF16(std: number): Uint16Array {
+  if (normalF16Table) return normalF16Table;
+  const draws = new Float32Array(65536);
+  fillNormalF32(draws, std, 0x5eed);
+  normalF16Table = new Uint16Array(65536);
+  for (let i = 0; i < draws.length; i++) normalF16Table[i] = float32ToFloat16Bits(draws[i]);
+  return normalF16Table;
+}
+
+/** Fills an F16 tensor buffer with N(0, WEIGHT_STD) values (two table lookups per 32-bit random number). */
+function fillNormalF16(out: Buffer, seed: number): void {
+  const table = normalF16(WEIGHT_STD);
+  const halves = new Uint16Array(out.buffer, out.byteOffset, out.length >>> 1);
+  // sfc32 inlined: this loop runs a billion times for the 1B model.
+  let a = 0x9e3779b9;
+  let b = seed | 0;
+  let c = 0x243f6a88;
+  let d = 1;
+  const n = halves.length;
+  for (let i = -15; i < n; i += 2) {
+    const t = (((a + b) | 0) + d) | 0;
+    d = (d + 1) | 0;
+    a = b ^ (b >>> 9);
+    b = (c + (c << 3)) | 0;
+    c = (c << 21) | (c >>> 11);
+    c = (c + t) | 0;
+    if (i < 0) continue; // warm-up rounds
+    halves[i] = table[t & 0xffff];
+    if (i + 1 < n) halves[i + 1] = table[t >>> 16];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Model layout
+
+type Init = 'normal' | 'ones' | 'zeros';
+
+interface TensorPlan {
+  name: string;
+  shape: number[];
+  init: Init;
+  /** Force F32 for a matrix (e.g. bert token types, added to F32 activations). */
+  f32?: boolean;
+}
+
+function llamaTensors(s: LlamaShape, nVocab: number): TensorPlan[] {
+  const headDim = s.nEmbd / s.nHead;
+  const nKv = s.nHeadKv * headDim;
+  const out: TensorPlan[] = [
+    { name: 'token_embd.weight', shape: [s.nEmbd, nVocab], init: 'normal' },
+    { name: 'output_norm.weight', shape: [s.nEmbd], init: 'ones' },
+  ];
+  for (let i = 0; i < s.nLayer; i++) {
+    const p = `blk.${i}.`;
+    out.push(
+      { name: `${p}attn_norm.weight`, shape: [s.nEmbd], init: 'ones' },
+      { name: `${p}attn_q.weight`, shape: [s.nEmbd, s.nHead * headDim], init: 'normal' },
+      { name: `${p}attn_k.weight`, shape: [s.nEmbd, nKv], init: 'normal' },
+      { name: `${p}attn_v.weight`, shape: [s.nEmbd, nKv], init: 'normal' },
+      { name: `${p}attn_output.weight`, shape: [s.nHead * headDim, s.nEmbd], init: 'normal' },
+      { name: `${p}ffn_norm.weight`, shape: [s.nEmbd], init: 'ones' },
+      { name: `${p}ffn_gate.weight`, shape: [s.nEmbd, s.nFf], init: 'normal' },
+      { name: `${p}ffn_up.weight`, shape: [s.nEmbd, s.nFf], init: 'normal' },
+      { name: `${p}ffn_down.weight`, shape: [s.nFf, s.nEmbd], init: 'normal' },
+    );
+  }
+  return out; // no output.weight: tied to token_embd
+}
+
+function bertTensors(s: BertShape, nVocab: number, nTokenTypes: number): TensorPlan[] {
+  const nomic = s.arch === 'nomic-bert';
+  const e = s.nEmbd;
+  const out: TensorPlan[] = [
+    { name: 'token_embd.weight', shape: [e, nVocab], init: 'normal' },
+    { name: 'token_types.weight', shape: [e, nTokenTypes], init: 'normal', f32: true },
+  ];
+  if (!nomic) out.push({ name: 'position_embd.weight', shape: [e, s.contextLength], init: 'normal' });
+  out.push(
+    { name: 'token_embd_norm.weight', shape: [e], init: 'ones' },
+    { name: 'token_embd_norm.bias', shape: [e], init: 'zeros' },
+  );
+  for (let i = 0; i < s.nLayer; i++) {
+    const p = `blk.${i}.`;
+    if (nomic) {
+      // Like nomic-embed-text: fused QKV, SwiGLU FFN, no linear biases.
+      out.push(
+        { name: `${p}attn_qkv.weight`, shape: [e, 3 * e], init: 'normal' },
+        { name: `${p}attn_output.weight`, shape: [e, e], init: 'normal' },
+      );
+    } else {
+      for (const m of ['attn_q', 'attn_k', 'attn_v', 'attn_output']) {
+        out.push(
+          { name: `${p}${m}.weight`, shape: [e, e], init: 'normal' },
+          { name: `${p}${m}.bias`, shape: [e], init: 'zeros' },
+        );
+      }
+    }
+    out.push(
+      { name: `${p}attn_output_norm.weight`, shape: [e], init: 'ones' },
+      { name: `${p}attn_output_norm.bias`, shape: [e], init: 'zeros' },
+    );
+    if (nomic) out.push({ name: `${p}ffn_gate.weight`, shape: [e, s.nFf], init: 'normal' });
+    out.push({ name: `${p}ffn_up.weight`, shape: [e, s.nFf], init: 'normal' });
+    if (!nomic) out.push({ name: `${p}ffn_up.bias`, shape: [s.nFf], init: 'zeros' });
+    out.push({ name: `${p}ffn_down.weight`, shape: [s.nFf, e], init: 'normal' });
+    if (!nomic) out.push({ name: `${p}ffn_down.bias`, shape: [e], init: 'zeros' });
+    out.push(
+      { name: `${p}layer_output_norm.weight`, shape: [e], init: 'ones' },
+      { name: `${p}layer_output_norm.bias`, shape: [e], init: 'zeros' },
+    );
+  }
+  return out;
+}
+
+function u32(key: string, value: number): GgufKv {
+  return { key, type: GgufValueType.UINT32, value };
+}
+function f32(key: string, value: number): GgufKv {
+  return { key, type: GgufValueType.FLOAT32, value };
+}
+
+function archKvs(s: LlamaShape | BertShape): GgufKv[] {
+  const a = s.arch;
+  const common = [
+    u32(`${a}.context_length`, s.contextLength),
+    u32(`${a}.embedding_length`, s.nEmbd),
+    u32(`${a}.block_count`, s.nLayer),
+    u32(`${a}.feed_forward_length`, s.nFf),
+    u32(`${a}.attention.head_count`, s.nHead),
+  ];
+  if (s.arch === 'llama') {
+    return [
+      ...common,
+      u32(`${a}.attention.head_count_kv`, s.nHeadKv),
+      u32(`${a}.rope.dimension_count`, s.nEmbd / s.nHead),
+      f32(`${a}.rope.freq_base`, s.ropeFreqBase),
+      f32(`${a}.attention.layer_norm_rms_epsilon`, s.rmsEps),
+    ];
+  }
+  const kvs = [
+    ...common,
+    f32(`${a}.attention.layer_norm_epsilon`, s.normEps),
+    { key: `${a}.attention.causal`, type: GgufValueType.BOOL, value: false },
+    u32(`${a}.pooling_type`, s.poolingType),
+  ];
+  if (s.ropeFreqBase !== undefined) kvs.push(f32(`${a}.rope.freq_base`, s.ropeFreqBase));
+  return kvs;
+}
+
+function elementCount(shape: readonly number[]): number {
+  return shape.reduce((x, y) => x * y, 1);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Generation with stamps
+
+interface Stamp {
+  generator: 'make-test-models';
+  version: number;
+  specHash: string;
+  size: number;
+  parameterCount: number;
+}
+
+function sha256(data: string | Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+function readStamp(file: string): Stamp | undefined {
+  try {
+    return JSON.parse(readFileSync(`${file}.json`, 'utf8')) as Stamp;
+  } catch {
+    return undefined;
+  }
+}
+
+function isUpToDate(file: string, specHash: string): Stamp | undefined {
+  const stamp = readStamp(file);
+  if (!stamp || stamp.version !== GENERATOR_VERSION || stamp.specHash !== specHash || !existsSync(file)) {
+    return undefined;
+  }
+  return statSync(file).size === stamp.size ? stamp : undefined;
+}
+
+function writeStamp(file: string, specHash: string, parameterCount: number): void {
+  const stamp: Stamp = {
+    generator: 'make-test-models',
+    version: GENERATOR_VERSION,
+    specHash,
+    size: statSync(file).size,
+    parameterCount,
+  };
+  writeFileSync(`${file}.json`, `${JSON.stringify(stamp, null, 2)}\n`);
+}
+
+function mb(bytes: number): string {
+  return `${(bytes / 1e6).toFixed(1)} MB`;
+}
+
+function report(verb: 'made' | 'reused', file: string, params: number, seconds?: number): void {
+  const timing = seconds === undefined ? '' : ` in ${seconds.toFixed(1)} s`;
+  console.log(
+    `${verb.padEnd(6)} ${basename(file).padEnd(22)} ${formatParameterCount(params).padStart(7)} params ` +
+      `${mb(statSync(file).size).padStart(10)}${timing}  ${file}`,
+  );
+}
+
+/** Writes one model (or reuses it); returns its path. */
+async function makeModel(spec: ModelSpec, dir: string, force: boolean): Promise<string> {
+  const file = join(dir, spec.file);
+  const vocabPath = join(VOCAB_DIR, spec.vocab);
+  const specHash = sha256(JSON.stringify({ spec, vocab: sha256(readFileSync(vocabPath)), std: WEIGHT_STD }));
+  const current = force ? undefined : isUpToDate(file, specHash);
+  if (current) {
+    report('reused', file, current.parameterCount);
+    return file;
+  }
+
+  const started = performance.now();
+  const vocab = await readGguf(vocabPath);
+  const tokenizerKvs: GgufKv[] = [];
+  for (const [key, value] of Object.entries(vocab.metadata)) {
+    if (!key.startsWith('tokenizer.')) continue;
+    if (key === 'tokenizer.chat_template' && spec.chatTemplate !== undefined) continue;
+    const { type, itemType } = vocab.types[key];
+    tokenizerKvs.push({ key, type, value, itemType });
+  }
+  if (spec.chatTemplate !== undefined) {
+    tokenizerKvs.push({ key: 'tokenizer.chat_template', type: GgufValueType.STRING, value: spec.chatTemplate });
+  }
+  const tokens = vocab.metadata['tokenizer.ggml.tokens'];
+  if (!Array.isArray(tokens)) throw new Error(`${vocabPath} has no tokenizer.ggml.tokens array`);
+  const nVocab = tokens.length;
+
+  const s = spec.shape;
+  let plans: TensorPlan[];
+  if (s.arch === 'llama') {
+    plans = llamaTensors(s, nVocab);
+  } else {
+    const nTypes = vocab.metadata['tokenizer.ggml.token_type_count'];
+    if (typeof nTypes !== 'number' || nTypes <= 0) {
+      throw new Error(`${vocabPath} lacks tokenizer.ggml.token_type_count, which ${s.arch} requires`);
+    }
+    plans = bertTensors(s, nVocab, nTypes);
+  }
+  const parameterCount = plans.reduce((n, p) => n + elementCount(p.shape), 0);
+
+  const kvs: GgufKv[] = [
+    { key: 'general.architecture', type: GgufValueType.STRING, value: s.arch },
+    { key: 'general.name', type: GgufValueType.STRING, value: spec.name },
+    u32('general.file_type', FILE_TYPE_F16),
+    { key: 'general.parameter_count', type: GgufValueType.UINT64, value: parameterCount },
+    ...archKvs(s),
+    ...(s.arch === 'llama' ? [u32('llama.vocab_size', nVocab)] : []),
+    ...tokenizerKvs,
+  ];
+
+  const modelSeed = fnv1a(`${spec.name}:${GENERATOR_VERSION}`);
+  const tensors: GgufTensorSpec[] = plans.map((p) => {
+    const matrix = p.shape.length >= 2 && !p.f32;
+    const seed = fnv1a(`${modelSeed}:${p.name}`);
+    return {
+      name: p.name,
+      shape: p.shape,
+      type: matrix ? GGML_TYPE_F16 : GGML_TYPE_F32,
+      fill: (out: Buffer) => {
+        if (p.init === 'zeros') return; // the buffer comes zeroed
+        if (matrix) return fillNormalF16(out, seed);
+        const floats = new Float32Array(out.buffer, out.byteOffset, out.length >>> 2);
+        if (p.init === 'ones') floats.fill(1);
+        else fillNormalF32(floats, WEIGHT_STD, seed);
+      },
+    };
+  });
+
+  await writeGguf(file, kvs, tensors);
+  writeStamp(file, specHash, parameterCount);
+  report('made', file, parameterCount, (performance.now() - started) / 1000);
+  return file;
+}
+
+/** Quantizes the bench F16 model with the native addon (bench-1b-q4_0.gguf). */
+async function makeQuantized(dir: string, force: boolean): Promise<void> {
+  const source = join(dir, BENCH_Q4_0.source);
+  const file = join(dir, BENCH_Q4_0.file);
+  const sourceStamp = readStamp(source);
+  if (!sourceStamp || !existsSync(source)) throw new Error(`cannot make ${BENCH_Q4_0.file}: ${source} is missing`);
+  const specHash = sha256(JSON.stringify({ source: sourceStamp.specHash, type: BENCH_Q4_0.type }));
+  const current = force ? undefined : isUpToDate(file, specHash);
+  if (current) {
+    report('reused', file, current.parameterCount);
+    return;
+  }
+  let quantize: ((input: string, output: string, params: { type: 'Q4_0' }) => Promise<void>) | undefined;
+  try {
+    const binding = loadBinding();
+    if (typeof binding.quantize === 'function') quantize = binding.quantize.bind(binding);
+  } catch (err) {
+    throw new Error(`cannot make ${BENCH_Q4_0.file}: ${(err as Error).message}`);
+  }
+  if (!quantize) {
+    throw new Error(
+      `cannot make ${BENCH_Q4_0.file}: the native addon has no quantize() yet ` +
+        '(rebuild it with `npm run build:native` once it does)',
+    );
+  }
+  const started = performance.now();
+  const tmp = `${file}.tmp`;
+  try {
+    await quantize(source, tmp, { type: BENCH_Q4_0.type });
+    await rename(tmp, file);
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
+  writeStamp(file, specHash, sourceStamp.parameterCount);
+  report('made', file, sourceStamp.parameterCount, (performance.now() - started) / 1000);
+}
+
+interface Options {
+  bench: boolean;
+  force: boolean;
+  out?: string;
+  only?: Set<string>;
+}
+
+const USAGE = 'usage: make-test-models [--bench] [--force] [--out DIR] [--only FILE[,FILE...]]';
+
+function parseArgs(argv: string[]): Options {
+  const opts: Options = { bench: false, force: false };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--bench') opts.bench = true;
+    else if (a === '--force') opts.force = true;
+    else if (a === '--out' && i + 1 < argv.length) opts.out = resolve(argv[++i]);
+    else if (a === '--only' && i + 1 < argv.length) opts.only = new Set(argv[++i].split(','));
+    else if (a === '--help' || a === '-h') {
+      console.log(USAGE);
+      process.exit(0);
+    } else {
+      throw new Error(`unknown argument ${a} (${USAGE})`);
+    }
+  }
+  return opts;
+}
+
+/** Default directory of the tiny models: $LLAMAD_MODELS_DIR or test/fixtures/models. */
+export function tinyModelsDir(): string {
+  const env = process.env.LLAMAD_MODELS_DIR;
+  return env ? resolve(env) : join(REPO_ROOT, 'test', 'fixtures', 'models');
+}
+
+async function main(): Promise<void> {
+  const opts = parseArgs(process.argv.slice(2));
+  const dirs = {
+    tiny: opts.out ?? tinyModelsDir(),
+    bench: opts.out ?? join(REPO_ROOT, '.cache', 'models'),
+  };
+  const wanted = (file: string, group: ModelSpec['group']): boolean =>
+    opts.only ? opts.only.has(file) : group === 'tiny' || opts.bench;
+  if (opts.only) {
+    const known = new Set([...MODEL_SPECS.map((s) => s.file), BENCH_Q4_0.file]);
+    const unknown = [...opts.only].filter((f) => !known.has(f));
+    if (unknown.length > 0) throw new Error(`unknown model ${unknown.join(', ')} (known: ${[...known].join(', ')})`);
+  }
+  for (const spec of MODEL_SPECS) {
+    if (!wanted(spec.file, spec.group)) continue;
+    mkdirSync(dirs[spec.group], { recursive: true });
+    await makeModel(spec, dirs[spec.group], opts.force);
+  }
+  if (wanted(BENCH_Q4_0.file, 'bench')) await makeQuantized(dirs.bench, opts.force);
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    console.error(`make-test-models: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,40 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { REPO_ROOT } from '../../src/native/load-binding';
+
+/** Directory of the generated test models: $LLAMAD_MODELS_DIR or <repo>/test/fixtures/models (absolute). */
+export const MODELS_DIR = process.env.LLAMAD_MODELS_DIR
+  ? resolve(process.env.LLAMAD_MODELS_DIR)
+  : join(REPO_ROOT, 'test', 'fixtures', 'models');
+
+/** llama arch, SPM vocabulary (32000 tokens), llama-2 [INST] chat template; 4.39M params, F16. */
+export const TINY_LLAMA_SPM = join(MODELS_DIR, 'tiny-llama-spm.gguf');
+/** llama arch, qwen2 BPE vocabulary (151936 tokens), ChatML template, `<|im_end|>` ends generation; 19.7M params. */
+export const TINY_QWEN2 = join(MODELS_DIR, 'tiny-qwen2.gguf');
+/** bert arch (embeddings), WPM vocabulary, context 512, mean pooling, 128-dim output. */
+export const TINY_BERT = join(MODELS_DIR, 'tiny-bert.gguf');
+/** nomic-bert arch (embeddings, RoPE), same vocabulary, context 2048, mean pooling, 128-dim output. */
+export const TINY_NOMIC_BERT = join(MODELS_DIR, 'tiny-nomic-bert.gguf');
+
+const ALL = [TINY_LLAMA_SPM, TINY_QWEN2, TINY_BERT, TINY_NOMIC_BERT];
+
+/**
+ * Makes sure the tiny test models exist: when one is missing, runs the generator (dist/scripts/make-test-models.js,
+ * about a second) synchronously into MODELS_DIR.
+ * @throws Error with the generator's output when it fails or is not compiled
+ */
+export function ensureTestModels(): void {
+  if (ALL.every((p) => existsSync(p))) return;
+  const script = join(REPO_ROOT, 'dist', 'scripts', 'make-test-models.js');
+  if (!existsSync(script)) throw new Error(`test models missing and ${script} not built: run \`npm run build\``);
+  const r = spawnSync(process.execPath, [script], {
+    env: { ...process.env, LLAMAD_MODELS_DIR: MODELS_DIR },
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) {
+    throw new Error(`make-test-models failed (status ${String(r.status)}):\n${r.stdout ?? ''}${r.stderr ?? ''}`);
+  }
+  const missing = ALL.filter((p) => !existsSync(p));
+  if (missing.length > 0) throw new Error(`make-test-models did not write ${missing.join(', ')}`);
+}
