@@ -93,7 +93,10 @@ export interface NativeModel {
   metadata(): Record<string, string>;
   /** tokenizer.chat_template of the GGUF, or null when it has none. */
   chatTemplate(): string | null;
-  /** Renders messages with the model's Jinja chat template through llama.cpp common/chat (throws LLAMA_TEMPLATE_FAILED). */
+  /**
+   * Renders messages with the model's Jinja chat template through llama.cpp common/chat (throws LLAMA_TEMPLATE_FAILED).
+   * As in llama-server, a leading BOS / trailing EOS text is left out when tokenize(addSpecial=true) adds it.
+   */
   applyChatTemplate(messages: NativeChatMessage[], options?: NativeChatTemplateOptions): string;
   /** Tokenizes UTF-8 text. `addSpecial` adds BOS/EOS as the vocab says; `parseSpecial` parses control tokens in text. */
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Int32Array;
@@ -169,7 +172,7 @@ export interface NativeTimings {
   promptTotal: number;
   /** Nanoseconds spent evaluating the prompt. */
   promptNs: number;
-  /** Tokens generated. */
+  /** Tokens generated (one `token` event each, including a final end-of-generation token). */
   predictedN: number;
   /** Nanoseconds spent generating (first sampled token to last). */
   predictedNs: number;
@@ -238,7 +241,22 @@ export interface NativeContext {
 }
 
 /** llama.cpp quantization types accepted by quantize() (llama_ftype names without the LLAMA_FTYPE_MOSTLY_ prefix). */
-export type NativeQuantType = 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q4_1' | 'Q5_0' | 'Q5_1' | 'Q4_K_S' | 'Q4_K_M' | 'Q5_K_S' | 'Q5_K_M' | 'Q6_K' | 'Q3_K_M' | 'Q2_K';
+export type NativeQuantType =
+  | 'F32'
+  | 'F16'
+  | 'BF16'
+  | 'Q8_0'
+  | 'Q4_0'
+  | 'Q4_1'
+  | 'Q5_0'
+  | 'Q5_1'
+  | 'Q4_K_S'
+  | 'Q4_K_M'
+  | 'Q5_K_S'
+  | 'Q5_K_M'
+  | 'Q6_K'
+  | 'Q3_K_M'
+  | 'Q2_K';
 
 export interface NativeQuantizeParams {
   type: NativeQuantType;

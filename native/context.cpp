@@ -1,0 +1,331 @@
+#include "context.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "convert.h"
+#include "errors.h"
+#include "model.h"
+#include "workers.h"
+
+namespace llamad {
+
+namespace {
+
+// Bytes of one row of `n` elements of `type`.
+int64_t RowBytes(ggml_type type, int64_t n) {
+  const int64_t block = ggml_blck_size(type);
+  return static_cast<int64_t>(ggml_type_size(type)) * ((n + block - 1) / block);
+}
+
+int64_t MetaInt(const llama_model* model, const std::string& key, int64_t fallback) {
+  char buffer[64] = {0};
+  if (llama_model_meta_val_str(model, key.c_str(), buffer, sizeof(buffer)) <= 0) return fallback;
+  try {
+    return std::stoll(buffer);
+  } catch (...) {
+    return fallback;
+  }
+}
+
+// Size of the KV cache: n_ctx cells per layer, K and V rows of n_head_kv * head_dim elements.
+int64_t EstimateKvBytes(const llama_model* model, uint32_t n_ctx, ggml_type type_k, ggml_type type_v) {
+  char arch[64] = {0};
+  llama_model_meta_val_str(model, "general.architecture", arch, sizeof(arch));
+  const int64_t n_head = std::max<int64_t>(1, llama_model_n_head(model));
+  const int64_t n_head_kv = llama_model_n_head_kv(model);
+  const int64_t default_dim = llama_model_n_embd(model) / n_head;
+  const int64_t head_k = MetaInt(model, std::string(arch) + ".attention.key_length", default_dim);
+  const int64_t head_v = MetaInt(model, std::string(arch) + ".attention.value_length", default_dim);
+  const int64_t per_cell = RowBytes(type_k, n_head_kv * head_k) + RowBytes(type_v, n_head_kv * head_v);
+  return per_cell * static_cast<int64_t>(n_ctx) * llama_model_n_layer(model);
+}
+
+const char* EventTypeName(EngineEvent::Type type) {
+  switch (type) {
+    case EngineEvent::Type::kToken:
+      return "token";
+    case EngineEvent::Type::kDone:
+      return "done";
+    case EngineEvent::Type::kError:
+      return "error";
+  }
+  return "error";
+}
+
+Napi::Object ToJs(Napi::Env env, const EngineEvent& event) {
+  Napi::Object obj = Napi::Object::New(env);
+  obj.Set("type", EventTypeName(event.type));
+  obj.Set("taskId", event.task_id);
+  switch (event.type) {
+    case EngineEvent::Type::kToken:
+      obj.Set("text", Napi::String::New(env, event.text));
+      obj.Set("token", event.token);
+      break;
+    case EngineEvent::Type::kDone: {
+      obj.Set("reason", StopReasonName(event.reason));
+      if (event.reason == StopReason::kStop) obj.Set("stopString", Napi::String::New(env, event.stop_string));
+      Napi::Object timings = Napi::Object::New(env);
+      timings.Set("promptN", event.timings.prompt_n);
+      timings.Set("promptTotal", event.timings.prompt_total);
+      timings.Set("promptNs", static_cast<double>(event.timings.prompt_ns));
+      timings.Set("predictedN", event.timings.predicted_n);
+      timings.Set("predictedNs", static_cast<double>(event.timings.predicted_ns));
+      obj.Set("timings", timings);
+      break;
+    }
+    case EngineEvent::Type::kError:
+      obj.Set("code", ErrorCodeName(event.code));
+      obj.Set("message", Napi::String::New(env, event.message));
+      break;
+  }
+  return obj;
+}
+
+}  // namespace
+
+Napi::Function Context::Init(Napi::Env env) {
+  return DefineClass(env, "Context",
+                     {
+                         InstanceMethod<&Context::Submit>("submit"),
+                         InstanceMethod<&Context::Cancel>("cancel"),
+                         InstanceMethod<&Context::Stats>("stats"),
+                         InstanceMethod<&Context::Dispose>("dispose"),
+                     });
+}
+
+Context::Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(info), data_(AddonData::Get(info.Env())) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(data_->model_constructor.Value())) {
+    ThrowError(env, ErrorCode::kInvalidArgument, "model must be a Model");
+  }
+  Model* model = Model::Unwrap(info[0].As<Napi::Object>());
+  llama_model* handle = model->RequireLoaded(env);
+  if (model->vocab_only()) {
+    ThrowError(env, ErrorCode::kContextCreateFailed, "cannot create a context on a model loaded with vocabOnly");
+  }
+  const ContextParams params = ToContextParams(env, info[1]);
+  if (params.n_ctx < params.n_parallel) {
+    ThrowError(env, ErrorCode::kInvalidArgument, "params.nCtx must be at least params.nParallel");
+  }
+  if (params.n_parallel > llama_max_parallel_sequences()) {
+    ThrowError(env, ErrorCode::kInvalidArgument,
+               "params.nParallel exceeds " + std::to_string(llama_max_parallel_sequences()));
+  }
+
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = params.n_ctx;
+  cp.n_batch = params.n_batch.value_or(512);
+  cp.n_ubatch = std::min(params.n_ubatch.value_or(cp.n_batch), cp.n_batch);
+  cp.n_seq_max = params.n_parallel;
+  const int32_t hardware = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  cp.n_threads = params.n_threads.value_or(hardware);
+  cp.n_threads_batch = params.n_threads_batch.value_or(cp.n_threads);
+  cp.flash_attn_type = params.flash_attn;
+  cp.type_k = params.type_k;
+  cp.type_v = params.type_v;
+  cp.kv_unified = false;  // one KV stream per slot: each slot gets n_ctx / n_parallel cells
+  cp.no_perf = true;
+
+  llama_context* ctx = GuardJs(env, ErrorCode::kContextCreateFailed, "llama_init_from_model",
+                               [&] { return llama_init_from_model(handle, cp); });
+  if (ctx == nullptr) {
+    ThrowError(env, ErrorCode::kContextCreateFailed,
+               "llama_init_from_model failed (out of memory, or an unsupported combination such as a quantized "
+               "V cache without flash attention)");
+  }
+  try {
+    sink_ = EventSink::Create(
+        env, "llamad.context", [this](Napi::Env e, std::vector<EngineEvent>& events) { Dispatch(e, events); },
+        [this](Napi::Env e) { OnSinkFinalized(e); });
+    sink_->Unref(env);
+    std::shared_ptr<EventSink> sink = sink_;
+    engine_ = std::make_unique<Engine>(ctx, static_cast<int32_t>(params.n_ctx / params.n_parallel),
+                                       [sink](std::vector<EngineEvent>&& events) { sink->Post(std::move(events)); });
+  } catch (...) {
+    if (sink_) {
+      sink_->Detach();
+      sink_->Release();
+    }
+    llama_free(ctx);
+    ErrorInfo error = DescribeException(std::current_exception(), ErrorCode::kContextCreateFailed, "new Context");
+    throw MakeError(env, error.code, error.message);
+  }
+  ctx_ = ctx;
+  n_ctx_ = llama_n_ctx(ctx_);
+  n_ctx_slot_ = static_cast<uint32_t>(engine_->n_ctx_slot());
+  n_parallel_ = static_cast<uint32_t>(engine_->n_slots());
+  kv_bytes_ = EstimateKvBytes(handle, n_ctx_, params.type_k, params.type_v);
+  if (kv_bytes_ > 0) {
+    int64_t ignored = 0;
+    napi_adjust_external_memory(env, kv_bytes_, &ignored);
+  }
+  model_ = model;
+  model_ref_ = Napi::Persistent(info[0].As<Napi::Object>());
+  model_->AddContext(this);
+  data_->contexts.insert(this);
+}
+
+Context::~Context() {
+  if (data_->torn_down) {
+    if (sink_) sink_->Detach();
+    return;
+  }
+  if (state_ == State::kActive) {
+    StopAndFree();  // blocks for at most one decode step: the engine aborts llama_decode when asked to stop
+    sink_->Detach();
+    sink_->Release();
+    if (kv_bytes_ > 0) {
+      int64_t ignored = 0;
+      napi_adjust_external_memory(Env(), -kv_bytes_, &ignored);
+    }
+    if (model_ != nullptr) model_->OnContextGone(Env(), this);
+  }
+  data_->contexts.erase(this);
+}
+
+void Context::ReleaseNative() {
+  StopAndFree();
+  if (sink_) sink_->Detach();
+  state_ = State::kDisposed;
+}
+
+void Context::StopAndFree() {
+  std::lock_guard<std::mutex> lock(native_mutex_);
+  if (engine_) {
+    engine_->RequestStop();
+    engine_->Join();
+    engine_.reset();
+  }
+  if (ctx_ != nullptr) {
+    llama_free(ctx_);
+    ctx_ = nullptr;
+  }
+}
+
+void Context::RequireActive(Napi::Env env) const {
+  if (state_ != State::kActive) ThrowError(env, ErrorCode::kDisposed, "context is disposed");
+}
+
+Napi::Value Context::Submit(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RequireActive(env);
+  TaskParams params = ToTaskParams(env, info[0]);
+  if (!info[1].IsFunction()) ThrowError(env, ErrorCode::kInvalidArgument, "onEvent must be a function");
+  const uint32_t id =
+      GuardJs(env, ErrorCode::kInvalidArgument, "submit", [&] { return engine_->Submit(std::move(params)); });
+  callbacks_.emplace(id, Napi::Persistent(info[1].As<Napi::Function>()));
+  if (in_flight_++ == 0) {
+    sink_->Ref(env);
+    Ref();
+  }
+  return Napi::Number::New(env, id);
+}
+
+void Context::Dispatch(Napi::Env env, std::vector<EngineEvent>& events) {
+  std::optional<Napi::Error> first_error;
+  for (const EngineEvent& event : events) {
+    auto it = callbacks_.find(event.task_id);
+    if (it == callbacks_.end()) continue;
+    Napi::HandleScope scope(env);
+    const bool final = event.type != EngineEvent::Type::kToken;
+    Napi::Function callback = it->second.Value();
+    if (final) callbacks_.erase(it);  // `callback` stays valid in this scope
+    try {
+      callback.Call({ToJs(env, event)});
+    } catch (const Napi::Error& error) {
+      if (!first_error) first_error = error;
+    }
+    if (final && --in_flight_ == 0) {
+      if (state_ == State::kActive) sink_->Unref(env);
+      Unref();
+    }
+  }
+  // A throwing callback is an uncaught exception, as it would be for a JS event emitter; the other events of the
+  // batch were still delivered.
+  if (first_error) napi_fatal_exception(env, first_error->Value());
+}
+
+Napi::Value Context::Cancel(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RequireActive(env);
+  if (!info[0].IsNumber()) ThrowError(env, ErrorCode::kInvalidArgument, "taskId must be a number");
+  const double id = info[0].As<Napi::Number>().DoubleValue();
+  if (id >= 0 && id <= 4294967295.0 && id == static_cast<double>(static_cast<uint32_t>(id))) {
+    engine_->Cancel(static_cast<uint32_t>(id));
+  }
+  return env.Undefined();
+}
+
+Napi::Value Context::Stats(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RequireActive(env);
+  const EngineStats stats = engine_->Stats();
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("nCtx", n_ctx_);
+  out.Set("nCtxSlot", n_ctx_slot_);
+  out.Set("nParallel", n_parallel_);
+  out.Set("activeSlots", stats.active_slots);
+  out.Set("queuedTasks", stats.queued_tasks);
+  out.Set("kvSize", static_cast<double>(kv_bytes_));
+  return out;
+}
+
+Napi::Value Context::Dispose(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
+  if (state_ == State::kDisposed) {
+    deferred.Resolve(env.Undefined());
+  } else {
+    dispose_waiters_.push_back(deferred);
+    BeginDispose(env);
+  }
+  return deferred.Promise();
+}
+
+void Context::BeginDispose(Napi::Env env) {
+  if (state_ != State::kActive) return;
+  state_ = State::kDisposing;
+  sink_->Ref(env);  // keep the loop alive until the last event and the promise are delivered
+  Ref();
+  {
+    std::lock_guard<std::mutex> lock(native_mutex_);
+    if (engine_) engine_->RequestStop();
+  }
+  // Join and llama_free off the JS thread; then release the sink: it finalizes once every queued event was
+  // dispatched, and OnSinkFinalized settles the promise.
+  auto* worker = new BackgroundWorker(
+      env, [this] { StopAndFree(); }, [this](Napi::Env) { sink_->Release(); });
+  worker->Queue();
+}
+
+void Context::OnSinkFinalized(Napi::Env env) {
+  if (data_->torn_down) return;
+  state_ = State::kDisposed;
+  callbacks_.clear();
+  if (in_flight_ > 0) {
+    in_flight_ = 0;
+    Unref();
+  }
+  if (kv_bytes_ > 0) {
+    int64_t ignored = 0;
+    napi_adjust_external_memory(env, -kv_bytes_, &ignored);
+    kv_bytes_ = 0;
+  }
+  data_->contexts.erase(this);
+  if (model_ != nullptr) {
+    Model* model = model_;
+    model_ = nullptr;
+    model->OnContextGone(env, this);
+  }
+  model_ref_.Reset();
+  std::vector<Napi::Promise::Deferred> waiters;
+  waiters.swap(dispose_waiters_);
+  for (Napi::Promise::Deferred& waiter : waiters) waiter.Resolve(env.Undefined());
+  Unref();  // balances BeginDispose
+}
+
+}  // namespace llamad

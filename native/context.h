@@ -1,0 +1,78 @@
+// JS class Context: one llama_context with its decode Engine (binding.d.ts NativeContext).
+#ifndef LLAMAD_NATIVE_CONTEXT_H_
+#define LLAMAD_NATIVE_CONTEXT_H_
+
+#include <napi.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "addon_data.h"
+#include "engine.h"
+#include "event_sink.h"
+#include "llama.h"
+
+namespace llamad {
+
+class Model;
+
+// new Context(model, params) creates the llama_context synchronously (throws LLAMA_CONTEXT_CREATE_FAILED,
+// LLAMA_INVALID_ARGUMENT, LLAMA_DISPOSED) and starts its decode thread.
+//
+// submit() queues a task and returns its id; its events arrive on the JS thread through one thread-safe function,
+// one batch per decode step, and are dispatched in order to the task's callback. While any task is in flight the
+// function and the JS object are referenced (the process stays alive); when idle both are unreferenced.
+// dispose() cancels every task, joins the thread on the libuv pool, frees the llama_context, then settles after the
+// last event was delivered.
+class Context : public Napi::ObjectWrap<Context> {
+ public:
+  static Napi::Function Init(Napi::Env env);
+
+  explicit Context(const Napi::CallbackInfo& info);
+  ~Context() override;
+
+  // Starts disposing (idempotent); used by dispose() and by Model::dispose().
+  void BeginDispose(Napi::Env env);
+
+  // Environment teardown: stops the thread and frees the llama_context without touching JS.
+  void ReleaseNative();
+
+ private:
+  enum class State { kActive, kDisposing, kDisposed };
+
+  Napi::Value Submit(const Napi::CallbackInfo& info);
+  Napi::Value Cancel(const Napi::CallbackInfo& info);
+  Napi::Value Stats(const Napi::CallbackInfo& info);
+  Napi::Value Dispose(const Napi::CallbackInfo& info);
+
+  void RequireActive(Napi::Env env) const;
+  void Dispatch(Napi::Env env, std::vector<EngineEvent>& events);
+  void OnSinkFinalized(Napi::Env env);
+  void StopAndFree();  // any thread; idempotent
+
+  std::shared_ptr<AddonData> data_;
+  Model* model_ = nullptr;
+  Napi::ObjectReference model_ref_;
+  State state_ = State::kActive;
+
+  std::mutex native_mutex_;  // guards engine_ and ctx_ against the dispose worker and the env cleanup hook
+  llama_context* ctx_ = nullptr;
+  std::unique_ptr<Engine> engine_;
+  std::shared_ptr<EventSink> sink_;
+
+  std::unordered_map<uint32_t, Napi::FunctionReference> callbacks_;
+  int32_t in_flight_ = 0;
+  std::vector<Napi::Promise::Deferred> dispose_waiters_;
+
+  uint32_t n_ctx_ = 0;
+  uint32_t n_ctx_slot_ = 0;
+  uint32_t n_parallel_ = 0;
+  int64_t kv_bytes_ = 0;
+};
+
+}  // namespace llamad
+
+#endif  // LLAMAD_NATIVE_CONTEXT_H_

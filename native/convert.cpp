@@ -1,0 +1,172 @@
+#include "convert.h"
+
+#include <cmath>
+#include <limits>
+
+#include "errors.h"
+
+namespace llamad {
+
+namespace {
+
+[[noreturn]] void Invalid(Napi::Env env, const std::string& message) {
+  ThrowError(env, ErrorCode::kInvalidArgument, message);
+}
+
+bool IsMissing(const Napi::Value& value) { return value.IsUndefined() || value.IsNull(); }
+
+double ToNumber(Napi::Env env, Napi::Value value, const std::string& name) {
+  if (!value.IsNumber()) Invalid(env, name + " must be a number");
+  const double number = value.As<Napi::Number>().DoubleValue();
+  if (!std::isfinite(number)) Invalid(env, name + " must be finite");
+  return number;
+}
+
+int64_t ToInteger(Napi::Env env, Napi::Value value, const std::string& name, int64_t min, int64_t max) {
+  const double number = ToNumber(env, value, name);
+  if (std::trunc(number) != number) Invalid(env, name + " must be an integer");
+  if (number < static_cast<double>(min) || number > static_cast<double>(max)) {
+    Invalid(env, name + " must be in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+  }
+  return static_cast<int64_t>(number);
+}
+
+Napi::Object ToObject(Napi::Env env, Napi::Value value, const std::string& name) {
+  if (!value.IsObject() || value.IsArray() || value.IsFunction()) Invalid(env, name + " must be an object");
+  return value.As<Napi::Object>();
+}
+
+float RequiredFloat(Napi::Env env, const Napi::Object& obj, const char* key, const std::string& prefix) {
+  return static_cast<float>(ToNumber(env, obj.Get(key), prefix + key));
+}
+
+int64_t RequiredInt(Napi::Env env, const Napi::Object& obj, const char* key, const std::string& prefix, int64_t min,
+                    int64_t max) {
+  return ToInteger(env, obj.Get(key), prefix + key, min, max);
+}
+
+template <typename T>
+std::optional<T> OptionalInt(Napi::Env env, const Napi::Object& obj, const char* key, const std::string& prefix,
+                             int64_t min, int64_t max) {
+  Napi::Value value = obj.Get(key);
+  if (IsMissing(value)) return std::nullopt;
+  return static_cast<T>(ToInteger(env, value, prefix + key, min, max));
+}
+
+ggml_type ToKvType(Napi::Env env, Napi::Value value, const std::string& name) {
+  if (IsMissing(value)) return GGML_TYPE_F16;
+  const std::string type = ToString(env, value, name.c_str());
+  if (type == "f16") return GGML_TYPE_F16;
+  if (type == "f32") return GGML_TYPE_F32;
+  if (type == "bf16") return GGML_TYPE_BF16;
+  if (type == "q8_0") return GGML_TYPE_Q8_0;
+  if (type == "q4_0") return GGML_TYPE_Q4_0;
+  if (type == "q4_1") return GGML_TYPE_Q4_1;
+  if (type == "q5_0") return GGML_TYPE_Q5_0;
+  if (type == "q5_1") return GGML_TYPE_Q5_1;
+  Invalid(env, name + " must be one of f16, f32, bf16, q8_0, q4_0, q4_1, q5_0, q5_1 (got \"" + type + "\")");
+}
+
+}  // namespace
+
+std::string ToString(Napi::Env env, Napi::Value value, const char* name) {
+  if (!value.IsString()) Invalid(env, std::string(name) + " must be a string");
+  return value.As<Napi::String>().Utf8Value();
+}
+
+bool ToOptionalBool(Napi::Env env, Napi::Value value, const char* name, bool fallback) {
+  if (IsMissing(value)) return fallback;
+  if (!value.IsBoolean()) Invalid(env, std::string(name) + " must be a boolean");
+  return value.As<Napi::Boolean>().Value();
+}
+
+std::vector<llama_token> ToTokens(Napi::Env env, Napi::Value value, const char* name) {
+  if (!value.IsTypedArray() || value.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
+    Invalid(env, std::string(name) + " must be an Int32Array");
+  }
+  Napi::Int32Array array = value.As<Napi::Int32Array>();
+  return std::vector<llama_token>(array.Data(), array.Data() + array.ElementLength());
+}
+
+ModelParams ToModelParams(Napi::Env env, Napi::Value value) {
+  ModelParams params;
+  if (IsMissing(value)) return params;
+  Napi::Object obj = ToObject(env, value, "params");
+  params.n_gpu_layers =
+      OptionalInt<int32_t>(env, obj, "nGpuLayers", "params.", -1, std::numeric_limits<int32_t>::max());
+  params.use_mmap = ToOptionalBool(env, obj.Get("useMmap"), "params.useMmap", true);
+  params.vocab_only = ToOptionalBool(env, obj.Get("vocabOnly"), "params.vocabOnly", false);
+  return params;
+}
+
+ContextParams ToContextParams(Napi::Env env, Napi::Value value) {
+  ContextParams params;
+  Napi::Object obj = ToObject(env, value, "params");
+  const std::string p = "params.";
+  constexpr int64_t kMaxTokens = 1 << 24;
+  params.n_ctx = static_cast<uint32_t>(RequiredInt(env, obj, "nCtx", p, 1, kMaxTokens));
+  params.n_batch = OptionalInt<uint32_t>(env, obj, "nBatch", p, 1, kMaxTokens);
+  params.n_ubatch = OptionalInt<uint32_t>(env, obj, "nUbatch", p, 1, kMaxTokens);
+  params.n_parallel = OptionalInt<uint32_t>(env, obj, "nParallel", p, 1, 256).value_or(1);
+  params.n_threads = OptionalInt<int32_t>(env, obj, "nThreads", p, 1, 1024);
+  params.n_threads_batch = OptionalInt<int32_t>(env, obj, "nThreadsBatch", p, 1, 1024);
+  Napi::Value flash = obj.Get("flashAttn");
+  if (!IsMissing(flash)) {
+    const std::string mode = ToString(env, flash, "params.flashAttn");
+    if (mode == "auto") {
+      params.flash_attn = LLAMA_FLASH_ATTN_TYPE_AUTO;
+    } else if (mode == "on") {
+      params.flash_attn = LLAMA_FLASH_ATTN_TYPE_ENABLED;
+    } else if (mode == "off") {
+      params.flash_attn = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    } else {
+      Invalid(env, "params.flashAttn must be 'auto', 'on' or 'off'");
+    }
+  }
+  params.type_k = ToKvType(env, obj.Get("typeK"), "params.typeK");
+  params.type_v = ToKvType(env, obj.Get("typeV"), "params.typeV");
+  return params;
+}
+
+TaskParams ToTaskParams(Napi::Env env, Napi::Value value) {
+  TaskParams params;
+  Napi::Object obj = ToObject(env, value, "task");
+  params.tokens = ToTokens(env, obj.Get("tokens"), "task.tokens");
+  params.n_predict =
+      static_cast<int32_t>(RequiredInt(env, obj, "nPredict", "task.", -1, std::numeric_limits<int32_t>::max()));
+
+  Napi::Object s = ToObject(env, obj.Get("sampling"), "task.sampling");
+  const std::string p = "task.sampling.";
+  SamplingParams& sp = params.sampling;
+  sp.temperature = RequiredFloat(env, s, "temperature", p);
+  sp.top_k = static_cast<int32_t>(
+      RequiredInt(env, s, "topK", p, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
+  sp.top_p = RequiredFloat(env, s, "topP", p);
+  sp.min_p = RequiredFloat(env, s, "minP", p);
+  sp.typical_p = RequiredFloat(env, s, "typicalP", p);
+  sp.repeat_penalty = RequiredFloat(env, s, "repeatPenalty", p);
+  sp.repeat_last_n =
+      static_cast<int32_t>(RequiredInt(env, s, "repeatLastN", p, -1, std::numeric_limits<int32_t>::max()));
+  sp.presence_penalty = RequiredFloat(env, s, "presencePenalty", p);
+  sp.frequency_penalty = RequiredFloat(env, s, "frequencyPenalty", p);
+  // Any integer; negative means random. Non-negative seeds are used modulo 2^32.
+  const double seed = ToNumber(env, s.Get("seed"), p + "seed");
+  if (std::trunc(seed) != seed) Invalid(env, p + "seed must be an integer");
+  sp.seed = seed < 0 ? -1 : static_cast<int64_t>(std::fmod(seed, 4294967296.0));
+  if (sp.repeat_penalty <= 0.0f) Invalid(env, p + "repeatPenalty must be > 0");
+  Napi::Value grammar = s.Get("grammar");
+  if (!IsMissing(grammar)) sp.grammar = ToString(env, grammar, "task.sampling.grammar");
+
+  Napi::Value stop = obj.Get("stop");
+  if (!IsMissing(stop)) {
+    if (!stop.IsArray()) Invalid(env, "task.stop must be an array of strings");
+    Napi::Array array = stop.As<Napi::Array>();
+    for (uint32_t i = 0; i < array.Length(); ++i) {
+      params.stop.push_back(ToString(env, array.Get(i), "task.stop[i]"));
+    }
+  }
+  params.ignore_eos = ToOptionalBool(env, obj.Get("ignoreEos"), "task.ignoreEos", false);
+  return params;
+}
+
+}  // namespace llamad

@@ -1,0 +1,53 @@
+// JS values -> C++ parameter structs. Type and range checks only; defaults live in the TS layer (binding.d.ts).
+// Every function throws a Napi::Error with code LLAMA_INVALID_ARGUMENT on a bad value.
+#ifndef LLAMAD_NATIVE_CONVERT_H_
+#define LLAMAD_NATIVE_CONVERT_H_
+
+#include <napi.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "llama.h"
+#include "slot.h"
+
+namespace llamad {
+
+// binding.d.ts NativeModelParams.
+struct ModelParams {
+  std::optional<int32_t> n_gpu_layers;
+  bool use_mmap = true;
+  bool vocab_only = false;
+};
+
+// binding.d.ts NativeContextParams.
+struct ContextParams {
+  uint32_t n_ctx = 0;
+  std::optional<uint32_t> n_batch;
+  std::optional<uint32_t> n_ubatch;
+  uint32_t n_parallel = 1;
+  std::optional<int32_t> n_threads;
+  std::optional<int32_t> n_threads_batch;
+  llama_flash_attn_type flash_attn = LLAMA_FLASH_ATTN_TYPE_AUTO;
+  ggml_type type_k = GGML_TYPE_F16;
+  ggml_type type_v = GGML_TYPE_F16;
+};
+
+ModelParams ToModelParams(Napi::Env env, Napi::Value value);
+ContextParams ToContextParams(Napi::Env env, Napi::Value value);
+TaskParams ToTaskParams(Napi::Env env, Napi::Value value);
+
+// An Int32Array of token ids (copied).
+std::vector<llama_token> ToTokens(Napi::Env env, Napi::Value value, const char* name);
+
+// A JS string (UTF-8).
+std::string ToString(Napi::Env env, Napi::Value value, const char* name);
+
+// undefined/null -> fallback; otherwise a boolean.
+bool ToOptionalBool(Napi::Env env, Napi::Value value, const char* name, bool fallback);
+
+}  // namespace llamad
+
+#endif  // LLAMAD_NATIVE_CONVERT_H_

@@ -1,0 +1,475 @@
+#include "engine.h"
+
+#include <algorithm>
+#include <exception>
+#include <new>
+#include <utility>
+
+namespace llamad {
+
+namespace {
+
+int64_t Nanoseconds(Clock::duration d) { return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count(); }
+
+// The `aborting_` flag of the engine that owns the calling thread, or null on other threads.
+thread_local const std::atomic<bool>* tls_aborting = nullptr;
+
+}  // namespace
+
+Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink)
+    : ctx_(ctx),
+      model_(llama_get_model(ctx)),
+      vocab_(llama_model_get_vocab(model_)),
+      memory_(llama_get_memory(ctx)),
+      sink_(std::move(sink)),
+      n_ctx_slot_(std::min(n_ctx_slot, static_cast<int32_t>(llama_n_ctx_seq(ctx)))),
+      n_batch_(static_cast<int32_t>(llama_n_batch(ctx))),
+      n_vocab_(llama_vocab_n_tokens(vocab_)) {
+  const uint32_t n_seq = llama_n_seq_max(ctx);
+  slots_.reserve(n_seq);
+  for (uint32_t i = 0; i < n_seq; ++i) slots_.emplace_back(static_cast<llama_seq_id>(i));
+  batch_ = llama_batch_init(n_batch_, 0, 1);
+  llama_set_abort_callback(ctx_, &Engine::AbortCallback, this);
+  thread_ = std::thread([this] { Run(); });
+}
+
+Engine::~Engine() {
+  RequestStop();
+  Join();
+  llama_batch_free(batch_);
+}
+
+const std::vector<llama_token>& Engine::EogTokens() {
+  std::call_once(eog_once_, [this] {
+    for (llama_token id = 0; id < n_vocab_; ++id) {
+      if (llama_vocab_is_eog(vocab_, id)) eog_tokens_.push_back(id);
+    }
+  });
+  return eog_tokens_;
+}
+
+uint32_t Engine::Submit(TaskParams params) {
+  if (stop_requested_.load()) throw LlamaError(ErrorCode::kDisposed, "context is disposed");
+  if (params.tokens.empty()) throw LlamaError(ErrorCode::kInvalidArgument, "tokens must not be empty");
+  for (llama_token token : params.tokens) {
+    if (token < 0 || token >= n_vocab_) {
+      throw LlamaError(ErrorCode::kInvalidArgument,
+                       "token id " + std::to_string(token) + " is out of range [0, " + std::to_string(n_vocab_) + ")");
+    }
+  }
+  if (params.tokens.size() > static_cast<size_t>(n_ctx_slot_)) {
+    throw LlamaError(ErrorCode::kExceedContext, "prompt of " + std::to_string(params.tokens.size()) +
+                                                    " tokens exceeds the slot context of " +
+                                                    std::to_string(n_ctx_slot_) + " tokens");
+  }
+  auto task = std::make_unique<Task>();
+  static const std::vector<llama_token> kNoMask;
+  task->sampler =
+      std::make_unique<Sampler>(model_, params.sampling, n_ctx_slot_, params.ignore_eos ? EogTokens() : kNoMask);
+  task->params = std::move(params);
+
+  uint32_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_requested_.load()) throw LlamaError(ErrorCode::kDisposed, "context is disposed");
+    id = next_task_id_++;
+    task->id = id;
+    live_[id] = task.get();
+    queue_.push_back(std::move(task));
+  }
+  wake_.notify_one();
+  return id;
+}
+
+void Engine::Cancel(uint32_t task_id) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = live_.find(task_id);
+    if (it == live_.end()) return;
+    it->second->cancelled.store(true);
+    cancel_pending_ = true;
+  }
+  wake_.notify_one();
+}
+
+EngineStats Engine::Stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  EngineStats stats;
+  stats.active_slots = active_slots_.load();
+  stats.queued_tasks = static_cast<int32_t>(queue_.size());
+  return stats;
+}
+
+void Engine::RequestStop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_requested_.store(true);
+  }
+  wake_.notify_all();
+}
+
+void Engine::Join() {
+  std::lock_guard<std::mutex> lock(join_mutex_);
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Engine::CurrentThreadIsAborting() { return tls_aborting != nullptr && tls_aborting->load(); }
+
+bool Engine::AbortCallback(void* data) {
+  auto* self = static_cast<Engine*>(data);
+  bool abort = self->stop_requested_.load(std::memory_order_relaxed);
+  if (!abort && !self->batch_tasks_.empty()) {
+    abort = std::all_of(self->batch_tasks_.begin(), self->batch_tasks_.end(),
+                        [](const Task* task) { return task->cancelled.load(std::memory_order_relaxed); });
+  }
+  if (abort) self->aborting_.store(true);
+  return abort;
+}
+
+void Engine::Run() {
+  tls_aborting = &aborting_;
+  for (;;) {
+    bool stopping = false;
+    std::vector<std::unique_ptr<Task>> starting;
+    std::vector<std::unique_ptr<Task>> dropped;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      auto idle_slots = [this] {
+        return static_cast<size_t>(
+            std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) { return s.state == Slot::State::kIdle; }));
+      };
+      wake_.wait(lock, [&] {
+        return stop_requested_.load() || cancel_pending_ || active_slots_.load() > 0 ||
+               (!queue_.empty() && idle_slots() > 0);
+      });
+      stopping = stop_requested_.load();
+      cancel_pending_ = false;
+      for (auto it = queue_.begin(); it != queue_.end();) {
+        if (stopping || (*it)->cancelled.load()) {
+          live_.erase((*it)->id);
+          dropped.push_back(std::move(*it));
+          it = queue_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      for (size_t idle = idle_slots(); idle > 0 && !queue_.empty(); --idle) {
+        starting.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+        active_slots_.fetch_add(1);  // counted here so that active + queued never dips in Stats()
+      }
+    }
+    for (const auto& task : dropped) EmitCancelledQueued(*task);
+    for (auto& task : starting) {
+      const uint32_t id = task->id;
+      try {
+        StartTask(std::move(task));
+      } catch (const std::exception& e) {
+        EngineEvent event;
+        event.type = EngineEvent::Type::kError;
+        event.task_id = id;
+        event.code = ErrorCode::kInternal;
+        event.message = std::string("cannot start the task: ") + e.what();
+        events_.push_back(std::move(event));
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          live_.erase(id);
+        }
+        active_slots_.fetch_sub(1);
+      }
+    }
+    try {
+      Step(stopping);
+    } catch (...) {
+      // Defensive: llama/common calls are not expected to throw here. Fail every running task and forget its KV.
+      ErrorCode code = ErrorCode::kDecodeFailed;
+      std::string message = "decode step failed";
+      try {
+        throw;
+      } catch (const LlamaError& e) {
+        code = e.code();
+        message = e.what();
+      } catch (const std::bad_alloc&) {
+        code = ErrorCode::kOom;
+        message = "out of memory in the decode step";
+      } catch (const std::exception& e) {
+        message = std::string("decode step failed: ") + e.what();
+      } catch (...) {
+        code = ErrorCode::kInternal;
+      }
+      batch_tasks_.clear();
+      for (Slot& slot : slots_) {
+        if (!slot.task) continue;
+        llama_memory_seq_rm(memory_, slot.seq_id, -1, -1);
+        slot.cache.clear();
+        Fail(slot, code, message);
+      }
+    }
+    FlushEvents();
+    if (stopping) break;
+  }
+}
+
+void Engine::EmitCancelledQueued(const Task& task) {
+  EngineEvent event;
+  event.type = EngineEvent::Type::kDone;
+  event.task_id = task.id;
+  event.reason = StopReason::kCancelled;
+  event.timings.prompt_total = static_cast<int32_t>(task.params.tokens.size());
+  events_.push_back(std::move(event));
+}
+
+void Engine::StartTask(std::unique_ptr<Task> task) {
+  const std::vector<llama_token>& prompt = task->params.tokens;
+  // The idle slot that already holds the longest prefix of this prompt; on ties the one caching the least.
+  Slot* best = nullptr;
+  size_t best_prefix = 0;
+  for (Slot& slot : slots_) {
+    if (slot.state != Slot::State::kIdle) continue;
+    const size_t prefix = slot.CommonPrefix(prompt);
+    if (best == nullptr || prefix > best_prefix || (prefix == best_prefix && slot.cache.size() < best->cache.size())) {
+      best = &slot;
+      best_prefix = prefix;
+    }
+  }
+  Slot& slot = *best;  // Run() only starts as many tasks as there are idle slots
+  // Keep the common prefix, but always evaluate at least the last prompt token to get its logits.
+  size_t keep = std::min(best_prefix, prompt.size() - 1);
+  if (!llama_memory_seq_rm(memory_, slot.seq_id, static_cast<llama_pos>(keep), -1)) {
+    llama_memory_seq_rm(memory_, slot.seq_id, -1, -1);  // partial removal unsupported (SWA, recurrent)
+    keep = 0;
+  }
+  slot.cache.resize(keep);
+  slot.n_prompt_done = keep;
+  slot.stream = std::make_unique<TextStream>(task->params.stop);
+  slot.pending = -1;
+  slot.n_generated = 0;
+  slot.output_index = -1;
+  slot.timings = Timings();
+  slot.timings.prompt_total = static_cast<int32_t>(prompt.size());
+  slot.timings.prompt_n = static_cast<int32_t>(prompt.size() - keep);
+  slot.prompt_started = false;
+  slot.task = std::move(task);
+  slot.state = Slot::State::kPrefill;
+}
+
+int32_t Engine::BuildBatch() {
+  batch_.n_tokens = 0;
+  batch_slots_.clear();
+  batch_tasks_.clear();
+  const size_t n = slots_.size();
+  auto add = [this](llama_token token, llama_pos pos, llama_seq_id seq, bool logits) {
+    const int32_t i = batch_.n_tokens++;
+    batch_.token[i] = token;
+    batch_.pos[i] = pos;
+    batch_.n_seq_id[i] = 1;
+    batch_.seq_id[i][0] = seq;
+    batch_.logits[i] = logits ? 1 : 0;
+    return i;
+  };
+  // The next token of every generating slot first: generation latency does not wait for prompts.
+  for (size_t k = 0; k < n && batch_.n_tokens < n_batch_; ++k) {
+    Slot& slot = slots_[(rotation_ + k) % n];
+    if (slot.state != Slot::State::kGenerate) continue;
+    slot.batch_first = add(slot.pending, static_cast<llama_pos>(slot.cache.size()), slot.seq_id, true);
+    slot.batch_count = 1;
+    slot.output_index = slot.batch_first;
+    batch_slots_.push_back(&slot);
+  }
+  // Then prompt chunks in the remaining room.
+  for (size_t k = 0; k < n && batch_.n_tokens < n_batch_; ++k) {
+    Slot& slot = slots_[(rotation_ + k) % n];
+    if (slot.state != Slot::State::kPrefill) continue;
+    const std::vector<llama_token>& prompt = slot.task->params.tokens;
+    const size_t take = std::min(prompt.size() - slot.n_prompt_done, static_cast<size_t>(n_batch_ - batch_.n_tokens));
+    if (!slot.prompt_started) {
+      slot.prompt_started = true;
+      slot.prompt_start = Clock::now();
+    }
+    slot.batch_first = batch_.n_tokens;
+    slot.batch_count = static_cast<int32_t>(take);
+    slot.output_index = -1;
+    for (size_t j = 0; j < take; ++j) {
+      const size_t p = slot.n_prompt_done + j;
+      const bool last = p + 1 == prompt.size();
+      const int32_t i = add(prompt[p], static_cast<llama_pos>(p), slot.seq_id, last);
+      if (last) slot.output_index = i;
+    }
+    batch_slots_.push_back(&slot);
+  }
+  rotation_ = n > 0 ? (rotation_ + 1) % n : 0;
+  for (Slot* slot : batch_slots_) batch_tasks_.push_back(slot->task.get());
+  return batch_.n_tokens;
+}
+
+void Engine::Step(bool stopping) {
+  for (Slot& slot : slots_) {
+    if (slot.task && (stopping || slot.task->cancelled.load())) Finish(slot, StopReason::kCancelled);
+  }
+  if (stopping) return;
+  if (BuildBatch() == 0) return;
+
+  const int32_t rc = llama_decode(ctx_, batch_);
+  aborting_.store(false);
+  batch_tasks_.clear();
+  if (rc != 0) {
+    HandleDecodeFailure(rc);
+    return;
+  }
+  const Clock::time_point now = Clock::now();
+  for (Slot* slot : batch_slots_) {
+    for (int32_t k = 0; k < slot->batch_count; ++k) slot->cache.push_back(batch_.token[slot->batch_first + k]);
+    const TaskParams& params = slot->task->params;
+    if (slot->state == Slot::State::kPrefill) {
+      slot->n_prompt_done += static_cast<size_t>(slot->batch_count);
+      if (slot->n_prompt_done < params.tokens.size()) continue;
+      slot->timings.prompt_ns = Nanoseconds(now - slot->prompt_start);
+      slot->task->sampler->AcceptPrompt(params.tokens);
+      if (params.n_predict == 0) {
+        Finish(*slot, StopReason::kLength);
+        continue;
+      }
+      slot->state = Slot::State::kGenerate;
+    }
+    llama_token token = LLAMA_TOKEN_NULL;
+    try {
+      token = slot->task->sampler->Sample(ctx_, slot->output_index);
+    } catch (const LlamaError& e) {
+      Fail(*slot, e.code(), std::string("sampling failed: ") + e.what());
+      continue;
+    } catch (const std::exception& e) {
+      Fail(*slot, ErrorCode::kInternal, std::string("sampling failed: ") + e.what());
+      continue;
+    }
+    ProcessToken(*slot, token);
+  }
+}
+
+void Engine::HandleDecodeFailure(int32_t rc) {
+  RepairAfterPartialDecode();
+  if (rc == 2) return;  // aborted: every task in the batch was cancelled (or the engine stops); the next step ends them
+  std::string message = "llama_decode failed with status " + std::to_string(rc);
+  if (rc == 1) message += " (no KV cache slot for the batch)";
+  if (rc == -1) message += " (invalid batch)";
+  for (Slot* slot : batch_slots_) {
+    if (slot->task) Fail(*slot, ErrorCode::kDecodeFailed, message);
+  }
+}
+
+void Engine::RepairAfterPartialDecode() {
+  // After an abort or a fatal error the ubatches already processed stay in the KV cache: bring `cache` in line with
+  // what the memory really holds so that prefix reuse stays correct.
+  for (Slot* slot : batch_slots_) {
+    const llama_pos pos_max = llama_memory_seq_pos_max(memory_, slot->seq_id);
+    const size_t n_kv = pos_max < 0 ? 0 : static_cast<size_t>(pos_max) + 1;
+    if (n_kv < slot->cache.size()) {
+      llama_memory_seq_rm(memory_, slot->seq_id, static_cast<llama_pos>(n_kv), -1);
+      slot->cache.resize(n_kv);
+    }
+    for (int32_t k = 0; k < slot->batch_count && slot->cache.size() < n_kv; ++k) {
+      slot->cache.push_back(batch_.token[slot->batch_first + k]);
+    }
+    if (slot->cache.size() != n_kv) {  // unexpected layout: forget the sequence
+      llama_memory_seq_rm(memory_, slot->seq_id, -1, -1);
+      slot->cache.clear();
+    }
+    if (slot->state == Slot::State::kPrefill) slot->n_prompt_done = slot->cache.size();
+  }
+}
+
+void Engine::ProcessToken(Slot& slot, llama_token token) {
+  const TaskParams& params = slot.task->params;
+  if (token == LLAMA_TOKEN_NULL) {  // the grammar allows nothing more
+    Finish(slot, StopReason::kEog);
+    return;
+  }
+  const Clock::time_point now = Clock::now();
+  if (slot.n_generated == 0) slot.first_sample = now;
+  ++slot.n_generated;
+  slot.timings.predicted_n = slot.n_generated;
+  slot.timings.predicted_ns = Nanoseconds(now - slot.first_sample);
+
+  EngineEvent event;
+  event.type = EngineEvent::Type::kToken;
+  event.task_id = slot.task->id;
+  event.token = token;
+
+  if (!params.ignore_eos && llama_vocab_is_eog(vocab_, token)) {
+    event.text = slot.stream->Flush();
+    events_.push_back(std::move(event));
+    Finish(slot, StopReason::kEog);
+    return;
+  }
+  TextStream::Chunk chunk = slot.stream->Push(TokenToPiece(token));
+  if (chunk.stopped) {
+    event.text = std::move(chunk.text);
+    events_.push_back(std::move(event));
+    Finish(slot, StopReason::kStop, chunk.stop_string);
+    return;
+  }
+  // The sampled token would be decoded at position cache.size(); past the slot context it cannot be.
+  const bool limit = (params.n_predict >= 0 && slot.n_generated >= params.n_predict) ||
+                     slot.cache.size() >= static_cast<size_t>(n_ctx_slot_);
+  event.text = std::move(chunk.text);
+  if (limit) event.text += slot.stream->Flush();
+  events_.push_back(std::move(event));
+  if (limit) {
+    Finish(slot, StopReason::kLength);
+    return;
+  }
+  slot.pending = token;
+}
+
+void Engine::Finish(Slot& slot, StopReason reason, const std::string& stop_string) {
+  EngineEvent event;
+  event.type = EngineEvent::Type::kDone;
+  event.task_id = slot.task->id;
+  event.reason = reason;
+  event.stop_string = stop_string;
+  event.timings = slot.timings;
+  events_.push_back(std::move(event));
+  ReleaseSlot(slot);
+}
+
+void Engine::Fail(Slot& slot, ErrorCode code, const std::string& message) {
+  EngineEvent event;
+  event.type = EngineEvent::Type::kError;
+  event.task_id = slot.task->id;
+  event.code = code;
+  event.message = message;
+  events_.push_back(std::move(event));
+  ReleaseSlot(slot);
+}
+
+void Engine::ReleaseSlot(Slot& slot) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    live_.erase(slot.task->id);
+  }
+  slot.task.reset();
+  slot.stream.reset();
+  slot.state = Slot::State::kIdle;
+  slot.pending = -1;
+  slot.output_index = -1;
+  active_slots_.fetch_sub(1);
+}
+
+void Engine::FlushEvents() {
+  if (events_.empty()) return;
+  std::vector<EngineEvent> events;
+  events.swap(events_);
+  sink_(std::move(events));
+}
+
+std::string Engine::TokenToPiece(llama_token token) {
+  if (piece_buffer_.size() < 64) piece_buffer_.resize(64);
+  int32_t n =
+      llama_token_to_piece(vocab_, token, &piece_buffer_[0], static_cast<int32_t>(piece_buffer_.size()), 0, false);
+  if (n < 0) {
+    piece_buffer_.resize(static_cast<size_t>(-n));
+    n = llama_token_to_piece(vocab_, token, &piece_buffer_[0], static_cast<int32_t>(piece_buffer_.size()), 0, false);
+  }
+  return n > 0 ? std::string(piece_buffer_.data(), static_cast<size_t>(n)) : std::string();
+}
+
+}  // namespace llamad

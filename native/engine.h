@@ -1,0 +1,144 @@
+// The decode engine of one llama_context: a dedicated thread, a FIFO task queue and continuous batching over slots.
+// Pure C++ (no napi.h): results leave through an EventSinkFn.
+#ifndef LLAMAD_NATIVE_ENGINE_H_
+#define LLAMAD_NATIVE_ENGINE_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "error_code.h"
+#include "llama.h"
+#include "slot.h"
+
+namespace llamad {
+
+// One event of one task (binding.d.ts NativeEvent). A task emits zero or more kToken then exactly one kDone or kError.
+struct EngineEvent {
+  enum class Type { kToken, kDone, kError };
+
+  Type type = Type::kToken;
+  uint32_t task_id = 0;
+  // kToken
+  std::string text;  // valid UTF-8, possibly empty
+  llama_token token = -1;
+  // kDone
+  StopReason reason = StopReason::kEog;
+  std::string stop_string;  // when reason is kStop
+  Timings timings;
+  // kError
+  ErrorCode code = ErrorCode::kInternal;
+  std::string message;
+};
+
+// Receives the events of one decode step, in order, on the decode thread. Must not block.
+using EventSinkFn = std::function<void(std::vector<EngineEvent>&& events)>;
+
+struct EngineStats {
+  int32_t active_slots = 0;
+  int32_t queued_tasks = 0;
+};
+
+// Owns the decode thread of a llama_context (not the context itself). After construction every llama call on `ctx`
+// happens on that thread; the caller frees `ctx` only after Join().
+//
+// Each step: start queued tasks in free slots (prefix reuse), put the next token of every generating slot plus prompt
+// chunks of prefilling slots into one llama_batch (at most n_batch tokens), llama_decode once, sample per slot,
+// hand the step's events to the sink.
+class Engine {
+ public:
+  // `n_ctx_slot`: tokens each slot may hold; capped at llama_n_ctx_seq(ctx) (llama.cpp rounds its per-sequence size
+  // up to a multiple of 256, the engine keeps to what was asked for).
+  Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink);
+  ~Engine();  // RequestStop() + Join()
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Per-slot context in tokens.
+  int32_t n_ctx_slot() const { return n_ctx_slot_; }
+  int32_t n_slots() const { return static_cast<int32_t>(slots_.size()); }
+
+  // Any thread. Validates `params`, builds its sampler and queues it; returns the task id (> 0).
+  // Throws LlamaError: kInvalidArgument (empty prompt, token out of range, bad grammar), kExceedContext (prompt
+  // longer than the slot context), kDisposed (after RequestStop).
+  uint32_t Submit(TaskParams params);
+
+  // Any thread. Marks the task cancelled; it ends with kDone/kCancelled within one decode step. Unknown ids: no-op.
+  void Cancel(uint32_t task_id);
+
+  EngineStats Stats() const;
+
+  // Any thread, non-blocking. Cancels every task; the thread emits their final events and exits.
+  void RequestStop();
+
+  // Waits for the decode thread to exit. Idempotent. Not from the decode thread.
+  void Join();
+
+  // True on a decode thread whose current llama_decode is being aborted on purpose (cancel or stop): llama.cpp then
+  // logs "failed to decode" errors that are expected; the log callback demotes them.
+  static bool CurrentThreadIsAborting();
+
+ private:
+  void Run();
+  void Step(bool stopping);
+  void StartTask(std::unique_ptr<Task> task);
+  int32_t BuildBatch();
+  void HandleDecodeFailure(int32_t rc);
+  void RepairAfterPartialDecode();
+  void ProcessToken(Slot& slot, llama_token token);
+  void Finish(Slot& slot, StopReason reason, const std::string& stop_string = std::string());
+  void Fail(Slot& slot, ErrorCode code, const std::string& message);
+  void ReleaseSlot(Slot& slot);
+  void EmitCancelledQueued(const Task& task);
+  void FlushEvents();
+  std::string TokenToPiece(llama_token token);
+  const std::vector<llama_token>& EogTokens();
+  static bool AbortCallback(void* data);
+
+  llama_context* ctx_;
+  const llama_model* model_;
+  const llama_vocab* vocab_;
+  llama_memory_t memory_;
+  EventSinkFn sink_;
+  int32_t n_ctx_slot_;
+  int32_t n_batch_;
+  int32_t n_vocab_;
+
+  // Decode-thread state.
+  std::vector<Slot> slots_;
+  llama_batch batch_;
+  std::vector<Slot*> batch_slots_;
+  std::vector<Task*> batch_tasks_;     // read by AbortCallback during llama_decode
+  std::atomic<bool> aborting_{false};  // AbortCallback asked llama_decode to stop
+  std::vector<EngineEvent> events_;
+  size_t rotation_ = 0;
+  std::string piece_buffer_;
+
+  // Shared state, guarded by mutex_.
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::unique_ptr<Task>> queue_;
+  std::unordered_map<uint32_t, Task*> live_;  // queued and running tasks, for Cancel()
+  bool cancel_pending_ = false;
+  uint32_t next_task_id_ = 1;
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<int32_t> active_slots_{0};
+
+  std::once_flag eog_once_;
+  std::vector<llama_token> eog_tokens_;
+
+  std::mutex join_mutex_;
+  std::thread thread_;
+};
+
+}  // namespace llamad
+
+#endif  // LLAMAD_NATIVE_ENGINE_H_

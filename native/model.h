@@ -1,0 +1,106 @@
+// JS class Model: one llama_model (binding.d.ts NativeModel).
+#ifndef LLAMAD_NATIVE_MODEL_H_
+#define LLAMAD_NATIVE_MODEL_H_
+
+#include <napi.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "addon_data.h"
+#include "convert.h"
+#include "error_code.h"
+#include "llama.h"
+
+namespace llamad {
+
+class Context;
+
+// State shared by Model::Load, its worker thread and its progress thread-safe function.
+struct LoadState {
+  std::atomic<bool> abort{false};
+  // Progress function: guarded so the loader thread never touches it after Node finalized it.
+  std::mutex mutex;
+  napi_threadsafe_function tsfn = nullptr;
+  bool closed = false;
+  float last_progress = -1.0f;
+  // Written by the worker thread, read on the JS thread after the worker completed.
+  llama_model* model = nullptr;
+  bool failed = false;
+  ErrorCode code = ErrorCode::kModelLoadFailed;
+  std::string message;
+  // JS thread only.
+  Napi::FunctionReference on_progress;
+  Napi::Promise::Deferred deferred;
+  Model* owner = nullptr;
+
+  explicit LoadState(Napi::Env env) : deferred(Napi::Promise::Deferred::New(env)) {}
+};
+
+// new Model(path, params?) creates an unloaded model; load() reads the GGUF on the libuv pool.
+//
+// States: unloaded -> loading -> loaded -> disposing -> disposed (abortLoad/failed load return to unloaded).
+// Ownership: the Model owns its llama_model; each Context keeps a strong reference to its Model, and the Model
+// tracks its live Contexts. dispose() disposes the contexts first, then frees the llama_model.
+// Errors: LLAMA_DISPOSED after dispose(), LLAMA_INVALID_ARGUMENT for bad arguments or use before load().
+class Model : public Napi::ObjectWrap<Model> {
+ public:
+  static Napi::Function Init(Napi::Env env);
+
+  explicit Model(const Napi::CallbackInfo& info);
+  ~Model() override;
+
+  // The loaded model, or throws (LLAMA_DISPOSED / LLAMA_INVALID_ARGUMENT) on the JS thread.
+  llama_model* RequireLoaded(Napi::Env env) const;
+  bool vocab_only() const { return params_.vocab_only; }
+
+  void AddContext(Context* context) { contexts_.insert(context); }
+  // A child context finished disposing (or was collected); may complete a pending dispose().
+  void OnContextGone(Napi::Env env, Context* context);
+
+  // Environment teardown: frees the llama_model without touching JS.
+  void ReleaseNative();
+
+  // Process exit: asks a load in progress to stop (its worker thread cannot be joined).
+  void AbortPendingLoad() {
+    if (load_) load_->abort.store(true);
+  }
+
+  // Called on the JS thread once a load finished (the progress function drained).
+  void FinishLoad(Napi::Env env, const std::shared_ptr<LoadState>& state);
+
+ private:
+  enum class State { kUnloaded, kLoading, kLoaded, kDisposing, kDisposed };
+
+  Napi::Value Load(const Napi::CallbackInfo& info);
+  Napi::Value AbortLoad(const Napi::CallbackInfo& info);
+  Napi::Value GetLoaded(const Napi::CallbackInfo& info);
+  Napi::Value Info(const Napi::CallbackInfo& info);
+  Napi::Value Metadata(const Napi::CallbackInfo& info);
+  Napi::Value ChatTemplate(const Napi::CallbackInfo& info);
+  Napi::Value ApplyChatTemplate(const Napi::CallbackInfo& info);
+  Napi::Value Tokenize(const Napi::CallbackInfo& info);
+  Napi::Value Detokenize(const Napi::CallbackInfo& info);
+  Napi::Value Dispose(const Napi::CallbackInfo& info);
+
+  void MaybeFinishDispose(Napi::Env env);
+  void FreeModel(Napi::Env env);
+
+  std::shared_ptr<AddonData> data_;
+  std::string path_;
+  ModelParams params_;
+  State state_ = State::kUnloaded;
+  llama_model* model_ = nullptr;
+  int64_t external_bytes_ = 0;
+  std::shared_ptr<LoadState> load_;
+  std::set<Context*> contexts_;
+  std::vector<Napi::Promise::Deferred> dispose_waiters_;
+};
+
+}  // namespace llamad
+
+#endif  // LLAMAD_NATIVE_MODEL_H_

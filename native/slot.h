@@ -1,0 +1,84 @@
+// Tasks and slots of the decode engine. Pure C++ (no napi.h).
+#ifndef LLAMAD_NATIVE_SLOT_H_
+#define LLAMAD_NATIVE_SLOT_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "llama.h"
+#include "sampler.h"
+#include "text_stream.h"
+
+namespace llamad {
+
+using Clock = std::chrono::steady_clock;
+
+// One generation request (binding.d.ts NativeTaskParams).
+struct TaskParams {
+  std::vector<llama_token> tokens;  // prompt, non-empty
+  int32_t n_predict = -1;           // max tokens to generate; negative: until EOG or the slot context is full
+  SamplingParams sampling;
+  std::vector<std::string> stop;  // stop strings
+  bool ignore_eos = false;
+};
+
+// Why a task ended (binding.d.ts NativeStopReason).
+enum class StopReason { kEog, kStop, kLength, kCancelled };
+const char* StopReasonName(StopReason reason);
+
+// Prompt and generation timings of one task; durations in nanoseconds (binding.d.ts NativeTimings).
+struct Timings {
+  int32_t prompt_n = 0;      // prompt tokens evaluated (after prefix reuse)
+  int32_t prompt_total = 0;  // prompt tokens of the task
+  int64_t prompt_ns = 0;     // time evaluating the prompt
+  int32_t predicted_n = 0;   // tokens sampled
+  int64_t predicted_ns = 0;  // first sampled token to last
+};
+
+// A queued or running task. `cancelled` is the only field touched by more than one thread.
+struct Task {
+  uint32_t id = 0;
+  TaskParams params;
+  std::unique_ptr<Sampler> sampler;
+  std::atomic<bool> cancelled{false};
+};
+
+// One sequence (seq_id) of the llama_context. Owned and used only by the decode thread.
+struct Slot {
+  enum class State { kIdle, kPrefill, kGenerate };
+
+  explicit Slot(llama_seq_id id) : seq_id(id) {}
+
+  // Length of the common prefix of `cache` and `tokens`.
+  size_t CommonPrefix(const std::vector<llama_token>& tokens) const;
+
+  llama_seq_id seq_id;
+  State state = State::kIdle;
+  // Tokens whose KV entries are in this sequence, at positions 0..cache.size()-1. Survives tasks (prefix reuse).
+  std::vector<llama_token> cache;
+
+  std::unique_ptr<Task> task;
+  std::unique_ptr<TextStream> stream;
+  size_t n_prompt_done = 0;  // prompt tokens already in the KV cache
+  llama_token pending = -1;  // sampled token waiting to be decoded (kGenerate)
+  int32_t n_generated = 0;   // tokens sampled for this task
+
+  // Where this slot's tokens sit in the batch being decoded: [batch_first, batch_first + batch_count), and the
+  // batch index of its output logits (-1 when none).
+  int32_t batch_first = 0;
+  int32_t batch_count = 0;
+  int32_t output_index = -1;
+
+  Timings timings;
+  bool prompt_started = false;
+  Clock::time_point prompt_start;
+  Clock::time_point first_sample;
+};
+
+}  // namespace llamad
+
+#endif  // LLAMAD_NATIVE_SLOT_H_

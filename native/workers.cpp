@@ -1,0 +1,119 @@
+#include "workers.h"
+
+#include <exception>
+#include <utility>
+
+#include "errors.h"
+
+namespace llamad {
+
+LoadModelWorker::LoadModelWorker(Napi::Env env, std::string path, llama_model_params params,
+                                 std::shared_ptr<LoadState> state)
+    : Napi::AsyncWorker(env, "llamad.loadModel"), path_(std::move(path)), params_(params), state_(std::move(state)) {
+  params_.progress_callback = &LoadModelWorker::OnProgress;
+  params_.progress_callback_user_data = state_.get();
+}
+
+bool LoadModelWorker::OnProgress(float progress, void* user_data) {
+  auto* state = static_cast<LoadState*>(user_data);
+  if (state->abort.load()) return false;  // llama.cpp stops loading
+  std::lock_guard<std::mutex> lock(state->mutex);
+  if (state->closed || state->tsfn == nullptr) return true;
+  if (progress < 1.0f && progress - state->last_progress < 0.01f) return true;  // coalesce tiny steps
+  state->last_progress = progress;
+  auto* value = new float(progress);
+  if (napi_call_threadsafe_function(state->tsfn, value, napi_tsfn_nonblocking) != napi_ok) delete value;
+  return true;
+}
+
+void LoadModelWorker::Execute() {
+  if (state_->abort.load()) {
+    state_->failed = true;
+    state_->code = ErrorCode::kCancelled;
+    state_->message = "model load aborted";
+    return;
+  }
+  try {
+    state_->model = llama_model_load_from_file(path_.c_str(), params_);
+    if (state_->model == nullptr) {
+      state_->failed = true;
+      state_->code = state_->abort.load() ? ErrorCode::kCancelled : ErrorCode::kModelLoadFailed;
+      state_->message = state_->abort.load() ? "model load aborted"
+                                             : "llama_model_load_from_file failed for \"" + path_ +
+                                                   "\" (missing or invalid GGUF, or unsupported architecture)";
+    }
+  } catch (...) {
+    ErrorInfo info = DescribeException(std::current_exception(), ErrorCode::kModelLoadFailed,
+                                       "llama_model_load_from_file(\"" + path_ + "\")");
+    state_->failed = true;
+    state_->code = info.code;
+    state_->message = info.message;
+  }
+}
+
+void LoadModelWorker::ReleaseProgress() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (!state_->closed && state_->tsfn != nullptr) napi_release_threadsafe_function(state_->tsfn, napi_tsfn_release);
+}
+
+void LoadModelWorker::OnOK() { ReleaseProgress(); }
+
+void LoadModelWorker::OnError(const Napi::Error& /*error*/) { ReleaseProgress(); }
+
+BackgroundWorker::BackgroundWorker(Napi::Env env, std::function<void()> work, std::function<void(Napi::Env)> done)
+    : Napi::AsyncWorker(env, "llamad.background"), work_(std::move(work)), done_(std::move(done)) {}
+
+void BackgroundWorker::Execute() {
+  try {
+    work_();
+  } catch (...) {
+    // work_ is cleanup (join + free): nothing to report, the done callback runs regardless
+  }
+}
+
+void BackgroundWorker::OnOK() {
+  if (done_) done_(Env());
+}
+
+void BackgroundWorker::OnError(const Napi::Error& /*error*/) {
+  if (done_) done_(Env());
+}
+
+QuantizeWorker::QuantizeWorker(Napi::Env env, std::string input, std::string output, llama_ftype ftype,
+                               int32_t n_threads)
+    : Napi::AsyncWorker(env, "llamad.quantize"),
+      input_(std::move(input)),
+      output_(std::move(output)),
+      ftype_(ftype),
+      n_threads_(n_threads),
+      deferred_(Napi::Promise::Deferred::New(env)) {}
+
+void QuantizeWorker::Execute() {
+  try {
+    llama_model_quantize_params params = llama_model_quantize_default_params();
+    params.ftype = ftype_;
+    params.nthread = n_threads_;
+    const uint32_t rc = llama_model_quantize(input_.c_str(), output_.c_str(), &params);
+    if (rc != 0) {
+      failure_ =
+          "llama_model_quantize(\"" + input_ + "\" -> \"" + output_ + "\") failed with status " + std::to_string(rc);
+    }
+  } catch (...) {
+    failure_ = DescribeException(std::current_exception(), ErrorCode::kQuantizeFailed, "llama_model_quantize").message;
+  }
+}
+
+void QuantizeWorker::OnOK() {
+  Napi::Env env = Env();
+  if (failure_.empty()) {
+    deferred_.Resolve(env.Undefined());
+  } else {
+    deferred_.Reject(MakeError(env, ErrorCode::kQuantizeFailed, failure_).Value());
+  }
+}
+
+void QuantizeWorker::OnError(const Napi::Error& error) {
+  deferred_.Reject(MakeError(Env(), ErrorCode::kQuantizeFailed, error.Message()).Value());
+}
+
+}  // namespace llamad

@@ -1,0 +1,69 @@
+// Napi::AsyncWorkers: blocking work on the libuv pool, settled on the JS thread.
+#ifndef LLAMAD_NATIVE_WORKERS_H_
+#define LLAMAD_NATIVE_WORKERS_H_
+
+#include <napi.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "llama.h"
+#include "model.h"
+
+namespace llamad {
+
+// Loads a GGUF with llama_model_load_from_file. Progress goes through state->tsfn; the result is stored in `state`
+// and the promise is settled by Model::FinishLoad once the progress function has drained (so every progress call
+// happens before load() settles).
+class LoadModelWorker : public Napi::AsyncWorker {
+ public:
+  LoadModelWorker(Napi::Env env, std::string path, llama_model_params params, std::shared_ptr<LoadState> state);
+  void Execute() override;
+  void OnOK() override;
+  void OnError(const Napi::Error& error) override;
+
+ private:
+  void ReleaseProgress();
+  static bool OnProgress(float progress, void* user_data);
+
+  std::string path_;
+  llama_model_params params_;
+  std::shared_ptr<LoadState> state_;
+};
+
+// Runs `work` on the pool, then `done` on the JS thread (also when `work` threw; the exception is swallowed after
+// being turned into `error` text for `done`).
+class BackgroundWorker : public Napi::AsyncWorker {
+ public:
+  BackgroundWorker(Napi::Env env, std::function<void()> work, std::function<void(Napi::Env)> done);
+  void Execute() override;
+  void OnOK() override;
+  void OnError(const Napi::Error& error) override;
+
+ private:
+  std::function<void()> work_;
+  std::function<void(Napi::Env)> done_;
+};
+
+// llama_model_quantize on the pool; resolves the promise, or rejects it with LLAMA_QUANTIZE_FAILED.
+class QuantizeWorker : public Napi::AsyncWorker {
+ public:
+  QuantizeWorker(Napi::Env env, std::string input, std::string output, llama_ftype ftype, int32_t n_threads);
+  Napi::Promise Promise() { return deferred_.Promise(); }
+  void Execute() override;
+  void OnOK() override;
+  void OnError(const Napi::Error& error) override;
+
+ private:
+  std::string input_;
+  std::string output_;
+  llama_ftype ftype_;
+  int32_t n_threads_;
+  std::string failure_;
+  Napi::Promise::Deferred deferred_;
+};
+
+}  // namespace llamad
+
+#endif  // LLAMAD_NATIVE_WORKERS_H_

@@ -1,0 +1,113 @@
+// Shared helpers of the native tier: the raw addon, sampling presets and a promise wrapper around submit().
+import assert from 'node:assert/strict';
+import type {
+  NativeBinding,
+  NativeContext,
+  NativeEvent,
+  NativeModel,
+  NativeModelParams,
+  NativeSamplingParams,
+  NativeTaskParams,
+} from '../../binding';
+import { loadBinding } from '../../src/native/load-binding';
+
+export const binding: NativeBinding = loadBinding();
+
+/** Greedy sampling with every other stage disabled. */
+export const GREEDY: NativeSamplingParams = {
+  temperature: 0,
+  topK: 0,
+  topP: 1,
+  minP: 0,
+  typicalP: 1,
+  repeatPenalty: 1,
+  repeatLastN: 64,
+  presencePenalty: 0,
+  frequencyPenalty: 0,
+  seed: -1,
+};
+
+/** Seeded random sampling through the whole chain. */
+export function seeded(seed: number, temperature = 0.9): NativeSamplingParams {
+  return { ...GREEDY, temperature, topK: 100, topP: 0.95, minP: 0.01, typicalP: 1, repeatPenalty: 1.1, seed };
+}
+
+export type TokenEvent = Extract<NativeEvent, { type: 'token' }>;
+export type DoneEvent = Extract<NativeEvent, { type: 'done' }>;
+export type ErrorEvent = Extract<NativeEvent, { type: 'error' }>;
+
+export interface TaskResult {
+  taskId: number;
+  events: NativeEvent[];
+  tokenEvents: TokenEvent[];
+  tokens: number[];
+  text: string;
+  done: DoneEvent;
+}
+
+/**
+ * Submits a task and resolves with all its events once `done` arrives (rejects on an `error` event).
+ * `onToken` runs for every token event (e.g. to cancel).
+ */
+export function runTask(
+  ctx: NativeContext,
+  task: Partial<NativeTaskParams> & { tokens: Int32Array },
+  onToken?: (event: TokenEvent, taskId: number) => void,
+): Promise<TaskResult> {
+  return new Promise((resolve, reject) => {
+    const events: NativeEvent[] = [];
+    let taskId = -1;
+    let finished = false;
+    taskId = ctx.submit({ nPredict: 16, sampling: GREEDY, ...task }, (event) => {
+      assert.equal(finished, false, 'no event may follow done/error');
+      assert.equal(event.taskId, taskId);
+      events.push(event);
+      if (event.type === 'token') {
+        onToken?.(event, taskId);
+        return;
+      }
+      finished = true;
+      if (event.type === 'error') {
+        reject(Object.assign(new Error(event.message), { code: event.code }));
+        return;
+      }
+      const tokenEvents = events.filter((e): e is TokenEvent => e.type === 'token');
+      resolve({
+        taskId,
+        events,
+        tokenEvents,
+        tokens: tokenEvents.map((e) => e.token),
+        text: tokenEvents.map((e) => e.text).join(''),
+        done: event,
+      });
+    });
+  });
+}
+
+export async function loadModel(path: string, params?: NativeModelParams): Promise<NativeModel> {
+  const model = new binding.Model(path, params);
+  await model.load();
+  return model;
+}
+
+/** Asserts that `fn` throws an Error whose `code` is `code`. */
+export function assertThrowsCode(fn: () => unknown, code: string): void {
+  assert.throws(fn, (err: unknown) => {
+    assert.equal((err as { code?: string }).code, code, String(err));
+    return true;
+  });
+}
+
+/** Asserts that `promise` rejects with an Error whose `code` is `code`. */
+export async function assertRejectsCode(promise: Promise<unknown>, code: string): Promise<void> {
+  await assert.rejects(promise, (err: unknown) => {
+    assert.ok(err instanceof Error, 'rejects with an Error');
+    assert.equal((err as { code?: string }).code, code, String(err));
+    return true;
+  });
+}
+
+/** True when the string has no unpaired UTF-16 surrogate, i.e. it round-trips through UTF-8 unchanged. */
+export function isWellFormed(text: string): boolean {
+  return Buffer.from(text, 'utf8').toString('utf8') === text;
+}
