@@ -49,6 +49,10 @@ const args = [
   ...(spawnSync('ninja', ['--version']).status === 0 ? ['-G', 'Ninja'] : []),
   ...Object.entries(defines).map(([k, v]) => `--CD${k}=${v}`),
 ];
-console.log(`build-native: backend=${backend} ${Object.entries(defines).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+console.log(
+  `build-native: backend=${backend} ${Object.entries(defines)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ')}`,
+);
 const r = spawnSync(process.execPath, args, { stdio: 'inherit', cwd: root });
 process.exit(r.status ?? 1);

@@ -3,7 +3,10 @@ import { join, resolve } from 'node:path';
 import type { NativeBinding } from '../../binding';
 
 /** Repository root: two levels above this file both in src/ (ts) and in dist/src/ (js). */
-export const REPO_ROOT = resolve(__dirname, existsSync(join(__dirname, '..', '..', 'package.json')) ? '../..' : '../../..');
+export const REPO_ROOT = resolve(
+  __dirname,
+  existsSync(join(__dirname, '..', '..', 'package.json')) ? '../..' : '../../..',
+);
 
 /** Backends looked for, in order, when LLAMAD_ADDON does not name a file. */
 const BACKENDS = ['cuda', 'vulkan', 'metal', 'cpu'];
@@ -41,7 +44,9 @@ export function loadBinding(): NativeBinding {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     cached = require(path) as NativeBinding;
   } catch (err) {
-    throw new Error(`native addon at ${path} failed to load: ${(err as Error).message}; rebuild it with \`npm run build:native\``);
+    throw new Error(
+      `native addon at ${path} failed to load: ${(err as Error).message}; rebuild it with \`npm run build:native\``,
+    );
   }
   return cached;
 }
