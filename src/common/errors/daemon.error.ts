@@ -1,0 +1,143 @@
+import { ErrorCode } from './error-code';
+
+/**
+ * Base of every error the daemon's services throw (ARCHITECTURE.md §8, after twenty's domain exceptions).
+ * Framework-free: no Nest imports. The message is the user-facing text (Ollama's exact wording where one exists,
+ * reference/ollama-api.md §5.2); each dialect's filter chooses the status code from `code`.
+ */
+export abstract class DaemonError extends Error {
+  abstract readonly code: ErrorCode;
+
+  protected constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** A request that is malformed or fails validation. Ollama: 400. `param` names the offending field when known. */
+export class InvalidRequestError extends DaemonError {
+  readonly code = ErrorCode.INVALID_REQUEST;
+  constructor(
+    message: string,
+    readonly param?: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * A model name that resolves to no local manifest. Ollama: 404. The message is given by the caller because the
+ * wording differs per route (`model 'x' not found` on generate/chat/show, `model "x" not found, try pulling it first`
+ * on embed), see reference/ollama-api.md §5.2; `notFoundMessage()` builds the common form.
+ */
+export class ModelNotFoundError extends DaemonError {
+  readonly code = ErrorCode.MODEL_NOT_FOUND;
+  constructor(
+    readonly model: string,
+    message: string = ModelNotFoundError.notFoundMessage(model),
+  ) {
+    super(message);
+  }
+
+  /** `model '<name>' not found` (reference/ollama-api.md §5.2, generate/chat/show/delete). */
+  static notFoundMessage(model: string): string {
+    return `model '${model}' not found`;
+  }
+}
+
+/** The model lacks a capability the request needs (`"x" does not support chat`). Ollama: 400. */
+export class UnsupportedCapabilityError extends DaemonError {
+  readonly code = ErrorCode.UNSUPPORTED_CAPABILITY;
+  constructor(
+    message: string,
+    readonly capability: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The prompt cannot fit the context and cannot be truncated. Ollama: 400. Sizes in tokens. */
+export class ContextLengthExceededError extends DaemonError {
+  readonly code = ErrorCode.EXCEED_CONTEXT;
+  constructor(
+    message: string,
+    readonly promptTokens?: number,
+    readonly contextSize?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** The runner could not load the model (bad file, unknown architecture, addon missing). Ollama: 500. */
+export class ModelLoadError extends DaemonError {
+  readonly code = ErrorCode.MODEL_LOAD_FAILED;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** Not enough (V)RAM to load or run. Ollama: 500. */
+export class InsufficientMemoryError extends DaemonError {
+  readonly code = ErrorCode.INSUFFICIENT_MEMORY;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** The scheduler's pending queue is full (OLLAMA_MAX_QUEUE). Ollama: 503, exact text in §5.2. */
+export class ServerBusyError extends DaemonError {
+  readonly code = ErrorCode.SERVER_BUSY;
+  constructor(message = 'server busy, please try again.  maximum pending requests exceeded') {
+    super(message);
+  }
+}
+
+/** A registry call failed (pull/push). `upstreamStatus` is the registry's HTTP status when there was one. */
+export class RegistryError extends DaemonError {
+  readonly code = ErrorCode.REGISTRY_ERROR;
+  constructor(
+    message: string,
+    readonly upstreamStatus?: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** Content does not hash to the digest it was announced with. Ollama: 400. */
+export class DigestMismatchError extends DaemonError {
+  readonly code = ErrorCode.DIGEST_MISMATCH;
+  constructor(
+    readonly expected: string,
+    readonly actual: string,
+  ) {
+    super(`digest mismatch, expected "${expected}", got "${actual}"`);
+  }
+}
+
+/** The client went away; the work was cancelled. Logged, never rendered (there is nobody to render it to). */
+export class RequestCancelledError extends DaemonError {
+  readonly code = ErrorCode.CANCELLED;
+  constructor(message = 'request canceled') {
+    super(message);
+  }
+}
+
+/** Anything unexpected (unknown native or JS errors). Ollama: 500. The message must not contain a stack trace. */
+export class InternalError extends DaemonError {
+  readonly code = ErrorCode.INTERNAL;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/**
+ * Wraps any thrown value into a DaemonError: DaemonErrors pass through, anything else becomes an InternalError
+ * carrying only the original message (never its stack).
+ */
+export function toDaemonError(err: unknown): DaemonError {
+  if (err instanceof DaemonError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new InternalError(message || 'internal error', { cause: err });
+}

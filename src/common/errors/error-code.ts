@@ -1,0 +1,17 @@
+/**
+ * Stable codes of every domain error (ARCHITECTURE.md §8). Each dialect's exception filter maps them with an
+ * exhaustive switch, so adding a code breaks the build until every dialect renders it.
+ */
+export enum ErrorCode {
+  INVALID_REQUEST = 'INVALID_REQUEST',
+  MODEL_NOT_FOUND = 'MODEL_NOT_FOUND',
+  UNSUPPORTED_CAPABILITY = 'UNSUPPORTED_CAPABILITY',
+  EXCEED_CONTEXT = 'EXCEED_CONTEXT',
+  MODEL_LOAD_FAILED = 'MODEL_LOAD_FAILED',
+  INSUFFICIENT_MEMORY = 'INSUFFICIENT_MEMORY',
+  SERVER_BUSY = 'SERVER_BUSY',
+  REGISTRY_ERROR = 'REGISTRY_ERROR',
+  DIGEST_MISMATCH = 'DIGEST_MISMATCH',
+  CANCELLED = 'CANCELLED',
+  INTERNAL = 'INTERNAL',
+}

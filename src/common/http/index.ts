@@ -1,0 +1,5 @@
+export * from './json-body.parser';
+export * from './ollama-error.mapper';
+export * from './ollama-exception.filter';
+export * from './ollama-validation.pipe';
+export * from './stream-responder';

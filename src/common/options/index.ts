@@ -1,0 +1,2 @@
+export * from './option-table';
+export * from './option-codec';

@@ -1,0 +1,2 @@
+export * from './go-duration';
+export * from './keep-alive';

@@ -1,0 +1,129 @@
+import { homedir } from 'node:os';
+import { isIP } from 'node:net';
+import { join, resolve } from 'node:path';
+import { DEFAULT_KEEP_ALIVE_MS, KeepAliveMs, parseKeepAliveEnv } from '../common/time';
+
+/** The address the daemon listens on, parsed from OLLAMA_HOST. */
+export interface ListenAddress {
+  scheme: 'http' | 'https';
+  /** Host name or IP to bind; '' means every interface (Go's `:11434`). IPv6 without brackets. */
+  host: string;
+  port: number;
+}
+
+/**
+ * Every setting the daemon reads from its environment. Built once by `loadConfig()` — src/config/ is the only place
+ * that reads environment variables (ARCHITECTURE.md §4, after Ollama's envconfig) — and injected as a provider.
+ */
+export class DaemonConfig {
+  /** OLLAMA_HOST: bind address, default 127.0.0.1:11434. */
+  listen: ListenAddress = { scheme: 'http', host: '127.0.0.1', port: 11434 };
+  /** OLLAMA_MODELS: root of the model store (manifests/ and blobs/), default ~/.ollama/models. */
+  modelsDir: string = join(homedir(), '.ollama', 'models');
+  /** OLLAMA_KEEP_ALIVE: default keep-alive of a new load, ms (Infinity = forever). */
+  keepAliveMs: KeepAliveMs = DEFAULT_KEEP_ALIVE_MS;
+  /** OLLAMA_NUM_PARALLEL: slots per loaded model (>= 1). */
+  numParallel = 1;
+  /** OLLAMA_CONTEXT_LENGTH: default num_ctx in tokens; 0 = unset (the daemon then uses 4096). */
+  contextLength = 0;
+  /** OLLAMA_MAX_LOADED_MODELS: cap on resident models; 0 = automatic (3 on CPU). Not enforced yet. */
+  maxLoadedModels = 0;
+  /** OLLAMA_MAX_QUEUE: pending-load queue size before 503. */
+  maxQueue = 512;
+  /** OLLAMA_ORIGINS: extra CORS origins. Parsed, not yet enforced (CORS is a later issue). */
+  origins: string[] = [];
+  /** OLLAMA_DEBUG: 0 = info, 1 = debug, 2 = trace. */
+  debugLevel = 0;
+  /** LLAMAD_THREADS: threads per llama context; 0 = the addon's default (hardware concurrency). */
+  threads = 0;
+  /** Whether logging is enabled at all (off in tests). Not an environment variable. */
+  logging = true;
+}
+
+/** Ollama's envconfig.Var: whitespace and surrounding quotes trimmed. */
+function envVar(env: NodeJS.ProcessEnv, key: string): string {
+  return (env[key] ?? '').trim().replace(/^["']+|["']+$/g, '');
+}
+
+function envUint(env: NodeJS.ProcessEnv, key: string, fallback: number): number {
+  const raw = envVar(env, key);
+  if (raw === '' || !/^\d+$/.test(raw)) return fallback;
+  return Number(raw);
+}
+
+/**
+ * Parses OLLAMA_HOST like Ollama's envconfig.Host (reference/ollama-api.md §7.6): accepts `host`, `host:port`,
+ * `:port`, `[v6]:port` and `scheme://host:port/path`; `http://` without a port means 80, `https://` 443, otherwise
+ * 11434; an invalid port falls back to the default.
+ */
+export function parseListenAddress(raw: string): ListenAddress {
+  let scheme: 'http' | 'https' = 'http';
+  let defaultPort = 11434;
+  let hostport = raw.trim();
+  const sep = hostport.indexOf('://');
+  if (sep >= 0) {
+    const s = hostport.slice(0, sep).toLowerCase();
+    hostport = hostport.slice(sep + 3);
+    if (s === 'https') {
+      scheme = 'https';
+      defaultPort = 443;
+    } else if (s === 'http') {
+      defaultPort = 80;
+    }
+  } else if (hostport === 'ollama.com') {
+    return { scheme: 'https', host: 'ollama.com', port: 443 };
+  }
+  const slash = hostport.indexOf('/');
+  if (slash >= 0) hostport = hostport.slice(0, slash);
+
+  let host: string;
+  let portText: string;
+  const bracketed = /^\[([^\]]*)\]:(.*)$/.exec(hostport);
+  const lastColon = hostport.lastIndexOf(':');
+  if (bracketed) {
+    host = bracketed[1];
+    portText = bracketed[2];
+  } else if (lastColon >= 0 && hostport.indexOf(':') === lastColon) {
+    host = hostport.slice(0, lastColon);
+    portText = hostport.slice(lastColon + 1);
+  } else {
+    // No port (or a bare IPv6 address): Go's SplitHostPort fails and the whole text is the host.
+    const bare = hostport.replace(/^\[|\]$/g, '');
+    host = isIP(bare) ? bare : hostport || '127.0.0.1';
+    portText = String(defaultPort);
+  }
+  let port = /^\d+$/.test(portText) ? Number(portText) : NaN;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) port = defaultPort;
+  return { scheme, host, port };
+}
+
+/** Go's strconv.ParseBool plus integers, as Ollama's OLLAMA_DEBUG: true/1 → 1, 2 → 2, false/0/'' → 0. */
+function parseDebugLevel(raw: string): number {
+  if (raw === '') return 0;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  return ['true', 't', 'TRUE', 'True', 'T'].includes(raw) ? 1 : 0;
+}
+
+/**
+ * Builds the daemon's configuration from an environment (default: process.env). Unknown or invalid values fall back
+ * to Ollama's defaults, as envconfig does.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
+  const config = new DaemonConfig();
+  const host = envVar(env, 'OLLAMA_HOST');
+  if (host !== '') config.listen = parseListenAddress(host);
+  const models = envVar(env, 'OLLAMA_MODELS');
+  if (models !== '') config.modelsDir = resolve(models.replace(/^~(?=$|\/)/, homedir()));
+  config.keepAliveMs = parseKeepAliveEnv(envVar(env, 'OLLAMA_KEEP_ALIVE'));
+  config.numParallel = Math.max(1, envUint(env, 'OLLAMA_NUM_PARALLEL', 1));
+  config.contextLength = envUint(env, 'OLLAMA_CONTEXT_LENGTH', 0);
+  config.maxLoadedModels = envUint(env, 'OLLAMA_MAX_LOADED_MODELS', 0);
+  config.maxQueue = envUint(env, 'OLLAMA_MAX_QUEUE', 512);
+  config.origins = envVar(env, 'OLLAMA_ORIGINS')
+    .split(',')
+    .map((o) => o.trim())
+    .filter((o) => o !== '');
+  config.debugLevel = parseDebugLevel(envVar(env, 'OLLAMA_DEBUG'));
+  config.threads = envUint(env, 'LLAMAD_THREADS', 0);
+  return config;
+}

@@ -1,0 +1,2 @@
+export * from './config.module';
+export * from './daemon-config';

@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { InvalidRequestError } from '../../../../src/common/errors';
+import { decodeOptions, formatParams, sanitizeStoredParams } from '../../../../src/common/options';
+
+describe('formatParams (Modelfile PARAMETER typing)', () => {
+  it('types values by the option table', () => {
+    const { params, deprecated } = formatParams(
+      new Map([
+        ['temperature', ['0.7']],
+        ['num_ctx', ['4096']],
+        ['use_mmap', ['false']],
+        ['stop', ['<|im_end|>', 'END']],
+        ['seed', ['-1']],
+      ]),
+    );
+    assert.deepEqual(params, {
+      temperature: 0.7,
+      num_ctx: 4096,
+      use_mmap: false,
+      stop: ['<|im_end|>', 'END'],
+      seed: -1,
+    });
+    assert.deepEqual(deprecated, []);
+  });
+
+  it('skips deprecated parameters and reports them', () => {
+    const { params, deprecated } = formatParams(new Map([['mirostat', ['1']]]));
+    assert.deepEqual(params, {});
+    assert.deepEqual(deprecated, ['mirostat']);
+  });
+
+  const errors: Array<[string, string, string]> = [
+    ['bogus', '1', "unknown parameter 'bogus'"],
+    ['num_ctx', '4k', 'invalid int value [4k]'],
+    ['num_ctx', '1.5', 'invalid int value [1.5]'],
+    ['temperature', 'hot', 'invalid float value [hot]'],
+    ['use_mmap', 'maybe', 'invalid bool value [maybe]'],
+  ];
+  for (const [key, value, message] of errors) {
+    it(`rejects ${key} ${value}`, () => {
+      assert.throws(
+        () => formatParams(new Map([[key, [value]]])),
+        (err: unknown) => err instanceof InvalidRequestError && err.message === message,
+      );
+    });
+  }
+});
+
+describe('decodeOptions (request options)', () => {
+  it('keeps known options, truncates ints, ignores unknown keys and nulls', () => {
+    assert.deepEqual(
+      decodeOptions({ num_predict: 12.9, temperature: 0, stop: ['x'], mirostat: 2, whatever: 'x', seed: null }),
+      { num_predict: 12, temperature: 0, stop: ['x'] },
+    );
+  });
+
+  it('accepts absent options', () => {
+    assert.deepEqual(decodeOptions(undefined), {});
+    assert.deepEqual(decodeOptions(null), {});
+  });
+
+  const errors: Array<[Record<string, unknown>, string]> = [
+    [{ num_ctx: '4096' }, 'option "num_ctx" must be of type integer'],
+    [{ temperature: 'hot' }, 'option "temperature" must be of type float32'],
+    [{ use_mmap: 1 }, 'option "use_mmap" must be of type boolean'],
+    [{ stop: 'x' }, 'option "stop" must be of type array'],
+    [{ stop: ['x', 1] }, 'option "stop" must be of an array of strings'],
+  ];
+  for (const [options, message] of errors) {
+    it(`rejects ${JSON.stringify(options)}`, () => {
+      assert.throws(
+        () => decodeOptions(options),
+        (err: unknown) => err instanceof InvalidRequestError && err.message === message,
+      );
+    });
+  }
+});
+
+describe('sanitizeStoredParams', () => {
+  it('drops unknown and ill-typed values from a params layer', () => {
+    assert.deepEqual(sanitizeStoredParams({ temperature: 0.5, num_ctx: '4096', stop: 'x', foo: 1 }), {
+      temperature: 0.5,
+      stop: ['x'],
+    });
+    assert.deepEqual(sanitizeStoredParams([1, 2]), {});
+  });
+});

@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { loadConfig, parseListenAddress } from '../../../src/config';
+
+describe('parseListenAddress (OLLAMA_HOST)', () => {
+  const cases: Array<[string, { scheme: string; host: string; port: number }]> = [
+    ['0.0.0.0', { scheme: 'http', host: '0.0.0.0', port: 11434 }],
+    ['127.0.0.1:8080', { scheme: 'http', host: '127.0.0.1', port: 8080 }],
+    [':9999', { scheme: 'http', host: '', port: 9999 }],
+    ['http://example.com', { scheme: 'http', host: 'example.com', port: 80 }],
+    ['https://example.com', { scheme: 'https', host: 'example.com', port: 443 }],
+    ['http://localhost:1234/path', { scheme: 'http', host: 'localhost', port: 1234 }],
+    ['[::1]:7000', { scheme: 'http', host: '::1', port: 7000 }],
+    ['::1', { scheme: 'http', host: '::1', port: 11434 }],
+    ['localhost:99999', { scheme: 'http', host: 'localhost', port: 11434 }],
+    ['ollama.com', { scheme: 'https', host: 'ollama.com', port: 443 }],
+  ];
+  for (const [input, expected] of cases) {
+    it(`${input}`, () => assert.deepEqual(parseListenAddress(input), expected));
+  }
+});
+
+describe('loadConfig', () => {
+  it('uses Ollama’s defaults for an empty environment', () => {
+    const c = loadConfig({});
+    assert.deepEqual(c.listen, { scheme: 'http', host: '127.0.0.1', port: 11434 });
+    assert.equal(c.modelsDir, join(homedir(), '.ollama', 'models'));
+    assert.equal(c.keepAliveMs, 300_000);
+    assert.equal(c.numParallel, 1);
+    assert.equal(c.contextLength, 0);
+    assert.equal(c.maxQueue, 512);
+    assert.deepEqual(c.origins, []);
+    assert.equal(c.debugLevel, 0);
+    assert.equal(c.threads, 0);
+  });
+
+  it('reads every variable, trimming spaces and quotes', () => {
+    const c = loadConfig({
+      OLLAMA_HOST: ' "0.0.0.0:8000" ',
+      OLLAMA_MODELS: '/srv/models',
+      OLLAMA_KEEP_ALIVE: '-1',
+      OLLAMA_NUM_PARALLEL: '4',
+      OLLAMA_CONTEXT_LENGTH: '8192',
+      OLLAMA_MAX_LOADED_MODELS: '2',
+      OLLAMA_MAX_QUEUE: '7',
+      OLLAMA_ORIGINS: 'chrome-extension://*, moz-extension://*',
+      OLLAMA_DEBUG: 'true',
+      LLAMAD_THREADS: '3',
+    });
+    assert.deepEqual(c.listen, { scheme: 'http', host: '0.0.0.0', port: 8000 });
+    assert.equal(c.modelsDir, '/srv/models');
+    assert.equal(c.keepAliveMs, Infinity);
+    assert.equal(c.numParallel, 4);
+    assert.equal(c.contextLength, 8192);
+    assert.equal(c.maxLoadedModels, 2);
+    assert.equal(c.maxQueue, 7);
+    assert.deepEqual(c.origins, ['chrome-extension://*', 'moz-extension://*']);
+    assert.equal(c.debugLevel, 1);
+    assert.equal(c.threads, 3);
+  });
+
+  it('expands ~ in OLLAMA_MODELS and ignores invalid numbers', () => {
+    const c = loadConfig({ OLLAMA_MODELS: '~/m', OLLAMA_NUM_PARALLEL: 'many', OLLAMA_MAX_QUEUE: '-1' });
+    assert.equal(c.modelsDir, join(homedir(), 'm'));
+    assert.equal(c.numParallel, 1);
+    assert.equal(c.maxQueue, 512);
+  });
+});
