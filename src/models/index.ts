@@ -1,0 +1,6 @@
+export * from './models.module';
+export * from './models.service';
+export * from './model-name';
+export * from './model.types';
+export * from './modelfile.parser';
+export * from './manifest';

@@ -1,0 +1,264 @@
+import { Injectable } from '@nestjs/common';
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, open, readFile, readdir, rename, rm, stat, utimes } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { InternalError } from '../common/errors';
+import { DaemonConfig } from '../config';
+import { goJsonEncode, isDigest, Manifest } from './manifest';
+import { ModelName } from './model-name';
+
+/** A blob written to or found in the store. */
+export interface StoredBlob {
+  /** `sha256:<hex>`. */
+  digest: string;
+  /** Bytes. */
+  size: number;
+}
+
+/** A manifest read from disk. */
+export interface StoredManifest {
+  /** The name with the case used on disk. */
+  name: ModelName;
+  manifest: Manifest;
+  /** Hex sha256 of the manifest file's bytes: the model "digest" of /api/tags (§1.4). */
+  digest: string;
+  /** The manifest file's mtime. */
+  modifiedAt: Date;
+  /** Absolute path of the manifest file. */
+  path: string;
+}
+
+/** Temporary files start with a dot: never a valid tag or digest name, so listings and Ollama's prune skip them. */
+function tempName(): string {
+  return `.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
+}
+
+/**
+ * The model store on disk in Ollama's own layout (reference/ollama-api.md §10.1):
+ * `<root>/blobs/sha256-<hex>` (content-addressed, mode 0644) and `<root>/manifests/<host>/<namespace>/<model>/<tag>`.
+ * Every write is atomic: content goes to a temporary file in the destination directory, then is renamed.
+ * The only class that touches these files (ARCHITECTURE.md §4 repository layer).
+ */
+@Injectable()
+export class ModelStoreRepository {
+  constructor(private readonly config: DaemonConfig) {}
+
+  /** Root directory (OLLAMA_MODELS). */
+  get root(): string {
+    return this.config.modelsDir;
+  }
+
+  private get blobsDir(): string {
+    return join(this.root, 'blobs');
+  }
+
+  private get manifestsDir(): string {
+    return join(this.root, 'manifests');
+  }
+
+  /**
+   * Absolute path of a blob (`sha256:<hex>` → `<root>/blobs/sha256-<hex>`).
+   * @throws InternalError for a malformed digest (digests come from manifests, never straight from users).
+   */
+  blobPath(digest: string): string {
+    if (!isDigest(digest)) throw new InternalError(`invalid digest format: ${digest}`);
+    return join(this.blobsDir, digest.replace(':', '-'));
+  }
+
+  /** Size in bytes of a blob, or null when it is missing. */
+  async blobSize(digest: string): Promise<number | null> {
+    try {
+      const s = await stat(this.blobPath(digest));
+      return s.isFile() ? s.size : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Reads a whole blob (templates, params, config: small layers). */
+  async readBlob(digest: string): Promise<Buffer> {
+    return readFile(this.blobPath(digest));
+  }
+
+  /** Moves a finished temporary file to its blob path, or drops it and touches the existing blob (§10.1). */
+  private async commitBlob(tmp: string, digest: string): Promise<void> {
+    const target = this.blobPath(digest);
+    try {
+      await stat(target);
+      await rm(tmp, { force: true });
+      const now = new Date();
+      await utimes(target, now, now);
+    } catch {
+      await rename(tmp, target);
+    }
+  }
+
+  /**
+   * Copies a file into the blob store, hashing while streaming to a temporary file in blobs/, then renaming
+   * (§10.1). Reading never loads the whole file in memory.
+   * @returns its digest and size in bytes.
+   */
+  async importFile(sourcePath: string): Promise<StoredBlob> {
+    await mkdir(this.blobsDir, { recursive: true });
+    const tmp = join(this.blobsDir, tempName());
+    const hash = createHash('sha256');
+    let size = 0;
+    const hasher = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        hash.update(chunk);
+        size += chunk.length;
+        cb(null, chunk);
+      },
+    });
+    try {
+      await pipeline(createReadStream(sourcePath), hasher, createWriteStream(tmp, { mode: 0o644 }));
+      const digest = `sha256:${hash.digest('hex')}`;
+      await this.commitBlob(tmp, digest);
+      return { digest, size };
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
+  }
+
+  /** Writes bytes as a blob (template, system, params, messages, license, config layers). */
+  async writeBlob(data: string | Buffer): Promise<StoredBlob> {
+    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+    const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+    await mkdir(this.blobsDir, { recursive: true });
+    const tmp = join(this.blobsDir, tempName());
+    try {
+      await writeFileSynced(tmp, bytes);
+      await this.commitBlob(tmp, digest);
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
+    return { digest, size: bytes.length };
+  }
+
+  /**
+   * Finds the on-disk spelling of a name: each path component is matched case-insensitively against the existing
+   * manifest tree (an exact match wins), like Ollama's getExistingName (§10.4).
+   * @returns the existing name, or null when no manifest matches.
+   */
+  async findExisting(name: ModelName): Promise<ModelName | null> {
+    let dir = this.manifestsDir;
+    const found: string[] = [];
+    for (const [i, part] of name.manifestSegments().entries()) {
+      let entries: string[];
+      try {
+        entries = await readdir(dir);
+      } catch {
+        return null;
+      }
+      const match = entries.includes(part) ? part : entries.find((e) => e.toLowerCase() === part.toLowerCase());
+      if (match === undefined) return null;
+      found.push(match);
+      dir = join(dir, match);
+      if (i === 3) {
+        const s = await stat(dir).catch(() => null);
+        if (!s?.isFile()) return null;
+      }
+    }
+    return ModelName.fromParts(found[0], found[1], found[2], found[3]);
+  }
+
+  private manifestPath(name: ModelName): string {
+    return join(this.manifestsDir, ...name.manifestSegments());
+  }
+
+  /**
+   * Reads the manifest of a name (matched case-insensitively).
+   * @returns null when there is none.
+   * @throws InternalError when the file exists but is not a manifest.
+   */
+  async readManifest(name: ModelName): Promise<StoredManifest | null> {
+    const existing = await this.findExisting(name);
+    if (!existing) return null;
+    return this.readManifestAt(existing);
+  }
+
+  private async readManifestAt(name: ModelName): Promise<StoredManifest> {
+    const path = this.manifestPath(name);
+    const [bytes, info] = await Promise.all([readFile(path), stat(path)]);
+    let manifest: Manifest;
+    try {
+      manifest = JSON.parse(bytes.toString('utf8')) as Manifest;
+    } catch (err) {
+      throw new InternalError(`manifest ${name.toShortString()} is not valid JSON`, { cause: err });
+    }
+    if (!manifest || typeof manifest !== 'object' || !Array.isArray(manifest.layers) || !manifest.config) {
+      throw new InternalError(`manifest ${name.toShortString()} is malformed`);
+    }
+    return {
+      name,
+      manifest,
+      digest: createHash('sha256').update(bytes).digest('hex'),
+      modifiedAt: info.mtime,
+      path,
+    };
+  }
+
+  /**
+   * Writes a manifest atomically (temporary file + rename) as Go's encoder would (compact JSON, trailing newline).
+   * An existing manifest whose name differs only in case is replaced in place.
+   */
+  async writeManifest(name: ModelName, manifest: Manifest): Promise<StoredManifest> {
+    const target = (await this.findExisting(name)) ?? name;
+    const path = this.manifestPath(target);
+    await mkdir(dirname(path), { recursive: true });
+    const tmp = join(dirname(path), tempName());
+    try {
+      await writeFileSynced(tmp, Buffer.from(goJsonEncode(manifest), 'utf8'));
+      await rename(tmp, path);
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
+    return this.readManifestAt(target);
+  }
+
+  /** Every valid manifest in the store (files whose four path parts form a valid name); unreadable ones skipped. */
+  async listManifests(): Promise<StoredManifest[]> {
+    const out: StoredManifest[] = [];
+    const walk = async (dir: string, parts: string[]): Promise<void> => {
+      let entries: import('node:fs').Dirent[];
+      try {
+        entries = await readdir(dir, { withFileTypes: true });
+      } catch {
+        return;
+      }
+      for (const entry of entries) {
+        const next = [...parts, entry.name];
+        if (parts.length < 3 && entry.isDirectory()) {
+          await walk(join(dir, entry.name), next);
+        } else if (parts.length === 3 && entry.isFile()) {
+          const name = ModelName.fromParts(next[0], next[1], next[2], next[3]);
+          if (!name) continue;
+          try {
+            out.push(await this.readManifestAt(name));
+          } catch {
+            // A broken or foreign file in the manifest tree is not a model; skip it.
+          }
+        }
+      }
+    };
+    await walk(this.manifestsDir, []);
+    return out;
+  }
+}
+
+/** Writes a file and fsyncs it, so a rename after a crash never exposes a truncated file. */
+async function writeFileSynced(path: string, data: Buffer): Promise<void> {
+  const handle = await open(path, 'w', 0o644);
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

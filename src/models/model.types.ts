@@ -1,0 +1,72 @@
+import { OptionMap } from '../common/options';
+import { Manifest, ModelConfig } from './manifest';
+import { ModelName } from './model-name';
+import { ModelfileMessage } from './modelfile.parser';
+
+/** What a model can do (reference/ollama-api.md §8.7), in the order /api/show lists them. */
+export type ModelCapability = 'completion' | 'embedding' | 'vision' | 'tools' | 'thinking' | 'insert';
+
+/** Facts read from a model's GGUF weights (cached per blob digest: blobs never change). */
+export interface ModelFacts {
+  /** general.architecture. */
+  architecture: string;
+  /** Number of weights. */
+  parameterCount: number;
+  /** Quantization level name, e.g. `F16`, `Q4_K_M`. */
+  fileType: string;
+  /** Training context, tokens. */
+  contextLength?: number;
+  /** Hidden size. */
+  embeddingLength?: number;
+  /** tokenizer.chat_template (Jinja). */
+  chatTemplate?: string;
+  /** `<arch>.pooling_type`, present on embedding models. */
+  poolingType?: number;
+}
+
+/** `details` of /api/tags and /api/show (wire names; §3.6). */
+export interface ModelDetails {
+  parent_model: string;
+  format: string;
+  family: string;
+  families: string[] | null;
+  parameter_size: string;
+  quantization_level: string;
+}
+
+/**
+ * A local model resolved from its manifest: everything inference and /api/show need. Produced by
+ * ModelsService.resolve(); immutable.
+ */
+export interface ResolvedModel {
+  /** The name as stored on disk (canonical case). */
+  name: ModelName;
+  /** Shortest display name, e.g. `tiny:latest`. */
+  shortName: string;
+  manifest: Manifest;
+  /** Hex sha256 of the manifest bytes. */
+  manifestDigest: string;
+  modifiedAt: Date;
+  /** Sum of layer sizes + config size, bytes. */
+  size: number;
+  /** `sha256:<hex>` of the weights layer. */
+  modelDigest: string;
+  /** Absolute path of the weights blob (GGUF). */
+  modelPath: string;
+  /** Absolute paths of projector blobs (vision); empty for text models. */
+  projectorPaths: string[];
+  /** Absolute paths of adapter blobs. */
+  adapterPaths: string[];
+  config: ModelConfig;
+  /** Modelfile TEMPLATE (a Go template), when the model has a template layer. */
+  template?: string;
+  /** Modelfile SYSTEM. */
+  system?: string;
+  /** Default options from the params layer (Modelfile PARAMETERs). */
+  params: OptionMap;
+  /** Conversation baked in with MESSAGE. */
+  messages: ModelfileMessage[];
+  licenses: string[];
+  facts: ModelFacts;
+  capabilities: ModelCapability[];
+}

@@ -1,0 +1,49 @@
+import { Body, Controller, Get, HttpCode, Post, Res } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { map } from 'rxjs';
+import { ollamaErrorLine, StreamResponder } from '../common/http';
+import { CreateRequestDto } from './dto/create-request.dto';
+import { ListResponseWire, ShowResponseWire } from './dto/model-responses.dto';
+import { ShowRequestDto } from './dto/show-request.dto';
+import { fromCreateRequest, toListModelWire, toProgressWire, toShowResponseWire } from './models.mapper';
+import { ModelsService } from './models.service';
+
+/** The model catalogue routes: GET|HEAD /api/tags, POST /api/show, POST /api/create (reference/ollama-api.md §3). */
+@Controller('api')
+export class ModelsController {
+  constructor(
+    private readonly models: ModelsService,
+    private readonly responder: StreamResponder,
+  ) {}
+
+  /** Local models, newest first; `{"models": []}` when there are none (§3.6). */
+  @Get('tags')
+  async tags(): Promise<ListResponseWire> {
+    const models = await this.models.list();
+    return { models: models.map(toListModelWire) };
+  }
+
+  /** Model information (§3.8). 400 `model is required`, 404 `model '<name:tag>' not found`. */
+  @Post('show')
+  @HttpCode(200)
+  async show(@Body() body: ShowRequestDto): Promise<ShowResponseWire> {
+    const info = await this.models.show(body.model || body.name || '', body.verbose ?? false);
+    return toShowResponseWire(info, { system: body.system, options: body.options });
+  }
+
+  /**
+   * Creates a model (§3.9, the spec's form first). Validation errors are plain 4xx responses; then progress records
+   * stream as NDJSON (`parsing modelfile` … `success`), or only the final record with `stream: false`.
+   */
+  @Post('create')
+  @HttpCode(200)
+  async create(@Body() body: CreateRequestDto, @Res() reply: FastifyReply): Promise<void> {
+    const plan = await this.models.prepareCreate(fromCreateRequest(body));
+    const progress$ = this.models.create(plan).pipe(map(toProgressWire));
+    if (body.stream === false) {
+      await this.responder.json(reply, progress$);
+      return;
+    }
+    await this.responder.ndjson(reply, progress$, ollamaErrorLine);
+  }
+}

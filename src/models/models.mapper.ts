@@ -1,0 +1,112 @@
+import { InvalidRequestError } from '../common/errors';
+import { decodeOptions, OptionMap } from '../common/options';
+import { CreateRequestDto } from './dto/create-request.dto';
+import { ListModelWire, ProgressWire, ShowResponseWire } from './dto/model-responses.dto';
+import { ModelfileMessage } from './modelfile.parser';
+import { formatShowParameters, renderModelfile } from './modelfile.renderer';
+import { CreateModelCommand, CreateProgress, ListedModel, ModelInfo, ModelsService } from './models.service';
+
+/** Wire ↔ domain mapping of the model routes (create, tags, show). */
+
+const MESSAGE_ROLES = new Set(['system', 'user', 'assistant']);
+
+/**
+ * CreateRequestDto → CreateModelCommand. `name` is accepted for `model`.
+ * @throws InvalidRequestError for features not supported yet (quantize, adapters), bad message roles or
+ *   non-string `files` digests.
+ */
+export function fromCreateRequest(dto: CreateRequestDto): CreateModelCommand {
+  if (dto.quantize || dto.quantization) throw new InvalidRequestError('quantization is not supported yet', 'quantize');
+  if (dto.adapters && Object.keys(dto.adapters).length > 0) {
+    throw new InvalidRequestError('adapters are not supported yet', 'adapters');
+  }
+  let files: Record<string, string> | undefined;
+  if (dto.files) {
+    files = {};
+    for (const [name, digest] of Object.entries(dto.files)) {
+      if (typeof digest !== 'string' || digest === '') throw new InvalidRequestError('invalid digest format', 'files');
+      files[name] = digest;
+    }
+  }
+  let messages: ModelfileMessage[] | undefined;
+  if (dto.messages) {
+    messages = dto.messages.map((m) => {
+      const role = (m.role ?? '').toLowerCase();
+      if (!MESSAGE_ROLES.has(role)) {
+        throw new InvalidRequestError('message role must be one of "system", "user", or "assistant"', 'messages');
+      }
+      return { role: role as ModelfileMessage['role'], content: m.content ?? '' };
+    });
+  }
+  return {
+    model: dto.model || dto.name || '',
+    modelfile: dto.modelfile,
+    from: dto.from,
+    files,
+    template: dto.template,
+    system: dto.system,
+    parameters: dto.parameters,
+    messages,
+    license: dto.license,
+  };
+}
+
+/** A progress record on the wire: `done` is true only on `success` (spec §2). */
+export function toProgressWire(progress: CreateProgress): ProgressWire {
+  return { ...progress, done: progress.status === 'success' };
+}
+
+/** One /api/tags entry (§3.6): `name` and `model` both the shortest display name, UTC `modified_at`. */
+export function toListModelWire(model: ListedModel): ListModelWire {
+  return {
+    name: model.name,
+    model: model.name,
+    modified_at: model.modifiedAt.toISOString(),
+    size: model.size,
+    digest: model.digest,
+    details: model.details,
+  };
+}
+
+/**
+ * The /api/show response (§3.8). `system` and `options` of the request override the model's SYSTEM and are merged
+ * into its parameters, as Ollama does. `template` is the Modelfile TEMPLATE, else the GGUF chat template (the
+ * template actually used).
+ * @throws InvalidRequestError for ill-typed `options`.
+ */
+export function toShowResponseWire(
+  info: ModelInfo,
+  overrides: { system?: string; options?: Record<string, unknown> },
+): ShowResponseWire {
+  const { model } = info;
+  const params: OptionMap = { ...model.params, ...decodeOptions(overrides.options) };
+  const system = overrides.system || model.system;
+  const template = model.template ?? model.facts.chatTemplate;
+  const parameters = formatShowParameters(params);
+  const response: ShowResponseWire = {
+    ...(model.licenses.length > 0 ? { license: model.licenses.join('\n') } : {}),
+    modelfile: renderModelfile({
+      shortName: model.shortName,
+      modelPath: model.modelPath,
+      adapterPaths: model.adapterPaths,
+      projectorPaths: model.projectorPaths,
+      template: model.template,
+      system,
+      params,
+      licenses: model.licenses,
+      messages: model.messages,
+    }),
+    ...(parameters ? { parameters } : {}),
+    ...(template ? { template } : {}),
+    ...(system ? { system } : {}),
+    details: ModelsService.details(model.config),
+    ...(model.messages.length > 0
+      ? { messages: model.messages.map((m) => ({ role: m.role, content: m.content })) }
+      : {}),
+    model_info: info.modelInfo,
+    ...(info.tensors.length > 0 ? { tensors: info.tensors } : {}),
+    capabilities: model.capabilities,
+    modified_at: model.modifiedAt.toISOString(),
+  };
+  return response;
+}

@@ -1,0 +1,520 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { stat } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { isAbsolute, resolve as resolvePath } from 'node:path';
+import { defer, Observable } from 'rxjs';
+import { InternalError, InvalidRequestError, ModelNotFoundError } from '../common/errors';
+import { decodeOptions, formatParams, OptionMap, sanitizeStoredParams } from '../common/options';
+import { formatParameterCount, GgufFile, GgufFormatError, isGgufFile, modelDetails, readGguf } from './gguf';
+import { buildManifest, buildModelConfig, goJsonEncode, ManifestLayer, MediaType, ModelConfig } from './manifest';
+import { ModelName } from './model-name';
+import { ModelStoreRepository, StoredManifest } from './model-store.repository';
+import { ModelCapability, ModelDetails, ModelFacts, ResolvedModel } from './model.types';
+import { ModelfileMessage, parseModelfile } from './modelfile.parser';
+
+/** A model as listed by /api/tags. */
+export interface ListedModel {
+  /** Shortest display name (`name:tag`). */
+  name: string;
+  modifiedAt: Date;
+  /** Bytes: layers + config. */
+  size: number;
+  /** Hex sha256 of the manifest bytes. */
+  digest: string;
+  details: ModelDetails;
+}
+
+/** What /api/show returns besides the resolved model. */
+export interface ModelInfo {
+  model: ResolvedModel;
+  /** GGUF key/values except general.name and tokenizer.chat_template; long arrays emptied unless verbose. */
+  modelInfo: Record<string, unknown>;
+  tensors: Array<{ name: string; type: string; shape: number[] }>;
+}
+
+/** A create request in domain form: the spec's `{model, modelfile}` or current Ollama's JSON fields. */
+export interface CreateModelCommand {
+  model: string;
+  /** Raw Modelfile text (the spec's form). When present, the JSON fields below are ignored. */
+  modelfile?: string;
+  /** Existing model name (or a local GGUF path) to base on. */
+  from?: string;
+  /** File name → `sha256:<hex>` of blobs already in the store (uploaded through /api/blobs). */
+  files?: Record<string, string>;
+  template?: string;
+  system?: string;
+  parameters?: Record<string, unknown>;
+  messages?: ModelfileMessage[];
+  license?: string | string[];
+}
+
+/** The base a new model is built on. */
+type CreateBase =
+  | { kind: 'file'; path: string; gguf: GgufFile }
+  | { kind: 'blob'; digest: string; size: number; gguf: GgufFile }
+  | { kind: 'model'; model: ResolvedModel };
+
+/** A validated create request: every check that can fail with 4xx has run. */
+export interface CreatePlan {
+  name: ModelName;
+  /** Text after `looking for base model` (the FROM value as written). */
+  baseLabel: string;
+  base: CreateBase;
+  template?: string;
+  system?: string;
+  /** New parameters; merged over the base model's (new keys win). */
+  parameters?: OptionMap;
+  messages?: ModelfileMessage[];
+  licenses?: string[];
+  renderer?: string;
+  parser?: string;
+  requires?: string;
+}
+
+/** One progress record of /api/create (spec §2 "Progress record"). */
+export interface CreateProgress {
+  status: string;
+  digest?: string;
+  total?: number;
+  completed?: number;
+}
+
+/** Ollama's message for a FROM file that is not GGUF (reference/ollama-api.md §5.2). */
+export const NOT_GGUF_MESSAGE = 'supplied file was not in GGUF format';
+
+/** A FROM value that names a file rather than a model: absolute, explicitly relative, home-relative or *.gguf. */
+function looksLikePath(from: string): boolean {
+  return (
+    isAbsolute(from) ||
+    from.startsWith('./') ||
+    from.startsWith('../') ||
+    from.startsWith('~/') ||
+    from.startsWith('.\\') ||
+    /\.gguf$/i.test(from)
+  );
+}
+
+function expandHome(p: string): string {
+  return p === '~' || p.startsWith('~/') ? homedir() + p.slice(1) : p;
+}
+
+/** Capabilities from GGUF facts, templates and layers (reference/ollama-api.md §8.7). */
+export function deriveCapabilities(
+  facts: ModelFacts,
+  goTemplate: string | undefined,
+  hasProjector: boolean,
+): ModelCapability[] {
+  const caps: ModelCapability[] = [];
+  const embedding = facts.poolingType !== undefined || /bert/i.test(facts.architecture);
+  caps.push(embedding ? 'embedding' : 'completion');
+  if (hasProjector) caps.push('vision');
+  const jinja = facts.chatTemplate ?? '';
+  if (!embedding) {
+    if ((goTemplate ?? '').includes('.Tools') || /tools|tool_call/.test(jinja)) caps.push('tools');
+    if (jinja.includes('<think>') && jinja.includes('</think>')) caps.push('thinking');
+    if ((goTemplate ?? '').includes('.Suffix')) caps.push('insert');
+  }
+  return caps;
+}
+
+/** Converts a GGUF metadata value to JSON (bigints → numbers). */
+function toJsonValue(v: unknown): unknown {
+  if (typeof v === 'bigint') return Number(v);
+  if (Array.isArray(v)) return v.map(toJsonValue);
+  return v;
+}
+
+/**
+ * The model catalogue: name resolution, /api/tags, /api/show and /api/create over the on-disk store
+ * (ARCHITECTURE.md §4 ModelsModule). Exported to InferenceModule through `resolve()`.
+ */
+@Injectable()
+export class ModelsService {
+  private readonly logger = new Logger(ModelsService.name);
+  /** GGUF facts per weights digest; blobs are immutable, so entries never go stale. */
+  private readonly facts = new Map<string, Promise<ModelFacts>>();
+  /** Parsed config per config digest. */
+  private readonly configs = new Map<string, Promise<ModelConfig>>();
+
+  constructor(private readonly store: ModelStoreRepository) {}
+
+  /**
+   * Resolves a model reference to its manifest, layers and GGUF facts. The name is parsed with defaults and matched
+   * case-insensitively against the store.
+   * @param input the name as the client sent it.
+   * @param notFoundMessage builds the 404 text (default `model '<input>' not found`).
+   * @throws InvalidRequestError `invalid model name`; ModelNotFoundError when no manifest matches or it has no
+   *   weights layer.
+   */
+  async resolve(input: string, notFoundMessage?: (name: ModelName) => string): Promise<ResolvedModel> {
+    const name = ModelName.parse(input);
+    if (!name) throw new InvalidRequestError('invalid model name', 'model');
+    const stored = await this.store.readManifest(name);
+    const message = notFoundMessage ? notFoundMessage(name) : ModelNotFoundError.notFoundMessage(input);
+    if (!stored) throw new ModelNotFoundError(input, message);
+    return this.resolveStored(stored, () => new ModelNotFoundError(input, message));
+  }
+
+  private async resolveStored(stored: StoredManifest, notFound: () => Error): Promise<ResolvedModel> {
+    const { manifest } = stored;
+    const modelLayer = manifest.layers.find((l) => l.mediaType === MediaType.MODEL);
+    if (!modelLayer) throw notFound();
+    const modelPath = this.store.blobPath(modelLayer.digest);
+    const facts = await this.readFacts(modelLayer.digest, modelPath);
+    const config = await this.readConfig(manifest.config, facts);
+
+    let template: string | undefined;
+    let system: string | undefined;
+    let params: OptionMap = {};
+    let messages: ModelfileMessage[] = [];
+    const licenses: string[] = [];
+    for (const layer of manifest.layers) {
+      switch (layer.mediaType) {
+        case MediaType.TEMPLATE:
+        case MediaType.PROMPT:
+          template = (await this.store.readBlob(layer.digest)).toString('utf8');
+          break;
+        case MediaType.SYSTEM:
+          system = (await this.store.readBlob(layer.digest)).toString('utf8');
+          break;
+        case MediaType.LICENSE:
+          licenses.push((await this.store.readBlob(layer.digest)).toString('utf8'));
+          break;
+        case MediaType.PARAMS:
+          params = sanitizeStoredParams(await this.readJsonBlob(layer.digest));
+          break;
+        case MediaType.MESSAGES: {
+          const raw = await this.readJsonBlob(layer.digest);
+          messages = Array.isArray(raw)
+            ? raw
+                .filter((m): m is { role: string; content?: unknown } => !!m && typeof m.role === 'string')
+                .map((m) => ({
+                  role: m.role as ModelfileMessage['role'],
+                  content: typeof m.content === 'string' ? m.content : '',
+                }))
+            : [];
+          break;
+        }
+        default:
+          break;
+      }
+    }
+    const projectorPaths = manifest.layers
+      .filter((l) => l.mediaType === MediaType.PROJECTOR)
+      .map((l) => this.store.blobPath(l.digest));
+    const adapterPaths = manifest.layers
+      .filter((l) => l.mediaType === MediaType.ADAPTER)
+      .map((l) => this.store.blobPath(l.digest));
+    const size = manifest.layers.reduce((sum, l) => sum + (l.size ?? 0), manifest.config.size ?? 0);
+    return {
+      name: stored.name,
+      shortName: stored.name.toShortString(),
+      manifest,
+      manifestDigest: stored.digest,
+      modifiedAt: stored.modifiedAt,
+      size,
+      modelDigest: modelLayer.digest,
+      modelPath,
+      projectorPaths,
+      adapterPaths,
+      config,
+      template,
+      system,
+      params,
+      messages,
+      licenses,
+      facts,
+      capabilities: deriveCapabilities(facts, template, projectorPaths.length > 0),
+    };
+  }
+
+  private async readJsonBlob(digest: string): Promise<unknown> {
+    try {
+      return JSON.parse((await this.store.readBlob(digest)).toString('utf8')) as unknown;
+    } catch (err) {
+      this.logger.warn(`layer ${digest} is not valid JSON: ${(err as Error).message}`);
+      return undefined;
+    }
+  }
+
+  private readFacts(digest: string, path: string): Promise<ModelFacts> {
+    let pending = this.facts.get(digest);
+    if (!pending) {
+      pending = readGguf(path).then(modelDetails);
+      this.facts.set(digest, pending);
+      pending.catch(() => this.facts.delete(digest));
+    }
+    return pending.catch((err: unknown) => {
+      throw new InternalError(`cannot read model weights ${digest}: ${(err as Error).message}`, { cause: err });
+    });
+  }
+
+  /** Reads a config blob; a missing or broken one is rebuilt from the GGUF facts (stores written by other tools). */
+  private readConfig(layer: ManifestLayer, facts: ModelFacts): Promise<ModelConfig> {
+    let pending = this.configs.get(layer.digest);
+    if (!pending) {
+      pending = this.readJsonBlob(layer.digest).then((raw) => {
+        const fallback = buildModelConfig({
+          format: 'gguf',
+          family: facts.architecture,
+          families: [facts.architecture],
+          modelType: formatParameterCount(facts.parameterCount),
+          fileType: facts.fileType,
+        });
+        if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return fallback;
+        return { ...fallback, ...(raw as Partial<ModelConfig>) };
+      });
+      this.configs.set(layer.digest, pending);
+    }
+    return pending;
+  }
+
+  /** `details` of tags/show from a config (§3.6): parent_model is always empty for local GGUF models. */
+  static details(config: ModelConfig): ModelDetails {
+    return {
+      parent_model: '',
+      format: config.model_format ?? '',
+      family: config.model_family ?? '',
+      families: config.model_families ?? null,
+      parameter_size: config.model_type ?? '',
+      quantization_level: config.file_type ?? '',
+    };
+  }
+
+  /**
+   * Every local model for /api/tags (§3.6), newest first. Manifests whose config cannot be read still appear, with
+   * the details that could be found.
+   */
+  async list(): Promise<ListedModel[]> {
+    const manifests = await this.store.listManifests();
+    const out: ListedModel[] = [];
+    for (const m of manifests) {
+      const size = m.manifest.layers.reduce((sum, l) => sum + (l.size ?? 0), m.manifest.config.size ?? 0);
+      let details: ModelDetails = {
+        parent_model: '',
+        format: '',
+        family: '',
+        families: null,
+        parameter_size: '',
+        quantization_level: '',
+      };
+      const raw = await this.readJsonBlob(m.manifest.config.digest).catch(() => undefined);
+      if (raw && typeof raw === 'object' && !Array.isArray(raw)) details = ModelsService.details(raw as ModelConfig);
+      out.push({ name: m.name.toShortString(), modifiedAt: m.modifiedAt, size, digest: m.digest, details });
+    }
+    out.sort((a, b) => b.modifiedAt.getTime() - a.modifiedAt.getTime());
+    return out;
+  }
+
+  /**
+   * Everything /api/show returns (§3.8).
+   * @throws InvalidRequestError `model is required` / `invalid model name`; ModelNotFoundError
+   *   `model '<short normalized name>' not found`.
+   */
+  async show(model: string, verbose: boolean): Promise<ModelInfo> {
+    if (!model) throw new InvalidRequestError('model is required', 'model');
+    const resolved = await this.resolve(model, (name) => ModelNotFoundError.notFoundMessage(name.toShortString()));
+    const gguf = await readGguf(resolved.modelPath).catch((err: unknown) => {
+      throw new InternalError(`cannot read model weights: ${(err as Error).message}`, { cause: err });
+    });
+    const modelInfo: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(gguf.metadata)) {
+      if (key === 'general.name' || key === 'tokenizer.chat_template') continue;
+      modelInfo[key] = Array.isArray(value) && value.length > 5 && !verbose ? [] : toJsonValue(value);
+    }
+    const tensors = gguf.tensors.map((t) => ({ name: t.name, type: t.typeName, shape: [...t.shape] }));
+    return { model: resolved, modelInfo, tensors };
+  }
+
+  /**
+   * Validates a create request and finds its base, before any progress is streamed, so that every client mistake
+   * is a plain 4xx response (reference/ollama-api.md §3.9, §5.2).
+   * @throws InvalidRequestError: `model is required`, `invalid model name`, Modelfile grammar errors naming the line,
+   *   `neither 'from' or 'files' was specified`, `supplied file was not in GGUF format`, a missing FROM file,
+   *   unsupported commands (ADAPTER, DRAFT, extra FROM), bad parameters.
+   * @throws ModelNotFoundError when FROM names a model that is not in the store.
+   */
+  async prepareCreate(cmd: CreateModelCommand): Promise<CreatePlan> {
+    if (!cmd.model) throw new InvalidRequestError('model is required', 'model');
+    const name = ModelName.parse(cmd.model);
+    if (!name) throw new InvalidRequestError('invalid model name', 'model');
+
+    let from: string;
+    let files: Record<string, string> | undefined;
+    const plan: Omit<CreatePlan, 'base' | 'baseLabel'> = { name };
+    if (cmd.modelfile !== undefined) {
+      const file = parseModelfile(cmd.modelfile);
+      if (file.adapters.length > 0) throw new InvalidRequestError('ADAPTER is not supported yet');
+      if (file.draft !== undefined) throw new InvalidRequestError('DRAFT is not supported yet');
+      if (file.extraFrom.length > 0) throw new InvalidRequestError('only one FROM is supported (no projectors yet)');
+      from = file.from;
+      plan.template = file.template;
+      plan.system = file.system;
+      if (file.parameters.size > 0) {
+        const { params, deprecated } = formatParams(file.parameters);
+        for (const d of deprecated) this.logger.warn(`parameter ${d} is deprecated and ignored`);
+        plan.parameters = params;
+      }
+      if (file.messages.length > 0) plan.messages = file.messages;
+      if (file.licenses.length > 0) plan.licenses = file.licenses;
+      plan.renderer = file.renderer;
+      plan.parser = file.parser;
+      plan.requires = file.requires;
+    } else {
+      from = cmd.from ?? '';
+      files = cmd.files && Object.keys(cmd.files).length > 0 ? cmd.files : undefined;
+      if (!from && !files) throw new InvalidRequestError("neither 'from' or 'files' was specified");
+      plan.template = cmd.template;
+      plan.system = cmd.system;
+      if (cmd.parameters) plan.parameters = decodeOptions(cmd.parameters);
+      if (cmd.messages) plan.messages = cmd.messages;
+      if (cmd.license !== undefined) plan.licenses = Array.isArray(cmd.license) ? cmd.license : [cmd.license];
+    }
+
+    if (files) {
+      const entries = Object.entries(files);
+      if (entries.length !== 1) throw new InvalidRequestError('only one model file is supported');
+      const [fileName, digest] = entries[0];
+      if (!/^sha256[:-][0-9a-f]{64}$/i.test(digest)) throw new InvalidRequestError('invalid digest format');
+      const normalized = `sha256:${digest.slice(7).toLowerCase()}`;
+      const size = await this.store.blobSize(normalized);
+      if (size === null) throw new InvalidRequestError(`blob "${normalized}" not found`);
+      const gguf = await this.readCreateGguf(this.store.blobPath(normalized));
+      return { ...plan, baseLabel: fileName, base: { kind: 'blob', digest: normalized, size, gguf } };
+    }
+    return { ...plan, baseLabel: from, base: await this.resolveBase(from) };
+  }
+
+  /** Reads a GGUF that is to become a model layer; any failure is the client's (400). */
+  private async readCreateGguf(path: string): Promise<GgufFile> {
+    if (!(await isGgufFile(path))) throw new InvalidRequestError(NOT_GGUF_MESSAGE);
+    try {
+      return await readGguf(path);
+    } catch (err) {
+      if (err instanceof GgufFormatError) throw new InvalidRequestError(`${NOT_GGUF_MESSAGE}: ${err.detail}`);
+      throw new InvalidRequestError(`cannot read "${path}": ${(err as Error).message}`);
+    }
+  }
+
+  /** FROM: a GGUF path (when it exists or looks like a path) or else an existing local model. */
+  private async resolveBase(from: string): Promise<CreateBase> {
+    const path = resolvePath(expandHome(from));
+    const info = await stat(path).catch(() => null);
+    if (info?.isDirectory()) {
+      throw new InvalidRequestError(`FROM "${from}" is a directory: only GGUF files are supported (no safetensors)`);
+    }
+    if (info?.isFile()) return { kind: 'file', path, gguf: await this.readCreateGguf(path) };
+    if (looksLikePath(from)) throw new InvalidRequestError(`FROM file "${from}" does not exist`);
+    const name = ModelName.parse(from);
+    if (!name) throw new InvalidRequestError(`invalid FROM: "${from}" is neither a file nor a model name`);
+    const model = await this.resolve(from, (n) => ModelNotFoundError.notFoundMessage(n.toShortString()));
+    return { kind: 'model', model };
+  }
+
+  /**
+   * Runs a validated create: copies the weights into the blob store (streamed and hashed), writes the template,
+   * system, params, messages and license layers, the config blob and finally the manifest (atomically). Emits the
+   * spec's progress records in order: `parsing modelfile`, `looking for base model <from>`, `copying layers`,
+   * `setting system instructions`, `success` (the controller adds `done`). Cold: nothing happens until subscribed.
+   */
+  create(plan: CreatePlan): Observable<CreateProgress> {
+    return new Observable<CreateProgress>((sub) => {
+      let cancelled = false;
+      const emit = (status: string) => {
+        if (!cancelled) sub.next({ status });
+      };
+      const run = async () => {
+        emit('parsing modelfile');
+        emit(`looking for base model ${plan.baseLabel}`);
+        emit('copying layers');
+        const { layers, config } = await this.baseLayers(plan);
+        emit('setting system instructions');
+        await this.applyOverrides(plan, layers);
+        const configBlob = await this.store.writeBlob(goJsonEncode(config));
+        const manifest = buildManifest({ mediaType: MediaType.CONFIG, ...configBlob }, layers);
+        await this.store.writeManifest(plan.name, manifest);
+        this.logger.log(`created model ${plan.name.toShortString()}`);
+        emit('success');
+      };
+      defer(run).subscribe({ complete: () => sub.complete(), error: (err: unknown) => sub.error(err) });
+      return () => {
+        // A create is not cancelled by a client going away: the copy finishes and the manifest is written, as in
+        // Ollama. Only the progress records stop.
+        cancelled = true;
+      };
+    });
+  }
+
+  /** The weights layer (plus inherited layers for a model base) and the config to write. */
+  private async baseLayers(plan: CreatePlan): Promise<{ layers: ManifestLayer[]; config: ModelConfig }> {
+    const { base } = plan;
+    const overrides = { renderer: plan.renderer, parser: plan.parser, requires: plan.requires };
+    if (base.kind === 'model') {
+      const from = base.model.shortName;
+      // Like Ollama's parseFromModel: every inherited layer names its immediate source model.
+      const layers = base.model.manifest.layers.map((l) => ({ ...l, from }));
+      const config: ModelConfig = { ...base.model.config };
+      for (const [k, v] of Object.entries(overrides)) if (v) config[k] = v;
+      return { layers, config: buildModelConfigFrom(config) };
+    }
+    const blob =
+      base.kind === 'file' ? await this.store.importFile(base.path) : { digest: base.digest, size: base.size };
+    const details = modelDetails(base.gguf);
+    const config = buildModelConfig({
+      format: 'gguf',
+      family: details.architecture,
+      families: [details.architecture],
+      modelType: formatParameterCount(details.parameterCount),
+      fileType: details.fileType,
+      ...overrides,
+    });
+    return { layers: [{ mediaType: MediaType.MODEL, ...blob }], config };
+  }
+
+  /** Replaces (or, for params, merges into) the layers the request sets. Mutates `layers`. */
+  private async applyOverrides(plan: CreatePlan, layers: ManifestLayer[]): Promise<void> {
+    const replace = async (mediaTypes: string[], contents: string[]) => {
+      const at = layers.findIndex((l) => mediaTypes.includes(l.mediaType));
+      for (let i = layers.length - 1; i >= 0; i--) if (mediaTypes.includes(layers[i].mediaType)) layers.splice(i, 1);
+      const fresh: ManifestLayer[] = [];
+      for (const content of contents) {
+        fresh.push({ mediaType: mediaTypes[0], ...(await this.store.writeBlob(content)) });
+      }
+      layers.splice(at >= 0 ? at : layers.length, 0, ...fresh);
+    };
+    if (plan.template !== undefined) await replace([MediaType.TEMPLATE, MediaType.PROMPT], [plan.template]);
+    if (plan.system !== undefined) await replace([MediaType.SYSTEM], [plan.system]);
+    if (plan.licenses !== undefined) await replace([MediaType.LICENSE], plan.licenses);
+    if (plan.parameters !== undefined && Object.keys(plan.parameters).length > 0) {
+      const inherited = plan.base.kind === 'model' ? plan.base.model.params : {};
+      const merged: OptionMap = { ...inherited, ...plan.parameters };
+      const sorted: OptionMap = {};
+      for (const key of Object.keys(merged).sort()) sorted[key] = merged[key];
+      await replace([MediaType.PARAMS], [goJsonEncode(sorted)]);
+    }
+    if (plan.messages !== undefined) {
+      const messages = plan.messages.map((m) => ({ role: m.role, content: m.content }));
+      await replace([MediaType.MESSAGES], [goJsonEncode(messages)]);
+    }
+  }
+}
+
+/** Re-orders an inherited config into Go field order (known fields first, extras kept before architecture/os). */
+function buildModelConfigFrom(config: ModelConfig): ModelConfig {
+  const { model_format, model_family, model_families, model_type, file_type, renderer, parser, requires } = config;
+  const { architecture, os, ...rest } = config;
+  const base = buildModelConfig({
+    format: model_format,
+    family: model_family,
+    families: model_families ?? [],
+    modelType: model_type,
+    fileType: file_type,
+    renderer,
+    parser,
+    requires,
+  });
+  const { architecture: _arch, os: _os, ...head } = base;
+  const extras: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(rest)) if (!(k in head)) extras[k] = v;
+  return { ...head, ...extras, architecture: architecture ?? 'amd64', os: os ?? 'linux' };
+}
