@@ -1,0 +1,111 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { defer, Observable, of, switchMap } from 'rxjs';
+import { InvalidRequestError, UnsupportedCapabilityError } from '../common/errors';
+import { ModelsService, ResolvedModel } from '../models';
+import { CompletionService, PreparedPrompt } from './completion.service';
+import { thinkingUnsupported, wantsThinking } from './generate.service';
+import { ChatCommand, GenerationEvent } from './generation.types';
+import { EffectiveOptions } from './options';
+import { tokenizePrompt, truncatePrompt } from './prompt.builder';
+import { Runner, RunnerChatMessage } from './runner/runner';
+import { SchedulerService } from './scheduler.service';
+
+/**
+ * /api/chat in domain terms (reference/ollama-api.md §3.3): validation in Ollama's order, load/unload shortcuts,
+ * message assembly (Modelfile MESSAGE history and SYSTEM), rendering with the GGUF chat template, truncation,
+ * streaming. Knows nothing about HTTP.
+ */
+@Injectable()
+export class ChatService {
+  private readonly logger = new Logger(ChatService.name);
+
+  constructor(
+    private readonly models: ModelsService,
+    private readonly completion: CompletionService,
+    private readonly scheduler: SchedulerService,
+  ) {}
+
+  /** Whether the request is a load/unload shortcut, answered with one JSON object even when streaming (§3.3). */
+  static isShortcut(cmd: ChatCommand): boolean {
+    return cmd.messages.length === 0;
+  }
+
+  /**
+   * The events of one chat request. Cold; errors before the first event: InvalidRequestError (`model is required`,
+   * `invalid model name`), ModelNotFoundError (`model '<name>' not found`), UnsupportedCapabilityError
+   * (`"<model>" does not support chat|thinking`, `<full name> does not support tools`).
+   */
+  chat(cmd: ChatCommand): Observable<GenerationEvent> {
+    return defer(async () => {
+      if (!cmd.model) throw new InvalidRequestError('model is required', 'model');
+      return this.models.resolve(cmd.model);
+    }).pipe(switchMap((model) => this.run(cmd, model)));
+  }
+
+  private run(cmd: ChatCommand, model: ResolvedModel): Observable<GenerationEvent> {
+    if (cmd.messages.length === 0 && cmd.keepAliveMs === 0) {
+      this.scheduler.expire(model.modelPath);
+      return of<GenerationEvent>({ kind: 'done', reason: 'unload' });
+    }
+    if (!model.capabilities.includes('completion')) {
+      throw new UnsupportedCapabilityError(`${JSON.stringify(cmd.model)} does not support chat`, 'completion');
+    }
+    if (cmd.tools && cmd.tools.length > 0 && !model.capabilities.includes('tools')) {
+      throw new UnsupportedCapabilityError(`${model.name.toFullString()} does not support tools`, 'tools');
+    }
+    if (wantsThinking(cmd.think) && !model.capabilities.includes('thinking')) throw thinkingUnsupported(cmd.model);
+    const base = {
+      model,
+      options: cmd.options,
+      keepAliveMs: cmd.keepAliveMs,
+      startedAt: cmd.startedAt,
+    };
+    if (cmd.messages.length === 0) return this.completion.complete({ ...base, loadOnly: true });
+    if (model.template) this.completion.noteTemplateFallback(model);
+    return this.completion.complete({
+      ...base,
+      buildPrompt: (runner, options) => this.buildPrompt(cmd, model, runner, options),
+    });
+  }
+
+  /**
+   * Messages for the template: the Modelfile MESSAGE history first, then the request's; the Modelfile SYSTEM in
+   * front when the conversation does not start with a system message (§3.3 step 6).
+   */
+  static assembleMessages(cmd: ChatCommand, model: ResolvedModel): RunnerChatMessage[] {
+    const messages: RunnerChatMessage[] = [
+      ...model.messages.map((m) => ({ role: m.role, content: m.content })),
+      ...cmd.messages.map((m) => ({ role: m.role, content: m.content })),
+    ];
+    if (model.system && messages[0]?.role !== 'system') messages.unshift({ role: 'system', content: model.system });
+    return messages;
+  }
+
+  /**
+   * Renders and tokenizes; when the prompt does not fit the slot, drops the oldest messages one at a time (never
+   * system messages, never the last message) and re-renders, like Ollama's chatPrompt (§4.4); if it still does not
+   * fit, cuts tokens keeping the first num_keep.
+   */
+  private buildPrompt(
+    cmd: ChatCommand,
+    model: ResolvedModel,
+    runner: Runner,
+    options: EffectiveOptions,
+  ): PreparedPrompt {
+    const messages = ChatService.assembleMessages(cmd, model);
+    const render = (list: RunnerChatMessage[]) =>
+      tokenizePrompt(runner, runner.applyChatTemplate(list, { addGenerationPrompt: true }));
+    let tokens = render(messages);
+    while (tokens.length >= runner.slotContext) {
+      const drop = messages.findIndex((m, i) => m.role !== 'system' && i < messages.length - 1);
+      if (drop < 0) break;
+      messages.splice(drop, 1);
+      tokens = render(messages);
+    }
+    const fitted = truncatePrompt(tokens, runner.slotContext, options.sampling.numKeep, runner.info.addBos);
+    if (fitted.dropped > 0) {
+      this.logger.warn(`truncating input prompt: ${tokens.length} tokens, limit ${runner.slotContext}`);
+    }
+    return { tokens: fitted.tokens };
+  }
+}

@@ -1,0 +1,142 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { defer, Observable, of } from 'rxjs';
+import { OptionMap } from '../common/options';
+import { KeepAliveMs } from '../common/time';
+import { DaemonConfig } from '../config';
+import { ResolvedModel } from '../models';
+import { GenerationEvent, GenerationMetrics } from './generation.types';
+import { EffectiveOptions, resolveOptions } from './options';
+import { Runner, RunnerSpec } from './runner/runner';
+import { SchedulerService } from './scheduler.service';
+
+/** Prompt tokens ready to submit. */
+export interface PreparedPrompt {
+  /** Token ids, shorter than the slot context. */
+  tokens: number[];
+}
+
+/** One completion to run. */
+export interface CompletionRequest {
+  model: ResolvedModel;
+  /** Typed request options (merged over the model's params). */
+  options: OptionMap;
+  keepAliveMs?: KeepAliveMs;
+  /** process.hrtime.bigint() at handler start. */
+  startedAt: bigint;
+  /** Only load the model, then answer `done_reason: "load"` (empty prompt / messages). */
+  loadOnly?: boolean;
+  /** Builds the prompt tokens once the runner is loaded (it needs the runner's template and tokenizer). */
+  buildPrompt?: (runner: Runner, options: EffectiveOptions) => PreparedPrompt;
+  /** Return prompt + output token ids on the done event (generate's `context`). */
+  returnContext?: boolean;
+}
+
+/** Nanoseconds since `startedAt`. */
+export function elapsedNs(startedAt: bigint): number {
+  return Number(process.hrtime.bigint() - startedAt);
+}
+
+/**
+ * Runs one completion on a scheduled runner — the part generate and chat share: option merge, runner spec, acquire
+ * (load) through the scheduler, prompt building, token streaming, and the final metrics. Returns a cold Observable:
+ * subscribing starts the work, unsubscribing cancels the generation and releases the runner.
+ */
+@Injectable()
+export class CompletionService {
+  private readonly logger = new Logger(CompletionService.name);
+  /** Models for which the Go-template fallback was already logged. */
+  private readonly templateFallbackLogged = new Set<string>();
+
+  constructor(
+    private readonly config: DaemonConfig,
+    private readonly scheduler: SchedulerService,
+  ) {}
+
+  /**
+   * Logs (once per model) that a Go TEMPLATE (Modelfile or request `template`) is present but the GGUF Jinja
+   * template is used instead: the Go template renderer is a later issue (docs/architecture.md).
+   */
+  noteTemplateFallback(model: ResolvedModel): void {
+    if (this.templateFallbackLogged.has(model.manifestDigest)) return;
+    this.templateFallbackLogged.add(model.manifestDigest);
+    this.logger.warn(
+      `${model.shortName}: Go TEMPLATE rendering is not implemented yet; using the GGUF chat template instead`,
+    );
+  }
+
+  /** The effective options and the runner spec a request would use. */
+  plan(model: ResolvedModel, options: OptionMap): { options: EffectiveOptions; spec: RunnerSpec } {
+    const effective = resolveOptions(options, model.params, {
+      contextLength: this.config.contextLength,
+      threads: this.config.threads,
+      trainContext: model.facts.contextLength,
+    });
+    return {
+      options: effective,
+      spec: { modelPath: model.modelPath, numParallel: this.config.numParallel, ...effective.load },
+    };
+  }
+
+  /**
+   * Streams the completion: `delta` events for every non-empty text piece, then one `done` with metrics
+   * (reference/ollama-api.md §3.2: load_duration = scheduler/load wait, total_duration = handler start → final
+   * event, counts and durations from the runner).
+   */
+  complete(request: CompletionRequest): Observable<GenerationEvent> {
+    const { options, spec } = this.plan(request.model, request.options);
+    return this.scheduler.withRunner({ spec, keepAliveMs: request.keepAliveMs }, (lease) => {
+      if (request.loadOnly || !request.buildPrompt) return of<GenerationEvent>({ kind: 'done', reason: 'load' });
+      const buildPrompt = request.buildPrompt;
+      return defer(() => {
+        const prompt = buildPrompt(lease.runner, options);
+        const generated: number[] = [];
+        const s = options.sampling;
+        return new Observable<GenerationEvent>((subscriber) =>
+          lease.runner
+            .generate({
+              tokens: prompt.tokens,
+              numPredict: s.numPredict < 0 ? -1 : s.numPredict,
+              stop: s.stop,
+              sampling: {
+                temperature: s.temperature,
+                topK: s.topK,
+                topP: s.topP,
+                minP: s.minP,
+                typicalP: s.typicalP,
+                repeatPenalty: s.repeatPenalty,
+                repeatLastN: s.repeatLastN,
+                presencePenalty: s.presencePenalty,
+                frequencyPenalty: s.frequencyPenalty,
+                seed: s.seed,
+              },
+            })
+            .subscribe({
+              next: (event) => {
+                if (event.kind === 'token') {
+                  generated.push(event.token);
+                  if (event.text !== '') subscriber.next({ kind: 'delta', text: event.text });
+                  return;
+                }
+                const metrics: GenerationMetrics = {
+                  totalDurationNs: elapsedNs(request.startedAt),
+                  loadDurationNs: lease.loadDurationNs,
+                  promptEvalCount: event.timings.promptEvalCount,
+                  promptEvalDurationNs: event.timings.promptEvalDurationNs,
+                  evalCount: event.timings.evalCount,
+                  evalDurationNs: event.timings.evalDurationNs,
+                };
+                subscriber.next({
+                  kind: 'done',
+                  reason: event.reason,
+                  metrics,
+                  ...(request.returnContext ? { context: [...prompt.tokens, ...generated] } : {}),
+                });
+              },
+              error: (err: unknown) => subscriber.error(err),
+              complete: () => subscriber.complete(),
+            }),
+        );
+      });
+    });
+  }
+}

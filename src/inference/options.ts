@@ -1,0 +1,98 @@
+import { OptionMap, OptionValue } from '../common/options';
+
+/** Ollama's default num_ctx when neither the request, the Modelfile nor OLLAMA_CONTEXT_LENGTH sets one (§4.1). */
+export const DEFAULT_NUM_CTX = 4096;
+
+/** Load-time options: a change needs a reload of the model (reference/ollama-api.md §4.1, §7.2). */
+export interface LoadOptions {
+  /** Context per slot, tokens (after clamping to the training context; at least 4). */
+  numCtx: number;
+  /** Logical batch, tokens. */
+  numBatch: number;
+  /** Layers on the GPU; -1 = automatic. */
+  numGpu: number;
+  mainGpu?: number;
+  useMmap?: boolean;
+  /** Threads; 0 = the addon's default. */
+  numThread: number;
+}
+
+/** Per-request sampling and stopping options (§4.1 second table), camelCase. */
+export interface SamplingOptions {
+  /** Tokens kept from the prompt start when truncating. */
+  numKeep: number;
+  /** -1 = random. */
+  seed: number;
+  /** Tokens to generate; -1 = until end of generation or the context is full. */
+  numPredict: number;
+  topK: number;
+  topP: number;
+  minP: number;
+  typicalP: number;
+  /** 0 = off, -1 = the context size. */
+  repeatLastN: number;
+  temperature: number;
+  repeatPenalty: number;
+  presencePenalty: number;
+  frequencyPenalty: number;
+  stop: string[];
+}
+
+/** Options after the merge: request ← Modelfile PARAMETER ← defaults. */
+export interface EffectiveOptions {
+  load: LoadOptions;
+  sampling: SamplingOptions;
+}
+
+/** Defaults that depend on the environment and the model. */
+export interface OptionDefaults {
+  /** OLLAMA_CONTEXT_LENGTH (0 = unset → 4096). */
+  contextLength: number;
+  /** LLAMAD_THREADS (0 = addon default). */
+  threads: number;
+  /** The model's training context in tokens, when known: num_ctx is clamped to it. */
+  trainContext?: number;
+}
+
+function num(v: OptionValue | undefined, fallback: number): number {
+  return typeof v === 'number' ? v : fallback;
+}
+
+/**
+ * Merges options like Ollama (reference/ollama-api.md §4.1): each key from the request wins over the model's params
+ * layer (Modelfile PARAMETER), which wins over the defaults. Unknown keys were already dropped by decodeOptions.
+ * num_ctx: request > Modelfile > OLLAMA_CONTEXT_LENGTH > 4096, clamped to the training context, at least 4.
+ */
+export function resolveOptions(request: OptionMap, modelParams: OptionMap, defaults: OptionDefaults): EffectiveOptions {
+  const merged: OptionMap = { ...modelParams, ...request };
+  let numCtx = num(merged.num_ctx, defaults.contextLength > 0 ? defaults.contextLength : DEFAULT_NUM_CTX);
+  if (defaults.trainContext !== undefined && defaults.trainContext > 0) {
+    numCtx = Math.min(numCtx, defaults.trainContext);
+  }
+  numCtx = Math.max(4, Math.trunc(numCtx));
+  const load: LoadOptions = {
+    numCtx,
+    numBatch: Math.max(1, num(merged.num_batch, 512)),
+    numGpu: num(merged.num_gpu, -1),
+    numThread: Math.max(0, num(merged.num_thread, defaults.threads)),
+  };
+  if (typeof merged.main_gpu === 'number') load.mainGpu = merged.main_gpu;
+  if (typeof merged.use_mmap === 'boolean') load.useMmap = merged.use_mmap;
+  const stop = merged.stop;
+  const sampling: SamplingOptions = {
+    numKeep: num(merged.num_keep, 4),
+    seed: num(merged.seed, -1),
+    numPredict: num(merged.num_predict, -1),
+    topK: num(merged.top_k, 40),
+    topP: num(merged.top_p, 0.9),
+    minP: num(merged.min_p, 0),
+    typicalP: num(merged.typical_p, 1),
+    repeatLastN: num(merged.repeat_last_n, 64),
+    temperature: num(merged.temperature, 0.8),
+    repeatPenalty: num(merged.repeat_penalty, 1),
+    presencePenalty: num(merged.presence_penalty, 0),
+    frequencyPenalty: num(merged.frequency_penalty, 0),
+    stop: Array.isArray(stop) ? stop.filter((s) => s !== '') : [],
+  };
+  return { load, sampling };
+}

@@ -1,0 +1,3 @@
+export * from './native.module';
+export * from './native.tokens';
+export * from './native-errors';

@@ -1,0 +1,55 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { DEFAULT_NUM_CTX, resolveOptions } from '../../../src/inference/options';
+
+const defaults = { contextLength: 0, threads: 0 };
+
+describe('resolveOptions (request ← Modelfile ← defaults)', () => {
+  it('uses Ollama’s defaults', () => {
+    const { load, sampling } = resolveOptions({}, {}, defaults);
+    assert.deepEqual(load, { numCtx: DEFAULT_NUM_CTX, numBatch: 512, numGpu: -1, numThread: 0 });
+    assert.deepEqual(sampling, {
+      numKeep: 4,
+      seed: -1,
+      numPredict: -1,
+      topK: 40,
+      topP: 0.9,
+      minP: 0,
+      typicalP: 1,
+      repeatLastN: 64,
+      temperature: 0.8,
+      repeatPenalty: 1,
+      presencePenalty: 0,
+      frequencyPenalty: 0,
+      stop: [],
+    });
+  });
+
+  it('lets the request win over the Modelfile and the Modelfile over the defaults', () => {
+    const { sampling } = resolveOptions({ temperature: 0.1 }, { temperature: 0.5, top_k: 5, stop: ['END'] }, defaults);
+    assert.equal(sampling.temperature, 0.1);
+    assert.equal(sampling.topK, 5);
+    assert.deepEqual(sampling.stop, ['END']);
+  });
+
+  it('takes num_ctx from OLLAMA_CONTEXT_LENGTH when nobody sets it', () => {
+    assert.equal(resolveOptions({}, {}, { ...defaults, contextLength: 8192 }).load.numCtx, 8192);
+    assert.equal(resolveOptions({}, { num_ctx: 1024 }, { ...defaults, contextLength: 8192 }).load.numCtx, 1024);
+  });
+
+  it('clamps num_ctx to the training context and to at least 4', () => {
+    assert.equal(resolveOptions({ num_ctx: 100000 }, {}, { ...defaults, trainContext: 2048 }).load.numCtx, 2048);
+    assert.equal(resolveOptions({ num_ctx: 1 }, {}, defaults).load.numCtx, 4);
+  });
+
+  it('uses LLAMAD_THREADS unless num_thread is given', () => {
+    assert.equal(resolveOptions({}, {}, { ...defaults, threads: 3 }).load.numThread, 3);
+    assert.equal(resolveOptions({ num_thread: 2 }, {}, { ...defaults, threads: 3 }).load.numThread, 2);
+  });
+
+  it('carries the optional load options only when set', () => {
+    const { load } = resolveOptions({ use_mmap: false, main_gpu: 1 }, {}, defaults);
+    assert.equal(load.useMmap, false);
+    assert.equal(load.mainGpu, 1);
+  });
+});
