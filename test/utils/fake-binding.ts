@@ -1,0 +1,302 @@
+import type {
+  NativeBinding,
+  NativeChatMessage,
+  NativeChatTemplateOptions,
+  NativeContext,
+  NativeContextParams,
+  NativeContextStats,
+  NativeErrorCode,
+  NativeEvent,
+  NativeModel,
+  NativeModelInfo,
+  NativeModelParams,
+  NativeQuantizeParams,
+  NativeStopReason,
+  NativeTaskParams,
+} from '../../binding';
+
+/** What a fake task does: emit these pieces, then end with `reason` (or fail with `error` after the pieces). */
+export interface FakeScript {
+  /** Text pieces, one token event each (token ids are 1000 + index). */
+  pieces: string[];
+  /** How the task ends when it is not cancelled (default 'eog'). */
+  reason?: Exclude<NativeStopReason, 'cancelled'>;
+  /** Fail with an `error` event after the pieces instead of `done`. */
+  error?: { code: NativeErrorCode; message: string };
+  /** Milliseconds between events (default 0: one macrotask each). */
+  delayMs?: number;
+}
+
+/** A native error the way the addon throws them (Error + code). */
+export function nativeError(code: NativeErrorCode, message: string): Error & { code: NativeErrorCode } {
+  return Object.assign(new Error(message), { code });
+}
+
+/**
+ * A scripted stand-in for the native addon (binding.d.ts), for tests that must run without a model:
+ * - tokenize: one token per UTF-16 code unit (its char code), BOS id 1 prepended when `addSpecial`;
+ * - applyChatTemplate: ChatML text (`<|im_start|>role\ncontent<|im_end|>\n` … `<|im_start|>assistant\n`);
+ * - Context: `nParallel` slots, tasks beyond them wait FIFO; each task replays `script(task)` asynchronously;
+ *   cancel() ends a task with `done` reason 'cancelled' and frees its slot.
+ * Everything submitted and cancelled is recorded for assertions.
+ */
+export class FakeBinding implements NativeBinding {
+  /** Decides what each task emits. */
+  script: (task: NativeTaskParams) => FakeScript = () => ({ pieces: ['Hello', ',', ' world'] });
+  /** Make `load()` fail with this error. */
+  loadError?: Error;
+  /** Make `new Context()` throw this error. */
+  contextError?: Error;
+  /** Whether the fake model has a chat template. */
+  hasChatTemplate = true;
+  /** Training context reported by info(). */
+  nCtxTrain = 2048;
+
+  readonly submitted: NativeTaskParams[] = [];
+  readonly cancelled: number[] = [];
+  readonly models: FakeModelHandle[] = [];
+  readonly contexts: FakeContextHandle[] = [];
+  readonly contextParams: NativeContextParams[] = [];
+
+  readonly Model: new (path: string, params?: NativeModelParams) => NativeModel;
+  readonly Context: new (model: NativeModel, params: NativeContextParams) => NativeContext;
+
+  constructor() {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const binding = this;
+    this.Model = class extends FakeModelHandle {
+      constructor(path: string, params?: NativeModelParams) {
+        super(binding, path, params);
+        binding.models.push(this);
+      }
+    };
+    this.Context = class extends FakeContextHandle {
+      constructor(model: NativeModel, params: NativeContextParams) {
+        if (binding.contextError) throw binding.contextError;
+        super(binding, model, params);
+        binding.contexts.push(this);
+        binding.contextParams.push(params);
+      }
+    };
+  }
+
+  systemInfo(): string {
+    return 'FAKE = 1';
+  }
+
+  devices(): string[] {
+    return ['CPU'];
+  }
+
+  setLogger(): void {}
+
+  quantize(_input: string, _output: string, _params: NativeQuantizeParams): Promise<void> {
+    return Promise.reject(nativeError('LLAMA_QUANTIZE_FAILED', 'fake binding cannot quantize'));
+  }
+
+  /** Tasks currently holding a slot, over every context. */
+  activeTasks(): number {
+    return this.contexts.reduce((n, c) => n + c.stats().activeSlots, 0);
+  }
+}
+
+/** The fake `Model`: char-code tokenizer, ChatML template, configurable load failure. */
+export class FakeModelHandle implements NativeModel {
+  loaded = false;
+  disposed = false;
+
+  constructor(
+    private readonly binding: FakeBinding,
+    readonly path: string,
+    readonly params?: NativeModelParams,
+  ) {}
+
+  async load(): Promise<void> {
+    await Promise.resolve();
+    if (this.binding.loadError) throw this.binding.loadError;
+    this.loaded = true;
+  }
+
+  abortLoad(): void {}
+
+  info(): NativeModelInfo {
+    return {
+      description: 'fake 1M F16',
+      nParams: 1_000_000,
+      size: 2_000_000,
+      nCtxTrain: this.binding.nCtxTrain,
+      nEmbd: 64,
+      nLayer: 2,
+      nHead: 4,
+      nHeadKv: 2,
+      nVocab: 65536,
+      hasEncoder: false,
+      hasDecoder: true,
+      bos: 1,
+      eos: 2,
+      addBos: true,
+      addEos: false,
+    };
+  }
+
+  metadata(): Record<string, string> {
+    return { 'general.architecture': 'llama' };
+  }
+
+  chatTemplate(): string | null {
+    return this.binding.hasChatTemplate ? '{{ chatml }}' : null;
+  }
+
+  applyChatTemplate(messages: NativeChatMessage[], options?: NativeChatTemplateOptions): string {
+    let out = messages.map((m) => `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`).join('');
+    if (options?.addGenerationPrompt ?? true) out += '<|im_start|>assistant\n';
+    return out;
+  }
+
+  tokenize(text: string, addSpecial: boolean): Int32Array {
+    const ids = Array.from(text, (c) => c.charCodeAt(0));
+    return Int32Array.from(addSpecial ? [1, ...ids] : ids);
+  }
+
+  detokenize(tokens: Int32Array): string {
+    return Array.from(tokens)
+      .filter((t) => t >= 32 && t < 65536)
+      .map((t) => String.fromCharCode(t))
+      .join('');
+  }
+
+  async dispose(): Promise<void> {
+    await Promise.resolve();
+    this.disposed = true;
+  }
+}
+
+interface FakeTask {
+  id: number;
+  params: NativeTaskParams;
+  onEvent: (e: NativeEvent) => void;
+  timer?: NodeJS.Timeout;
+  done: boolean;
+}
+
+/** The fake `Context`: `nParallel` slots, a FIFO of waiting tasks, scripted events, cancel and dispose. */
+export class FakeContextHandle implements NativeContext {
+  private nextId = 1;
+  private readonly active = new Map<number, FakeTask>();
+  private readonly queue: FakeTask[] = [];
+  disposed = false;
+
+  constructor(
+    private readonly binding: FakeBinding,
+    readonly model: NativeModel,
+    readonly params: NativeContextParams,
+  ) {}
+
+  private get slots(): number {
+    return this.params.nParallel ?? 1;
+  }
+
+  submit(params: NativeTaskParams, onEvent: (event: NativeEvent) => void): number {
+    if (this.disposed) throw nativeError('LLAMA_DISPOSED', 'context is disposed');
+    const slotCtx = Math.floor(this.params.nCtx / this.slots);
+    if (params.tokens.length === 0) throw nativeError('LLAMA_INVALID_ARGUMENT', 'empty prompt');
+    if (params.tokens.length >= slotCtx) {
+      throw nativeError('LLAMA_EXCEED_CONTEXT', `prompt of ${params.tokens.length} tokens does not fit ${slotCtx}`);
+    }
+    this.binding.submitted.push(params);
+    const task: FakeTask = { id: this.nextId++, params, onEvent, done: false };
+    this.queue.push(task);
+    setImmediate(() => this.pump());
+    return task.id;
+  }
+
+  private pump(): void {
+    while (this.active.size < this.slots && this.queue.length > 0) {
+      const task = this.queue.shift()!;
+      if (task.done) continue;
+      this.active.set(task.id, task);
+      this.run(task);
+    }
+  }
+
+  private run(task: FakeTask): void {
+    const script = this.binding.script(task.params);
+    const limit = task.params.nPredict >= 0 ? task.params.nPredict : Infinity;
+    let i = 0;
+    const step = () => {
+      if (task.done) return;
+      if (i < script.pieces.length && i < limit) {
+        task.onEvent({ type: 'token', taskId: task.id, text: script.pieces[i], token: 1000 + i });
+        i++;
+        task.timer = setTimeout(step, script.delayMs ?? 0);
+        return;
+      }
+      if (script.error && i >= script.pieces.length) {
+        this.finish(task, { type: 'error', taskId: task.id, ...script.error });
+        return;
+      }
+      const reason: NativeStopReason = i >= limit && i < script.pieces.length ? 'length' : (script.reason ?? 'eog');
+      this.finish(task, {
+        type: 'done',
+        taskId: task.id,
+        reason,
+        timings: {
+          promptN: task.params.tokens.length,
+          promptTotal: task.params.tokens.length,
+          promptNs: 1_000_000,
+          predictedN: i,
+          predictedNs: 2_000_000 * i,
+        },
+      });
+    };
+    task.timer = setTimeout(step, script.delayMs ?? 0);
+  }
+
+  private finish(task: FakeTask, event: NativeEvent): void {
+    if (task.done) return;
+    task.done = true;
+    if (task.timer) clearTimeout(task.timer);
+    this.active.delete(task.id);
+    task.onEvent(event);
+    setImmediate(() => this.pump());
+  }
+
+  cancel(taskId: number): void {
+    this.binding.cancelled.push(taskId);
+    const task = this.active.get(taskId) ?? this.queue.find((t) => t.id === taskId);
+    if (!task || task.done) return;
+    setImmediate(() =>
+      this.finish(task, {
+        type: 'done',
+        taskId,
+        reason: 'cancelled',
+        timings: { promptN: 0, promptTotal: 0, promptNs: 0, predictedN: 0, predictedNs: 0 },
+      }),
+    );
+  }
+
+  stats(): NativeContextStats {
+    return {
+      nCtx: this.params.nCtx,
+      nCtxSlot: Math.floor(this.params.nCtx / this.slots),
+      nParallel: this.slots,
+      activeSlots: this.active.size,
+      queuedTasks: this.queue.filter((t) => !t.done).length,
+      kvSize: 0,
+    };
+  }
+
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const task of [...this.active.values(), ...this.queue]) {
+      this.finish(task, {
+        type: 'done',
+        taskId: task.id,
+        reason: 'cancelled',
+        timings: { promptN: 0, promptTotal: 0, promptNs: 0, predictedN: 0, predictedNs: 0 },
+      });
+    }
+    await Promise.resolve();
+  }
+}

@@ -1,0 +1,70 @@
+import { Logger } from '@nestjs/common';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { lastValueFrom, toArray } from 'rxjs';
+import { DaemonConfig } from '../../src/config';
+import { ChatService } from '../../src/inference/chat.service';
+import { CompletionService } from '../../src/inference/completion.service';
+import { GenerateService } from '../../src/inference/generate.service';
+import { LlamaRunnerFactory } from '../../src/inference/runner/llama.runner';
+import { RunnerFactory } from '../../src/inference/runner/runner';
+import { SchedulerService } from '../../src/inference/scheduler.service';
+import { ModelStoreRepository } from '../../src/models/model-store.repository';
+import { CreateProgress, ModelsService } from '../../src/models/models.service';
+import { FakeBinding } from './fake-binding';
+import { TinyGgufOptions, writeTinyGguf } from './gguf-fixtures';
+
+/** Services wired by hand (no Nest container) over a temporary store — immich's `newTestService` idea. */
+export interface InferenceTestbed {
+  config: DaemonConfig;
+  dir: string;
+  store: ModelStoreRepository;
+  models: ModelsService;
+  binding: FakeBinding;
+  scheduler: SchedulerService;
+  generate: GenerateService;
+  chat: ChatService;
+  /** Writes a tiny GGUF and creates `name` from it with the extra Modelfile lines; returns the progress. */
+  createModel(name: string, modelfileBody?: string, gguf?: TinyGgufOptions): Promise<CreateProgress[]>;
+  close(): Promise<void>;
+}
+
+let ggufCounter = 0;
+
+/** Builds the testbed; logging is silenced. */
+export async function createInferenceTestbed(
+  options: { config?: Partial<DaemonConfig>; binding?: FakeBinding; runnerFactory?: RunnerFactory } = {},
+): Promise<InferenceTestbed> {
+  Logger.overrideLogger(false);
+  const dir = await mkdtemp(join(tmpdir(), 'llamad-unit-'));
+  const config = Object.assign(new DaemonConfig(), { modelsDir: join(dir, 'models'), logging: false }, options.config);
+  const store = new ModelStoreRepository(config);
+  const models = new ModelsService(store);
+  const binding = options.binding ?? new FakeBinding();
+  const factory = options.runnerFactory ?? new LlamaRunnerFactory(() => binding);
+  const scheduler = new SchedulerService(config, factory);
+  const completion = new CompletionService(config, scheduler);
+  const generate = new GenerateService(models, completion, scheduler);
+  const chat = new ChatService(models, completion, scheduler);
+  return {
+    config,
+    dir,
+    store,
+    models,
+    binding,
+    scheduler,
+    generate,
+    chat,
+    async createModel(name, modelfileBody = '', gguf = { chatTemplate: '{{ chatml }}' }) {
+      const path = join(dir, `model-${ggufCounter++}.gguf`);
+      await writeTinyGguf(path, gguf);
+      const plan = await models.prepareCreate({ model: name, modelfile: `FROM ${path}\n${modelfileBody}` });
+      return lastValueFrom(models.create(plan).pipe(toArray()));
+    },
+    async close() {
+      await scheduler.onApplicationShutdown();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
