@@ -54,5 +54,7 @@ console.log(
     .map(([k, v]) => `${k}=${v}`)
     .join(' ')}`,
 );
-const r = spawnSync(process.execPath, args, { stdio: 'inherit', cwd: root });
+// Paths under the repository become relative in ccache's hashes, so any clone of the repo reuses the same cache.
+const env = { ...process.env, CCACHE_BASEDIR: process.env.CCACHE_BASEDIR ?? root };
+const r = spawnSync(process.execPath, args, { stdio: 'inherit', cwd: root, env });
 process.exit(r.status ?? 1);

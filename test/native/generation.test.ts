@@ -111,7 +111,9 @@ describe('generation on the tiny SPM llama', () => {
       if (event.type === 'token') ctx.cancel(taskId);
     });
     assert.equal(r.done.reason, 'cancelled');
-    assert.ok(r.tokenEvents.length <= 3, `stopped after ${r.tokenEvents.length} tokens`);
+    // The engine sees the flag at its next step; tokens decoded before that may still be queued for the JS thread
+    // (a busy machine delays delivery), so allow a few, far below the slot's context that an uncancelled task fills.
+    assert.ok(r.tokenEvents.length <= 20, `stopped after ${r.tokenEvents.length} tokens`);
     assert.ok(Date.now() - started < 5000);
     assert.equal(ctx.stats().activeSlots, 0);
     ctx.cancel(987654); // unknown ids are ignored
