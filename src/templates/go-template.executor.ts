@@ -1,0 +1,710 @@
+/**
+ * Executor for parsed Go `text/template` trees, mirroring Go's `text/template/exec.go` and `funcs.go` with the
+ * `missingkey=zero` option: missing map keys yield nil (printed `<no value>`), unknown struct fields are errors,
+ * variables are scoped to the enclosing control structure, `{{template}}` calls get no variables but `$`.
+ */
+import {
+  ArgNode,
+  BranchNode,
+  ChainNode,
+  CommandNode,
+  FieldNode,
+  IdentifierNode,
+  ListNode,
+  Node,
+  PipeNode,
+  TemplateNode,
+  VariableNode,
+  nodeToString,
+} from './go-template.nodes';
+import { TemplateError, Tree } from './go-template.parser';
+import { goQuote } from './go-template.lexer';
+import {
+  GoStruct,
+  goLen,
+  goTypeName,
+  isTrue,
+  kindOf,
+  formatValue,
+  mapEntries,
+  sprint,
+  sprintf,
+  sprintln,
+} from './go-values';
+
+/** A template function: fixed parameter count, variadic or not, and how string-typed parameters are checked. */
+export interface GoFunc {
+  fn: (...args: unknown[]) => unknown;
+  /** Number of fixed parameters. */
+  fixed: number;
+  variadic: boolean;
+  /** Indexes of parameters typed `string` (variadic index = applies to the rest). */
+  stringParams?: number[];
+}
+
+const MISSING = Symbol('missing');
+const BREAK = Symbol('break');
+const CONTINUE = Symbol('continue');
+const MAX_EXEC_DEPTH = 100000;
+
+/** An error returned by a template function (reported as `error calling <name>: <msg>`). */
+export class FuncError extends Error {}
+
+interface Variable {
+  name: string;
+  value: unknown;
+}
+
+function indirect(v: unknown): unknown {
+  return v;
+}
+
+type BasicKind = 'invalid' | 'bool' | 'int' | 'float' | 'string' | 'other';
+
+function basicKind(v: unknown): BasicKind {
+  const k = kindOf(v);
+  if (k === 'invalid' || k === 'bool' || k === 'int' || k === 'float' || k === 'string') return k;
+  return 'other';
+}
+
+function eqValues(a: unknown, ...rest: unknown[]): boolean {
+  if (rest.length === 0) throw new FuncError('missing argument for comparison');
+  const k1 = basicKind(a);
+  for (const b of rest) {
+    const k2 = basicKind(b);
+    let truth = false;
+    if (k1 !== k2) {
+      if (a !== null && a !== undefined && b !== null && b !== undefined) {
+        throw new FuncError('incompatible types for comparison');
+      }
+    } else if (k1 === 'other') {
+      const ka = kindOf(a);
+      if (ka === 'slice' || ka === 'map' || ka === 'func' || kindOf(b) !== ka) {
+        throw new FuncError(`non-comparable type ${formatValue(a, 1)}: ${goTypeName(a)}`);
+      }
+      truth = a === b;
+    } else if (k1 === 'invalid') {
+      truth = true;
+    } else {
+      truth = a === b;
+    }
+    if (truth) return true;
+  }
+  return false;
+}
+
+function ltValues(a: unknown, b: unknown): boolean {
+  const k1 = basicKind(a);
+  const k2 = basicKind(b);
+  if (k1 === 'invalid' || k1 === 'other' || k2 === 'invalid' || k2 === 'other') {
+    throw new FuncError('invalid type for comparison');
+  }
+  if (k1 !== k2) throw new FuncError('incompatible types for comparison');
+  if (k1 === 'bool') throw new FuncError('invalid type for comparison');
+  if (k1 === 'string') return Buffer.compare(Buffer.from(a as string), Buffer.from(b as string)) < 0;
+  return (a as number) < (b as number);
+}
+
+function indexArg(index: unknown, cap: number): number {
+  if (typeof index === 'bigint') {
+    if (index < 0n || index > BigInt(cap)) throw new FuncError(`index out of range: ${index}`);
+    return Number(index);
+  }
+  if (index === null || index === undefined) throw new FuncError('cannot index slice/array with nil');
+  throw new FuncError(`cannot index slice/array with type ${goTypeName(index)}`);
+}
+
+function indexFn(item: unknown, ...indexes: unknown[]): unknown {
+  if (item === null || item === undefined) throw new FuncError('index of untyped nil');
+  let cur: unknown = item;
+  for (const index of indexes) {
+    if (cur === null || cur === undefined) throw new FuncError('index of nil pointer');
+    const k = kindOf(cur);
+    if (k === 'slice' || k === 'string') {
+      const len = goLen(cur) ?? 0;
+      const x = indexArg(index, len);
+      if (x >= len) throw new FuncError(`index out of range: ${x}`);
+      cur = k === 'string' ? BigInt(Buffer.from(cur as string)[x]) : (cur as unknown[])[x];
+    } else if (k === 'map') {
+      if (typeof index !== 'string') {
+        if (index === null || index === undefined) {
+          cur = undefined;
+          continue;
+        }
+        throw new FuncError(`value has type ${goTypeName(index)}; should be string`);
+      }
+      cur =
+        cur instanceof Map
+          ? cur.get(index)
+          : Object.prototype.hasOwnProperty.call(cur, index)
+            ? (cur as Record<string, unknown>)[index]
+            : undefined;
+    } else {
+      throw new FuncError(`can't index item of type ${goTypeName(cur)}`);
+    }
+  }
+  return cur;
+}
+
+function sliceFn(item: unknown, ...indexes: unknown[]): unknown {
+  if (item === null || item === undefined) throw new FuncError('slice of untyped nil');
+  if (indexes.length > 3) throw new FuncError(`too many slice indexes: ${indexes.length}`);
+  const k = kindOf(item);
+  if (k !== 'string' && k !== 'slice') throw new FuncError(`can't slice item of type ${goTypeName(item)}`);
+  if (k === 'string' && indexes.length === 3) throw new FuncError('cannot 3-index slice a string');
+  const len = goLen(item) ?? 0;
+  const idx = [0, len, len];
+  indexes.forEach((ix, i) => (idx[i] = indexArg(ix, len)));
+  if (idx[0] > idx[1]) throw new FuncError(`invalid slice index: ${idx[0]} > ${idx[1]}`);
+  if (indexes.length === 3 && idx[1] > idx[2]) throw new FuncError(`invalid slice index: ${idx[1]} > ${idx[2]}`);
+  if (k === 'string') {
+    return Buffer.from(item as string)
+      .subarray(idx[0], idx[1])
+      .toString('utf8');
+  }
+  return (item as unknown[]).slice(idx[0], idx[1]);
+}
+
+function lenFn(item: unknown): bigint {
+  if (item === null || item === undefined) throw new FuncError('len of nil pointer');
+  const n = goLen(item);
+  if (n === null) throw new FuncError(`len of type ${goTypeName(item)}`);
+  return BigInt(n);
+}
+
+function evalArgsString(args: unknown[]): string {
+  if (args.length === 1 && typeof args[0] === 'string') return args[0];
+  return sprint(args);
+}
+
+/** Go's template.HTMLEscapeString. */
+export function htmlEscape(s: string): string {
+  return s.replace(/[\0"'&<>]/g, (c) =>
+    c === '\0'
+      ? '\uFFFD'
+      : c === '"'
+        ? '&#34;'
+        : c === "'"
+          ? '&#39;'
+          : c === '&'
+            ? '&amp;'
+            : c === '<'
+              ? '&lt;'
+              : '&gt;',
+  );
+}
+
+/** Go's template.JSEscapeString. */
+export function jsEscape(s: string): string {
+  let out = '';
+  for (const ch of s) {
+    const c = ch.codePointAt(0) ?? 0;
+    switch (ch) {
+      case '\\':
+        out += '\\\\';
+        continue;
+      case "'":
+        out += "\\'";
+        continue;
+      case '"':
+        out += '\\"';
+        continue;
+      case '<':
+        out += '\\u003C';
+        continue;
+      case '>':
+        out += '\\u003E';
+        continue;
+      case '&':
+        out += '\\u0026';
+        continue;
+      case '=':
+        out += '\\u003D';
+        continue;
+    }
+    if (c < 0x20) out += '\\u00' + c.toString(16).toUpperCase().padStart(2, '0');
+    else if (c >= 0x7f && c < 0xa0) out += '\\u' + c.toString(16).toUpperCase().padStart(4, '0');
+    else out += ch;
+  }
+  return out;
+}
+
+/** Go's url.QueryEscape. */
+export function urlQueryEscape(s: string): string {
+  let out = '';
+  for (const b of Buffer.from(s, 'utf8')) {
+    const c = String.fromCharCode(b);
+    if (/[A-Za-z0-9\-_.~]/.test(c)) out += c;
+    else if (c === ' ') out += '+';
+    else out += '%' + b.toString(16).toUpperCase().padStart(2, '0');
+  }
+  return out;
+}
+
+/** Go's builtin template functions (text/template/funcs.go). `and`/`or` are handled lazily by the executor. */
+export const BUILTINS: Record<string, GoFunc> = {
+  and: { fn: () => undefined, fixed: 1, variadic: true },
+  or: { fn: () => undefined, fixed: 1, variadic: true },
+  not: { fn: (a) => !isTrue(a), fixed: 1, variadic: false },
+  len: { fn: lenFn, fixed: 1, variadic: false },
+  index: { fn: indexFn, fixed: 1, variadic: true },
+  slice: { fn: sliceFn, fixed: 1, variadic: true },
+  eq: { fn: eqValues, fixed: 1, variadic: true },
+  ne: { fn: (a, b) => !eqValues(a, b), fixed: 2, variadic: false },
+  lt: { fn: ltValues, fixed: 2, variadic: false },
+  le: { fn: (a, b) => ltValues(a, b) || eqValues(a, b), fixed: 2, variadic: false },
+  gt: { fn: (a, b) => !(ltValues(a, b) || eqValues(a, b)), fixed: 2, variadic: false },
+  ge: { fn: (a, b) => !ltValues(a, b), fixed: 2, variadic: false },
+  print: { fn: (...a) => sprint(a), fixed: 0, variadic: true },
+  printf: {
+    fn: (f, ...a) => sprintf(f as string, a, goQuote),
+    fixed: 1,
+    variadic: true,
+    stringParams: [0],
+  },
+  println: { fn: (...a) => sprintln(a), fixed: 0, variadic: true },
+  html: { fn: (...a) => htmlEscape(evalArgsString(a)), fixed: 0, variadic: true },
+  js: { fn: (...a) => jsEscape(evalArgsString(a)), fixed: 0, variadic: true },
+  urlquery: { fn: (...a) => urlQueryEscape(evalArgsString(a)), fixed: 0, variadic: true },
+  call: {
+    fn: (f, ...a) => {
+      if (typeof f !== 'function') {
+        if (f === null || f === undefined) throw new FuncError('call of nil');
+        throw new FuncError(`non-function of type ${goTypeName(f)}`);
+      }
+      return (f as (...x: unknown[]) => unknown)(...a);
+    },
+    fixed: 1,
+    variadic: true,
+  },
+};
+
+class State {
+  vars: Variable[];
+  node: Node | null = null;
+  out: string[] = [];
+  depth = 0;
+
+  constructor(
+    readonly text: string,
+    readonly treeName: string,
+    readonly trees: ReadonlyMap<string, Tree>,
+    readonly funcs: Readonly<Record<string, GoFunc>>,
+    data: unknown,
+  ) {
+    this.vars = [{ name: '$', value: data }];
+  }
+
+  errorf(msg: string): never {
+    const name = this.treeName;
+    if (!this.node) throw new TemplateError(`template: ${name}: ${msg}`);
+    const pos = 'pos' in this.node ? this.node.pos : 0;
+    const before = this.text.slice(0, pos);
+    const nl = before.lastIndexOf('\n');
+    const col = nl === -1 ? pos : pos - nl - 1;
+    const lineNum = 1 + (before.match(/\n/g)?.length ?? 0);
+    let context = nodeToString(this.node);
+    if ([...context].length > 20) context = [...context].slice(0, 20).join('') + '...';
+    throw new TemplateError(`template: ${name}:${lineNum}:${col}: executing ${goQuote(name)} at <${context}>: ${msg}`);
+  }
+
+  at(n: Node): void {
+    this.node = n;
+  }
+
+  push(name: string, value: unknown): void {
+    this.vars.push({ name, value });
+  }
+
+  mark(): number {
+    return this.vars.length;
+  }
+
+  pop(mark: number): void {
+    this.vars.length = mark;
+  }
+
+  setVar(name: string, value: unknown): void {
+    for (let i = this.vars.length - 1; i >= 0; i--) {
+      if (this.vars[i].name === name) {
+        this.vars[i].value = value;
+        return;
+      }
+    }
+    this.errorf(`undefined variable: ${name}`);
+  }
+
+  setTopVar(n: number, value: unknown): void {
+    this.vars[this.vars.length - n].value = value;
+  }
+
+  varValue(name: string): unknown {
+    for (let i = this.vars.length - 1; i >= 0; i--) if (this.vars[i].name === name) return this.vars[i].value;
+    this.errorf(`undefined variable: ${name}`);
+  }
+
+  walk(dot: unknown, node: Node): void {
+    this.at(node);
+    switch (node.type) {
+      case 'action': {
+        const val = this.evalPipeline(dot, node.pipe);
+        if (node.pipe.decl.length === 0) this.printValue(node, val);
+        return;
+      }
+      case 'break':
+        throw BREAK;
+      case 'continue':
+        throw CONTINUE;
+      case 'comment':
+        return;
+      case 'if':
+      case 'with':
+        return this.walkIfOrWith(dot, node);
+      case 'list':
+        for (const n of node.nodes) this.walk(dot, n);
+        return;
+      case 'range':
+        return this.walkRange(dot, node);
+      case 'template':
+        return this.walkTemplate(dot, node);
+      case 'text':
+        this.out.push(node.text);
+        return;
+      case 'string':
+      case 'number':
+      case 'bool':
+      case 'end':
+      case 'else':
+      case 'field':
+      case 'variable':
+      case 'identifier':
+      case 'dot':
+      case 'nil':
+      case 'chain':
+      case 'pipe':
+      case 'command':
+        this.errorf(`unknown node: ${nodeToString(node)}`);
+    }
+  }
+
+  walkIfOrWith(dot: unknown, node: BranchNode): void {
+    const mark = this.mark();
+    try {
+      const val = this.evalPipeline(dot, node.pipe);
+      if (isTrue(val)) this.walk(node.type === 'with' ? val : dot, node.list);
+      else if (node.elseList) this.walk(dot, node.elseList);
+    } finally {
+      this.pop(mark);
+    }
+  }
+
+  walkRange(dot: unknown, r: BranchNode): void {
+    this.at(r);
+    const outer = this.mark();
+    try {
+      const val = indirect(this.evalPipeline(dot, r.pipe));
+      const mark = this.mark();
+      const decl = r.pipe.decl;
+      const oneIteration = (index: unknown, elem: unknown): void => {
+        if (decl.length > 0) {
+          if (r.pipe.isAssign) {
+            this.setVar(decl[0].ident[0], decl.length > 1 ? index : elem);
+          } else {
+            this.setTopVar(1, elem);
+          }
+        }
+        if (decl.length > 1) {
+          if (r.pipe.isAssign) this.setVar(decl[1].ident[0], elem);
+          else this.setTopVar(2, index);
+        }
+        try {
+          this.walk(elem, r.list);
+        } catch (e) {
+          if (e !== CONTINUE) throw e;
+        } finally {
+          this.pop(mark);
+        }
+      };
+      let iterated = false;
+      try {
+        switch (kindOf(val)) {
+          case 'slice': {
+            const arr = Array.from(val as ArrayLike<unknown>, (e) =>
+              val instanceof Uint8Array ? BigInt(e as number) : e,
+            );
+            for (let i = 0; i < arr.length; i++) {
+              iterated = true;
+              oneIteration(BigInt(i), arr[i]);
+            }
+            break;
+          }
+          case 'map':
+            for (const [k, v] of mapEntries(val)) {
+              iterated = true;
+              oneIteration(k, v);
+            }
+            break;
+          case 'int': {
+            if (decl.length > 1) this.errorf(`can't use ${formatValue(val)} to iterate over more than one variable`);
+            const n = val as bigint;
+            for (let i = 0n; i < n; i++) {
+              iterated = true;
+              oneIteration(i, i);
+            }
+            break;
+          }
+          case 'invalid':
+            break;
+          case 'string':
+          case 'bool':
+          case 'float':
+          case 'struct':
+          case 'func':
+            this.errorf(`range can't iterate over ${formatValue(val)}`);
+        }
+      } catch (e) {
+        if (e !== BREAK) throw e;
+        return;
+      }
+      if (!iterated && r.elseList) this.walk(dot, r.elseList);
+    } finally {
+      this.pop(outer);
+    }
+  }
+
+  walkTemplate(dot: unknown, t: TemplateNode): void {
+    this.at(t);
+    const tree = this.trees.get(t.name);
+    if (!tree) this.errorf(`template ${goQuote(t.name)} not defined`);
+    if (this.depth >= MAX_EXEC_DEPTH) this.errorf(`exceeded maximum template depth (${MAX_EXEC_DEPTH})`);
+    const newDot = this.evalPipeline(dot, t.pipe);
+    const saved = { vars: this.vars, treeName: (this as { treeName: string }).treeName };
+    this.vars = [{ name: '$', value: newDot }];
+    this.depth++;
+    try {
+      this.walk(newDot, tree.root);
+    } finally {
+      this.depth--;
+      this.vars = saved.vars;
+    }
+  }
+
+  evalPipeline(dot: unknown, pipe: PipeNode | null): unknown {
+    if (!pipe) return undefined;
+    this.at(pipe);
+    let value: unknown = MISSING;
+    for (const cmd of pipe.cmds) value = this.evalCommand(dot, cmd, value);
+    if (value === MISSING) value = undefined;
+    for (const v of pipe.decl) {
+      if (pipe.isAssign) this.setVar(v.ident[0], value);
+      else this.push(v.ident[0], value);
+    }
+    return value;
+  }
+
+  notAFunction(args: ArgNode[], final: unknown): void {
+    if (args.length > 1 || final !== MISSING) {
+      this.errorf(`can't give argument to non-function ${nodeToString(args[0])}`);
+    }
+  }
+
+  evalCommand(dot: unknown, cmd: CommandNode, final: unknown): unknown {
+    const first = cmd.args[0];
+    switch (first.type) {
+      case 'field':
+        return this.evalFieldNode(dot, first, cmd.args, final);
+      case 'chain':
+        return this.evalChainNode(dot, first, cmd.args, final);
+      case 'identifier':
+        return this.evalFunction(dot, first, cmd.args, final);
+      case 'pipe':
+        this.notAFunction(cmd.args, final);
+        return this.evalPipeline(dot, first);
+      case 'variable':
+        return this.evalVariableNode(dot, first, cmd.args, final);
+      case 'string':
+      case 'number':
+      case 'bool':
+      case 'dot':
+      case 'nil':
+        break;
+    }
+    this.at(first);
+    this.notAFunction(cmd.args, final);
+    switch (first.type) {
+      case 'bool':
+        return first.value;
+      case 'dot':
+        return dot;
+      case 'nil':
+        this.errorf('nil is not a command');
+      case 'number':
+        return first.value;
+      case 'string':
+        return first.text;
+    }
+  }
+
+  evalFieldNode(dot: unknown, field: FieldNode, args: ArgNode[], final: unknown): unknown {
+    this.at(field);
+    return this.evalFieldChain(dot, dot, field, field.ident, args, final);
+  }
+
+  evalChainNode(dot: unknown, chain: ChainNode, args: ArgNode[], final: unknown): unknown {
+    this.at(chain);
+    if (chain.node.type === 'nil') this.errorf(`indirection through explicit nil in ${nodeToString(chain)}`);
+    const pipe = this.evalArg(dot, chain.node);
+    return this.evalFieldChain(dot, pipe, chain, chain.field, args, final);
+  }
+
+  evalVariableNode(dot: unknown, v: VariableNode, args: ArgNode[], final: unknown): unknown {
+    this.at(v);
+    const value = this.varValue(v.ident[0]);
+    if (v.ident.length === 1) {
+      this.notAFunction(args, final);
+      return value;
+    }
+    return this.evalFieldChain(dot, value, v, v.ident.slice(1), args, final);
+  }
+
+  evalFieldChain(
+    dot: unknown,
+    receiver: unknown,
+    node: Node,
+    ident: string[],
+    args: ArgNode[],
+    final: unknown,
+  ): unknown {
+    const n = ident.length;
+    for (let i = 0; i < n - 1; i++) receiver = this.evalField(ident[i], node, [], MISSING, receiver);
+    return this.evalField(ident[n - 1], node, args, final, receiver);
+  }
+
+  evalField(fieldName: string, node: Node, args: ArgNode[], final: unknown, receiver: unknown): unknown {
+    if (receiver === null || receiver === undefined) return undefined;
+    const hasArgs = args.length > 1 || final !== MISSING;
+    const k = kindOf(receiver);
+    if (k === 'struct') {
+      const s = receiver as GoStruct;
+      if (Object.prototype.hasOwnProperty.call(s.fields, fieldName)) {
+        if (hasArgs) this.errorf(`${fieldName} has arguments but cannot be invoked as function`);
+        return s.fields[fieldName];
+      }
+    } else if (k === 'map') {
+      if (hasArgs) this.errorf(`${fieldName} is not a method but has arguments`);
+      if (receiver instanceof Map) return receiver.get(fieldName);
+      return Object.prototype.hasOwnProperty.call(receiver, fieldName)
+        ? (receiver as Record<string, unknown>)[fieldName]
+        : undefined;
+    }
+    void node;
+    this.errorf(`can't evaluate field ${fieldName} in type ${goTypeName(receiver)}`);
+  }
+
+  evalFunction(dot: unknown, node: IdentifierNode, args: ArgNode[], final: unknown): unknown {
+    this.at(node);
+    const name = node.name;
+    const f = this.funcs[name];
+    if (!f) this.errorf(`${goQuote(name)} is not a defined function`);
+    return this.evalCall(dot, f, node, name, args, final);
+  }
+
+  evalCall(dot: unknown, f: GoFunc, node: Node, name: string, args: ArgNode[], final: unknown): unknown {
+    const argNodes = args.slice(1);
+    const numIn = argNodes.length + (final !== MISSING ? 1 : 0);
+    if (f.variadic) {
+      if (numIn < f.fixed) this.errorf(`wrong number of args for ${name}: want at least ${f.fixed} got ${numIn}`);
+    } else if (numIn !== f.fixed) {
+      this.errorf(`wrong number of args for ${name}: want ${f.fixed} got ${numIn}`);
+    }
+    if (f === this.funcs.and || f === this.funcs.or) {
+      const isOr = name === 'or';
+      let v: unknown;
+      for (const a of argNodes) {
+        v = this.evalArg(dot, a);
+        if (isTrue(v) === isOr) return v;
+      }
+      if (final !== MISSING) v = final;
+      return v;
+    }
+    const argv: unknown[] = argNodes.map((a) => this.evalArg(dot, a));
+    if (final !== MISSING) argv.push(final);
+    if (f.stringParams) {
+      argv.forEach((a, i) => {
+        const typed = f.stringParams!.includes(i) || (f.variadic && i >= f.fixed && f.stringParams!.includes(f.fixed));
+        if (!typed) return;
+        if (a === null || a === undefined) this.errorf('invalid value; expected string');
+        if (typeof a !== 'string') this.errorf(`wrong type for value; expected string; got ${goTypeName(a)}`);
+      });
+    }
+    this.at(node);
+    try {
+      return f.fn(...argv);
+    } catch (e) {
+      if (e instanceof TemplateError || e === BREAK || e === CONTINUE) throw e;
+      const msg = e instanceof Error ? e.message : String(e);
+      this.errorf(`error calling ${name}: ${msg}`);
+    }
+  }
+
+  evalArg(dot: unknown, n: ArgNode): unknown {
+    this.at(n);
+    switch (n.type) {
+      case 'dot':
+        return dot;
+      case 'nil':
+        return null;
+      case 'field':
+        return this.evalFieldNode(dot, n, [n], MISSING);
+      case 'variable':
+        return this.evalVariableNode(dot, n, [], MISSING);
+      case 'pipe':
+        return this.evalPipeline(dot, n);
+      case 'identifier':
+        return this.evalFunction(dot, n, [n], MISSING);
+      case 'chain':
+        return this.evalChainNode(dot, n, [], MISSING);
+      case 'bool':
+        return n.value;
+      case 'number':
+        return n.value;
+      case 'string':
+        return n.text;
+    }
+  }
+
+  printValue(n: Node, v: unknown): void {
+    this.at(n);
+    if (v === null || v === undefined) {
+      this.out.push('<no value>');
+      return;
+    }
+    if (typeof v === 'function') this.errorf(`can't print ${nodeToString(n)} of type ${goTypeName(v)}`);
+    this.out.push(formatValue(v));
+  }
+}
+
+/**
+ * Executes tree `name` of `trees` with `data` as dot and `$`.
+ * @param text the template source (for error positions).
+ * @throws TemplateError `template: <name>:<line>:<col>: executing "<name>" at <<node>>: <message>`.
+ */
+export function executeTree(
+  text: string,
+  name: string,
+  root: ListNode,
+  trees: ReadonlyMap<string, Tree>,
+  funcs: Readonly<Record<string, GoFunc>>,
+  data: unknown,
+): string {
+  const s = new State(text, name, trees, funcs, data);
+  try {
+    s.walk(data, root);
+  } catch (e) {
+    if (e instanceof RangeError && /call stack/i.test(e.message)) {
+      s.errorf(`exceeded maximum template depth (${MAX_EXEC_DEPTH})`);
+    }
+    throw e;
+  }
+  return s.out.join('');
+}

@@ -1,0 +1,22 @@
+/**
+ * Ollama-compatible prompt templates: a Go `text/template` engine (lexer, parser, executor written here), Ollama's
+ * rendering contract (messages / legacy / FIM), template introspection and capabilities, the bundled template
+ * library (autodetection), and the streaming tool-call and thinking parsers. Reference §8.
+ */
+export { GoTemplate, TemplateError, OLLAMA_FUNCS, toTypeScriptType } from './go-template';
+export type { GoFunc } from './go-template';
+export { GoStruct, goJson, formatValue, sprintf } from './go-values';
+export { renderPrompt, collate, applyImageMarkers, messageStruct, toolsValue } from './ollama-template.renderer';
+export type { RenderInput, TemplateMessage, TemplateTool } from './ollama-template.renderer';
+export {
+  templateVars,
+  templateCapabilities,
+  jinjaCapabilities,
+  inferToolCallTag,
+  inferThinkingTags,
+} from './template-inspection';
+export { detectTemplate, loadLibraryTemplate, boundedLevenshtein, TEMPLATE_ASSETS_DIR } from './template-library';
+export type { LibraryTemplate } from './template-library';
+export { ToolCallParser, newToolCallId } from './tool-call.parser';
+export type { ParsedToolCall, ToolCallChunk } from './tool-call.parser';
+export { ThinkingParser } from './thinking.parser';
