@@ -77,6 +77,77 @@ export interface NativeChatTemplateOptions {
   template?: string;
 }
 
+/** A message for renderChat: the OpenAI-style message common/chat takes. */
+export interface NativeChatRequestMessage {
+  role: string;
+  content: string;
+  /** Assistant reasoning (thinking) text of an earlier turn. */
+  reasoningContent?: string;
+  /** Tool calls of an assistant turn; arguments as JSON text. */
+  toolCalls?: { id?: string; name: string; arguments: string }[];
+  /** On role 'tool': the tool's name and the call it answers. */
+  toolName?: string;
+  toolCallId?: string;
+}
+
+/** A tool for renderChat: a function with a JSON Schema of its parameters (JSON text). */
+export interface NativeChatTool {
+  name: string;
+  description: string;
+  parameters: string;
+}
+
+export interface NativeChatRequest {
+  messages: NativeChatRequestMessage[];
+  tools?: NativeChatTool[];
+  /** 'auto' (default), 'none', 'required'. */
+  toolChoice?: 'auto' | 'none' | 'required';
+  /** JSON Schema (JSON text) the answer must follow; turned into a grammar. */
+  jsonSchema?: string;
+  /**
+   * Enable the template's thinking mode (default false). Reasoning blocks are parsed out of the output into
+   * reasoningContent either way (an empty block the template adds when thinking is off never reaches content).
+   */
+  enableThinking?: boolean;
+  /** Extra variables for the template (chat_template_kwargs), values as JSON text. */
+  templateKwargs?: Record<string, string>;
+  addGenerationPrompt?: boolean;
+  /** Template text to use instead of the model's tokenizer.chat_template. */
+  template?: string;
+}
+
+export interface NativeChatRender {
+  prompt: string;
+  /** common_chat_format name (e.g. 'Content-only', 'Hermes 2 Pro', 'peg-native'). */
+  format: string;
+  /** GBNF grammar ('' for none) and how to apply it. */
+  grammar: string;
+  grammarLazy: boolean;
+  grammarTriggers: NativeGrammarTrigger[];
+  preservedTokens: string[];
+  additionalStops: string[];
+  /** Whether this render has thinking on (the output may start with reasoning). */
+  thinking: boolean;
+  /** Text at the end of `prompt` that the grammar starts with: pass it as sampling.grammarPrefill with `grammar`. */
+  generationPrompt: string;
+  /** Parses the model's raw output text for this render (content, reasoning, tool calls). */
+  parser: NativeChatParser;
+}
+
+/** Result of NativeChatParser.parse. */
+export interface NativeChatParsed {
+  content: string;
+  reasoningContent: string;
+  /** `id` is '' when the model's format has no call ids (the caller assigns one). */
+  toolCalls: { id: string; name: string; arguments: string }[];
+}
+
+/** Output parser bound to one NativeChatRender (common_chat_parse with that render's format and parser). */
+export interface NativeChatParser {
+  /** Parses the whole output so far; `isPartial` while generation continues (incomplete tool calls are withheld). */
+  parse(text: string, isPartial: boolean): NativeChatParsed;
+}
+
 /** A llama_model. Created unloaded; `load()` reads the GGUF off the JS thread. */
 export interface NativeModel {
   /**
@@ -98,6 +169,14 @@ export interface NativeModel {
    * As in llama-server, a leading BOS / trailing EOS text is left out when tokenize(addSpecial=true) adds it.
    */
   applyChatTemplate(messages: NativeChatMessage[], options?: NativeChatTemplateOptions): string;
+  /**
+   * Renders a chat with the model's Jinja template through common_chat_templates_apply, with tools, thinking and a
+   * JSON schema, and returns the prompt plus what generation and output parsing need (grammar for tool calls or the
+   * schema, triggers, extra stops, and a parser for the output). Throws LLAMA_TEMPLATE_FAILED / LLAMA_INVALID_ARGUMENT.
+   */
+  renderChat(request: NativeChatRequest): NativeChatRender;
+  /** What the Jinja template supports (common_chat_templates caps): tool calls and thinking. */
+  chatCapabilities(template?: string): { tools: boolean; thinking: boolean };
   /** Tokenizes UTF-8 text. `addSpecial` adds BOS/EOS as the vocab says; `parseSpecial` parses control tokens in text. */
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Int32Array;
   /** Detokenizes token ids; `removeSpecial` drops BOS/EOS, `unparseSpecial` renders control tokens as text. */
@@ -122,6 +201,10 @@ export interface NativeContextParams {
   nThreadsBatch?: number;
   /** Flash attention: 'auto' (default), 'on', 'off'. */
   flashAttn?: 'auto' | 'on' | 'off';
+  /** Embedding context (llama `embeddings`): only embed() is allowed on it, submit() throws LLAMA_INVALID_ARGUMENT. */
+  embeddings?: boolean;
+  /** Pooling of an embedding context; default: the model's own (`<arch>.pooling_type`), 'mean' when it has none. */
+  poolingType?: 'none' | 'mean' | 'cls' | 'last' | 'rank';
   /** KV cache element type: 'f16' (default), 'q8_0', 'q4_0'. */
   typeK?: string;
   typeV?: string;
@@ -149,6 +232,26 @@ export interface NativeSamplingParams {
   seed: number;
   /** GBNF grammar the output must follow (structured output), empty or absent for none. */
   grammar?: string;
+  /** Apply the grammar only once a trigger matched (tool calls, from NativeChatRender); default false. */
+  grammarLazy?: boolean;
+  /** Triggers of a lazy grammar, as common_grammar_trigger. */
+  grammarTriggers?: NativeGrammarTrigger[];
+  /** Control tokens the grammar may produce as text (NativeChatRender.preservedTokens). */
+  preservedTokens?: string[];
+  /**
+   * Text the prompt already ends with that a non-lazy grammar must consume first (NativeChatRender.generationPrompt
+   * for the render's own grammar; leave it out for user grammars). Ignored for lazy grammars. A grammar that rejects
+   * it throws LLAMA_INVALID_ARGUMENT at submit.
+   */
+  grammarPrefill?: string;
+}
+
+/** A trigger of a lazy grammar (common_grammar_trigger): a literal word, a regex on the output, or a token. */
+export interface NativeGrammarTrigger {
+  type: 'word' | 'pattern' | 'pattern_full' | 'token';
+  value: string;
+  /** Token id, for type 'token'. */
+  token?: number;
 }
 
 /** One generation request for a slot. */
@@ -162,6 +265,21 @@ export interface NativeTaskParams {
   stop?: string[];
   /** Ignore end-of-generation tokens (benchmarks). */
   ignoreEos?: boolean;
+  /**
+   * Report log-probabilities: absent = none; N >= 0 = the sampled token's logprob plus the N most likely alternatives
+   * (0..20) on every token event. Computed from the model's raw distribution (softmax of the logits), as llama-server
+   * reports `n_probs` with post_sampling_probs off.
+   */
+  logprobs?: number;
+}
+
+/** One alternative at a position, for logprobs. */
+export interface NativeTokenLogprob {
+  token: number;
+  /** The token's piece as UTF-8 bytes (may be an incomplete UTF-8 sequence). */
+  bytes: Uint8Array;
+  /** Natural-log probability. */
+  logprob: number;
 }
 
 /** Prompt and generation timings of one task (llama.cpp server's `timings`). */
@@ -193,6 +311,10 @@ export type NativeEvent =
       text: string;
       /** Token id sampled at this step. */
       token: number;
+      /** With task.logprobs: the sampled token's piece bytes and logprob, and the top alternatives, most likely first. */
+      bytes?: Uint8Array;
+      logprob?: number;
+      topLogprobs?: NativeTokenLogprob[];
     }
   | {
       type: 'done';
@@ -236,6 +358,14 @@ export interface NativeContext {
   /** Cancels a task: it ends with a `done` event, reason 'cancelled', within one decode step. Unknown ids are ignored. */
   cancel(taskId: number): void;
   stats(): NativeContextStats;
+  /**
+   * Embeds inputs (token ids) on the decode thread of an embedding context, packing as many inputs per
+   * llama_encode/llama_decode as fit n_batch (one sequence each, up to nParallel sequences per batch), and returns one
+   * pooled vector per input, in order: n_embd_out floats, NOT normalized. Rejects LLAMA_INVALID_ARGUMENT (not an
+   * embedding context, an empty input), LLAMA_EXCEED_CONTEXT (an input longer than n_ubatch or the slot context),
+   * LLAMA_DISPOSED.
+   */
+  embed(inputs: Int32Array[]): Promise<Float32Array[]>;
   /** Cancels every task, joins the decode thread and frees the context. Idempotent. */
   dispose(): Promise<void>;
 }
@@ -274,6 +404,8 @@ export interface NativeBinding {
   devices(): string[];
   /** Routes llama.cpp / ggml log lines to `fn` (level: ggml_log_level); null restores silence. */
   setLogger(fn: ((level: number, text: string) => void) | null): void;
+  /** Converts a JSON Schema (JSON text) to a GBNF grammar (common json_schema_to_grammar); throws LLAMA_INVALID_ARGUMENT. */
+  jsonSchemaToGrammar(schema: string): string;
   /** Quantizes a GGUF file with llama_model_quantize on a worker thread (rejects with LLAMA_QUANTIZE_FAILED). */
   quantize(input: string, output: string, params: NativeQuantizeParams): Promise<void>;
 }

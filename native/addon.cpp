@@ -10,10 +10,12 @@
 #include <thread>
 
 #include "addon_data.h"
+#include "chat_render.h"
 #include "context.h"
 #include "convert.h"
 #include "errors.h"
 #include "ggml-backend.h"
+#include "json-schema-to-grammar.h"
 #include "llama.h"
 #include "logger.h"
 #include "model.h"
@@ -59,6 +61,7 @@ void CleanupEnv(void* arg) {
   data->torn_down = true;
   data->model_constructor.Reset();
   data->context_constructor.Reset();
+  data->chat_parser_constructor.Reset();
   ReleaseBackend();
 }
 
@@ -88,6 +91,14 @@ Napi::Value Devices(const Napi::CallbackInfo& info) {
     out.Set(static_cast<uint32_t>(out.Length()), Napi::String::New(env, name != nullptr ? name : "?"));
   }
   return out;
+}
+
+Napi::Value JsonSchemaToGrammar(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::string schema = ToString(env, info[0], "schema");
+  std::string grammar = GuardJs(env, ErrorCode::kInvalidArgument, "jsonSchemaToGrammar",
+                                [&] { return json_schema_to_grammar(common_json::parse(schema)); });
+  return Napi::String::New(env, grammar);
 }
 
 Napi::Value Quantize(const Napi::CallbackInfo& info) {
@@ -133,6 +144,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   Napi::Function context = Context::Init(env);
   holder->data->model_constructor = Napi::Persistent(model);
   holder->data->context_constructor = Napi::Persistent(context);
+  holder->data->chat_parser_constructor = Napi::Persistent(ChatParser::Init(env));
 
   Napi::Value process = env.Global().Get("process");
   if (process.IsObject()) {
@@ -149,6 +161,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("devices", Napi::Function::New<Devices>(env, "devices"));
   exports.Set("setLogger", Napi::Function::New<SetLogger>(env, "setLogger"));
   exports.Set("quantize", Napi::Function::New<Quantize>(env, "quantize"));
+  exports.Set("jsonSchemaToGrammar", Napi::Function::New<JsonSchemaToGrammar>(env, "jsonSchemaToGrammar"));
   return exports;
 }
 

@@ -17,9 +17,10 @@ class Context;
 struct AddonData {
   Napi::FunctionReference model_constructor;
   Napi::FunctionReference context_constructor;
-  std::set<Model*> models;      // live Model objects (for the env cleanup hook)
-  std::set<Context*> contexts;  // live Context objects
-  bool torn_down = false;       // the env cleanup hook ran: native handles are gone, JS must not be touched
+  Napi::FunctionReference chat_parser_constructor;  // not exported: parsers come from Model.renderChat()
+  std::set<Model*> models;                          // live Model objects (for the env cleanup hook)
+  std::set<Context*> contexts;                      // live Context objects
+  bool torn_down = false;  // the env cleanup hook ran: native handles are gone, JS must not be touched
 
   static std::shared_ptr<AddonData> Get(Napi::Env env);
 };

@@ -1,6 +1,7 @@
 #include "context.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <thread>
@@ -44,6 +45,12 @@ int64_t EstimateKvBytes(const llama_model* model, uint32_t n_ctx, ggml_type type
   return per_cell * static_cast<int64_t>(n_ctx) * llama_model_n_layer(model);
 }
 
+Napi::Uint8Array ToBytes(Napi::Env env, const std::string& bytes) {
+  Napi::Uint8Array out = Napi::Uint8Array::New(env, bytes.size());
+  if (!bytes.empty()) std::memcpy(out.Data(), bytes.data(), bytes.size());
+  return out;
+}
+
 const char* EventTypeName(EngineEvent::Type type) {
   switch (type) {
     case EngineEvent::Type::kToken:
@@ -52,6 +59,8 @@ const char* EventTypeName(EngineEvent::Type type) {
       return "done";
     case EngineEvent::Type::kError:
       return "error";
+    case EngineEvent::Type::kEmbed:
+      return "embed";
   }
   return "error";
 }
@@ -64,6 +73,20 @@ Napi::Object ToJs(Napi::Env env, const EngineEvent& event) {
     case EngineEvent::Type::kToken:
       obj.Set("text", Napi::String::New(env, event.text));
       obj.Set("token", event.token);
+      if (event.has_logprobs) {
+        obj.Set("bytes", ToBytes(env, event.bytes));
+        obj.Set("logprob", event.logprob);
+        Napi::Array top = Napi::Array::New(env, event.top_logprobs.size());
+        for (uint32_t i = 0; i < event.top_logprobs.size(); ++i) {
+          const TokenLogprob& entry = event.top_logprobs[i];
+          Napi::Object item = Napi::Object::New(env);
+          item.Set("token", entry.token);
+          item.Set("bytes", ToBytes(env, entry.bytes));
+          item.Set("logprob", entry.logprob);
+          top.Set(i, item);
+        }
+        obj.Set("topLogprobs", top);
+      }
       break;
     case EngineEvent::Type::kDone: {
       obj.Set("reason", StopReasonName(event.reason));
@@ -81,6 +104,8 @@ Napi::Object ToJs(Napi::Env env, const EngineEvent& event) {
       obj.Set("code", ErrorCodeName(event.code));
       obj.Set("message", Napi::String::New(env, event.message));
       break;
+    case EngineEvent::Type::kEmbed:
+      break;
   }
   return obj;
 }
@@ -93,6 +118,7 @@ Napi::Function Context::Init(Napi::Env env) {
                          InstanceMethod<&Context::Submit>("submit"),
                          InstanceMethod<&Context::Cancel>("cancel"),
                          InstanceMethod<&Context::Stats>("stats"),
+                         InstanceMethod<&Context::Embed>("embed"),
                          InstanceMethod<&Context::Dispose>("dispose"),
                      });
 }
@@ -120,6 +146,11 @@ Context::Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(inf
   cp.n_ctx = params.n_ctx;
   cp.n_batch = params.n_batch.value_or(512);
   cp.n_ubatch = std::min(params.n_ubatch.value_or(cp.n_batch), cp.n_batch);
+  if (params.embeddings) {
+    cp.embeddings = true;
+    cp.pooling_type = params.pooling;
+    cp.n_ubatch = cp.n_batch;  // non-causal models need a whole sequence in one ubatch
+  }
   cp.n_seq_max = params.n_parallel;
   const int32_t hardware = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   cp.n_threads = params.n_threads.value_or(hardware);
@@ -155,6 +186,7 @@ Context::Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(inf
     throw MakeError(env, error.code, error.message);
   }
   ctx_ = ctx;
+  embeddings_ = params.embeddings;
   n_ctx_ = llama_n_ctx(ctx_);
   n_ctx_slot_ = static_cast<uint32_t>(engine_->n_ctx_slot());
   n_parallel_ = static_cast<uint32_t>(engine_->n_slots());
@@ -213,21 +245,98 @@ void Context::RequireActive(Napi::Env env) const {
 Napi::Value Context::Submit(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RequireActive(env);
+  if (embeddings_) {
+    ThrowError(env, ErrorCode::kInvalidArgument, "submit() is not available on an embedding context: use embed()");
+  }
   TaskParams params = ToTaskParams(env, info[0]);
   if (!info[1].IsFunction()) ThrowError(env, ErrorCode::kInvalidArgument, "onEvent must be a function");
   const uint32_t id =
       GuardJs(env, ErrorCode::kInvalidArgument, "submit", [&] { return engine_->Submit(std::move(params)); });
   callbacks_.emplace(id, Napi::Persistent(info[1].As<Napi::Function>()));
+  BeginInFlight(env);
+  return Napi::Number::New(env, id);
+}
+
+void Context::BeginInFlight(Napi::Env env) {
   if (in_flight_++ == 0) {
     sink_->Ref(env);
     Ref();
   }
-  return Napi::Number::New(env, id);
+}
+
+void Context::EndInFlight(Napi::Env env) {
+  if (--in_flight_ == 0) {
+    if (state_ == State::kActive) sink_->Unref(env);
+    Unref();
+  }
+}
+
+Napi::Value Context::Embed(const Napi::CallbackInfo& info) {
+  // Every failure rejects the promise (binding.d.ts): nothing is thrown synchronously.
+  Napi::Env env = info.Env();
+  Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
+  try {
+    StartEmbed(info, deferred);
+  } catch (const Napi::Error& error) {
+    deferred.Reject(error.Value());
+  }
+  return deferred.Promise();
+}
+
+void Context::StartEmbed(const Napi::CallbackInfo& info, Napi::Promise::Deferred& deferred) {
+  Napi::Env env = info.Env();
+  RequireActive(env);
+  if (!embeddings_) {
+    ThrowError(env, ErrorCode::kInvalidArgument,
+               "embed() needs an embedding context (new Context(model, { embeddings: true }))");
+  }
+  if (!info[0].IsArray()) ThrowError(env, ErrorCode::kInvalidArgument, "inputs must be an array of Int32Array");
+  Napi::Array array = info[0].As<Napi::Array>();
+  std::vector<std::vector<llama_token>> inputs;
+  inputs.reserve(array.Length());
+  for (uint32_t i = 0; i < array.Length(); ++i) inputs.push_back(ToTokens(env, array.Get(i), "inputs[i]"));
+  if (inputs.empty()) {
+    deferred.Resolve(Napi::Array::New(env));
+    return;
+  }
+  const uint32_t id =
+      GuardJs(env, ErrorCode::kInvalidArgument, "embed", [&] { return engine_->SubmitEmbed(std::move(inputs)); });
+  embed_waiters_.emplace(id, deferred);
+  BeginInFlight(env);
+}
+
+void Context::SettleEmbed(Napi::Env env, const EngineEvent& event, Napi::Promise::Deferred& deferred) {
+  if (event.type == EngineEvent::Type::kError) {
+    deferred.Reject(MakeError(env, event.code, event.message).Value());
+    return;
+  }
+  const size_t n_embd = static_cast<size_t>(event.n_embd);
+  const size_t count = n_embd > 0 ? event.embeddings.size() / n_embd : 0;
+  Napi::Array out = Napi::Array::New(env, count);
+  for (size_t i = 0; i < count; ++i) {
+    Napi::Float32Array vector = Napi::Float32Array::New(env, n_embd);
+    std::memcpy(vector.Data(), event.embeddings.data() + i * n_embd, n_embd * sizeof(float));
+    out.Set(static_cast<uint32_t>(i), vector);
+  }
+  deferred.Resolve(out);
 }
 
 void Context::Dispatch(Napi::Env env, std::vector<EngineEvent>& events) {
   std::optional<Napi::Error> first_error;
   for (const EngineEvent& event : events) {
+    auto waiter = embed_waiters_.find(event.task_id);
+    if (waiter != embed_waiters_.end()) {
+      Napi::HandleScope scope(env);
+      Napi::Promise::Deferred deferred = waiter->second;
+      embed_waiters_.erase(waiter);
+      try {
+        SettleEmbed(env, event, deferred);
+      } catch (const Napi::Error& error) {
+        deferred.Reject(error.Value());
+      }
+      EndInFlight(env);
+      continue;
+    }
     auto it = callbacks_.find(event.task_id);
     if (it == callbacks_.end()) continue;
     Napi::HandleScope scope(env);
@@ -239,10 +348,7 @@ void Context::Dispatch(Napi::Env env, std::vector<EngineEvent>& events) {
     } catch (const Napi::Error& error) {
       if (!first_error) first_error = error;
     }
-    if (final && --in_flight_ == 0) {
-      if (state_ == State::kActive) sink_->Unref(env);
-      Unref();
-    }
+    if (final) EndInFlight(env);
   }
   // A throwing callback is an uncaught exception, as it would be for a JS event emitter; the other events of the
   // batch were still delivered.
@@ -306,6 +412,10 @@ void Context::OnSinkFinalized(Napi::Env env) {
   if (data_->torn_down) return;
   state_ = State::kDisposed;
   callbacks_.clear();
+  for (auto& entry : embed_waiters_) {
+    entry.second.Reject(MakeError(env, ErrorCode::kDisposed, "context is disposed").Value());
+  }
+  embed_waiters_.clear();
   if (in_flight_ > 0) {
     in_flight_ = 0;
     Unref();

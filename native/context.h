@@ -46,10 +46,15 @@ class Context : public Napi::ObjectWrap<Context> {
   Napi::Value Submit(const Napi::CallbackInfo& info);
   Napi::Value Cancel(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
+  Napi::Value Embed(const Napi::CallbackInfo& info);
+  void StartEmbed(const Napi::CallbackInfo& info, Napi::Promise::Deferred& deferred);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
 
   void RequireActive(Napi::Env env) const;
   void Dispatch(Napi::Env env, std::vector<EngineEvent>& events);
+  void SettleEmbed(Napi::Env env, const EngineEvent& event, Napi::Promise::Deferred& deferred);
+  void BeginInFlight(Napi::Env env);
+  void EndInFlight(Napi::Env env);
   void OnSinkFinalized(Napi::Env env);
   void StopAndFree();  // any thread; idempotent
 
@@ -64,6 +69,8 @@ class Context : public Napi::ObjectWrap<Context> {
   std::shared_ptr<EventSink> sink_;
 
   std::unordered_map<uint32_t, Napi::FunctionReference> callbacks_;
+  std::unordered_map<uint32_t, Napi::Promise::Deferred> embed_waiters_;  // pending embed() calls by job id
+  bool embeddings_ = false;
   int32_t in_flight_ = 0;
   std::vector<Napi::Promise::Deferred> dispose_waiters_;
 

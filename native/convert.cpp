@@ -125,6 +125,24 @@ ContextParams ToContextParams(Napi::Env env, Napi::Value value) {
   }
   params.type_k = ToKvType(env, obj.Get("typeK"), "params.typeK");
   params.type_v = ToKvType(env, obj.Get("typeV"), "params.typeV");
+  params.embeddings = ToOptionalBool(env, obj.Get("embeddings"), "params.embeddings", false);
+  Napi::Value pooling = obj.Get("poolingType");
+  if (!IsMissing(pooling)) {
+    const std::string type = ToString(env, pooling, "params.poolingType");
+    if (type == "none") {
+      params.pooling = LLAMA_POOLING_TYPE_NONE;
+    } else if (type == "mean") {
+      params.pooling = LLAMA_POOLING_TYPE_MEAN;
+    } else if (type == "cls") {
+      params.pooling = LLAMA_POOLING_TYPE_CLS;
+    } else if (type == "last") {
+      params.pooling = LLAMA_POOLING_TYPE_LAST;
+    } else if (type == "rank") {
+      params.pooling = LLAMA_POOLING_TYPE_RANK;
+    } else {
+      Invalid(env, "params.poolingType must be 'none', 'mean', 'cls', 'last' or 'rank'");
+    }
+  }
   return params;
 }
 
@@ -156,6 +174,42 @@ TaskParams ToTaskParams(Napi::Env env, Napi::Value value) {
   if (sp.repeat_penalty <= 0.0f) Invalid(env, p + "repeatPenalty must be > 0");
   Napi::Value grammar = s.Get("grammar");
   if (!IsMissing(grammar)) sp.grammar = ToString(env, grammar, "task.sampling.grammar");
+  sp.grammar_lazy = ToOptionalBool(env, s.Get("grammarLazy"), "task.sampling.grammarLazy", false);
+  Napi::Value triggers = s.Get("grammarTriggers");
+  if (!IsMissing(triggers)) {
+    if (!triggers.IsArray()) Invalid(env, p + "grammarTriggers must be an array");
+    Napi::Array array = triggers.As<Napi::Array>();
+    for (uint32_t i = 0; i < array.Length(); ++i) {
+      Napi::Object t = ToObject(env, array.Get(i), p + "grammarTriggers[i]");
+      SamplingParams::Trigger trigger;
+      const std::string type = ToString(env, t.Get("type"), "task.sampling.grammarTriggers[i].type");
+      trigger.value = ToString(env, t.Get("value"), "task.sampling.grammarTriggers[i].value");
+      if (type == "word") {
+        trigger.type = SamplingParams::Trigger::Type::kWord;
+      } else if (type == "pattern") {
+        trigger.type = SamplingParams::Trigger::Type::kPattern;
+      } else if (type == "pattern_full") {
+        trigger.type = SamplingParams::Trigger::Type::kPatternFull;
+      } else if (type == "token") {
+        trigger.type = SamplingParams::Trigger::Type::kToken;
+        trigger.token = static_cast<llama_token>(
+            RequiredInt(env, t, "token", p + "grammarTriggers[i].", 0, std::numeric_limits<int32_t>::max()));
+      } else {
+        Invalid(env, p + "grammarTriggers[i].type must be 'word', 'pattern', 'pattern_full' or 'token'");
+      }
+      sp.grammar_triggers.push_back(std::move(trigger));
+    }
+  }
+  Napi::Value preserved = s.Get("preservedTokens");
+  if (!IsMissing(preserved)) {
+    if (!preserved.IsArray()) Invalid(env, p + "preservedTokens must be an array of strings");
+    Napi::Array array = preserved.As<Napi::Array>();
+    for (uint32_t i = 0; i < array.Length(); ++i) {
+      sp.preserved_tokens.push_back(ToString(env, array.Get(i), "task.sampling.preservedTokens[i]"));
+    }
+  }
+  Napi::Value prefill = s.Get("grammarPrefill");
+  if (!IsMissing(prefill)) sp.grammar_prefill = ToString(env, prefill, "task.sampling.grammarPrefill");
 
   Napi::Value stop = obj.Get("stop");
   if (!IsMissing(stop)) {
@@ -166,6 +220,8 @@ TaskParams ToTaskParams(Napi::Env env, Napi::Value value) {
     }
   }
   params.ignore_eos = ToOptionalBool(env, obj.Get("ignoreEos"), "task.ignoreEos", false);
+  Napi::Value logprobs = obj.Get("logprobs");
+  if (!IsMissing(logprobs)) params.logprobs = static_cast<int32_t>(ToInteger(env, logprobs, "task.logprobs", 0, 20));
   return params;
 }
 

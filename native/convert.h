@@ -33,6 +33,8 @@ struct ContextParams {
   llama_flash_attn_type flash_attn = LLAMA_FLASH_ATTN_TYPE_AUTO;
   ggml_type type_k = GGML_TYPE_F16;
   ggml_type type_v = GGML_TYPE_F16;
+  bool embeddings = false;
+  enum llama_pooling_type pooling = LLAMA_POOLING_TYPE_UNSPECIFIED;
 };
 
 ModelParams ToModelParams(Napi::Env env, Napi::Value value);

@@ -1,6 +1,7 @@
 #include "engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <new>
 #include <utility>
@@ -24,7 +25,11 @@ Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink)
       sink_(std::move(sink)),
       n_ctx_slot_(std::min(n_ctx_slot, static_cast<int32_t>(llama_n_ctx_seq(ctx)))),
       n_batch_(static_cast<int32_t>(llama_n_batch(ctx))),
-      n_vocab_(llama_vocab_n_tokens(vocab_)) {
+      n_vocab_(llama_vocab_n_tokens(vocab_)),
+      pooling_(llama_pooling_type(ctx)),
+      encoder_only_(llama_model_has_encoder(model_) && !llama_model_has_decoder(model_)),
+      n_embd_out_(pooling_ == LLAMA_POOLING_TYPE_RANK ? static_cast<int32_t>(llama_model_n_cls_out(model_))
+                                                      : llama_model_n_embd_out(model_)) {
   const uint32_t n_seq = llama_n_seq_max(ctx);
   slots_.reserve(n_seq);
   for (uint32_t i = 0; i < n_seq; ++i) slots_.emplace_back(static_cast<llama_seq_id>(i));
@@ -63,6 +68,12 @@ uint32_t Engine::Submit(TaskParams params) {
                                                     std::to_string(n_ctx_slot_) + " tokens");
   }
   auto task = std::make_unique<Task>();
+  for (const std::string& text : params.sampling.preserved_tokens) {
+    // Only strings that are one (control) token: those are rendered as text instead of being dropped.
+    llama_token ids[2];
+    const int32_t n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), ids, 2, false, true);
+    if (n == 1) task->preserved.push_back(ids[0]);
+  }
   static const std::vector<llama_token> kNoMask;
   task->sampler =
       std::make_unique<Sampler>(model_, params.sampling, n_ctx_slot_, params.ignore_eos ? EogTokens() : kNoMask);
@@ -79,6 +90,102 @@ uint32_t Engine::Submit(TaskParams params) {
   }
   wake_.notify_one();
   return id;
+}
+
+uint32_t Engine::SubmitEmbed(std::vector<std::vector<llama_token>> inputs) {
+  if (stop_requested_.load()) throw LlamaError(ErrorCode::kDisposed, "context is disposed");
+  const size_t limit = std::min<size_t>(static_cast<size_t>(n_ctx_slot_), llama_n_ubatch(ctx_));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::vector<llama_token>& input = inputs[i];
+    const std::string name = "inputs[" + std::to_string(i) + "]";
+    if (input.empty()) throw LlamaError(ErrorCode::kInvalidArgument, name + " must not be empty");
+    for (llama_token token : input) {
+      if (token < 0 || token >= n_vocab_) {
+        throw LlamaError(ErrorCode::kInvalidArgument, name + ": token id " + std::to_string(token) +
+                                                          " is out of range [0, " + std::to_string(n_vocab_) + ")");
+      }
+    }
+    if (input.size() > limit) {
+      throw LlamaError(ErrorCode::kExceedContext, name + " of " + std::to_string(input.size()) +
+                                                      " tokens exceeds the embedding limit of " +
+                                                      std::to_string(limit) + " tokens (n_ubatch / slot context)");
+    }
+  }
+  uint32_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_requested_.load()) throw LlamaError(ErrorCode::kDisposed, "context is disposed");
+    id = next_task_id_++;
+    embed_queue_.push_back(EmbedJob{id, std::move(inputs)});
+  }
+  wake_.notify_one();
+  return id;
+}
+
+void Engine::RunEmbedJob(const EmbedJob& job) {
+  EngineEvent result;
+  result.type = EngineEvent::Type::kEmbed;
+  result.task_id = job.id;
+  result.n_embd = n_embd_out_;
+  result.embeddings.resize(job.inputs.size() * static_cast<size_t>(n_embd_out_));
+  const int32_t n_seq = static_cast<int32_t>(slots_.size());
+  auto fail = [&](ErrorCode code, const std::string& message) {
+    EngineEvent event;
+    event.type = EngineEvent::Type::kError;
+    event.task_id = job.id;
+    event.code = code;
+    event.message = message;
+    events_.push_back(std::move(event));
+  };
+  std::vector<int32_t> last_index;  // batch index of each sequence's last token
+  for (size_t next = 0; next < job.inputs.size();) {
+    const size_t first = next;
+    batch_.n_tokens = 0;
+    last_index.clear();
+    // As many whole inputs as fit n_batch (= n_ubatch here) and n_seq_max; each gets its own sequence.
+    while (next < job.inputs.size() && static_cast<int32_t>(last_index.size()) < n_seq &&
+           batch_.n_tokens + static_cast<int32_t>(job.inputs[next].size()) <= n_batch_) {
+      const std::vector<llama_token>& input = job.inputs[next];
+      const llama_seq_id seq = static_cast<llama_seq_id>(last_index.size());
+      for (size_t p = 0; p < input.size(); ++p) {
+        const int32_t i = batch_.n_tokens++;
+        batch_.token[i] = input[p];
+        batch_.pos[i] = static_cast<llama_pos>(p);
+        batch_.n_seq_id[i] = 1;
+        batch_.seq_id[i][0] = seq;
+        batch_.logits[i] = 1;
+      }
+      last_index.push_back(batch_.n_tokens - 1);
+      ++next;
+    }
+    if (last_index.empty()) {  // cannot happen: SubmitEmbed keeps inputs within n_ubatch = n_batch
+      fail(ErrorCode::kExceedContext, "an input does not fit the batch");
+      return;
+    }
+    if (memory_ != nullptr) llama_memory_clear(memory_, true);
+    const int32_t rc = encoder_only_ ? llama_encode(ctx_, batch_) : llama_decode(ctx_, batch_);
+    aborting_.store(false);
+    if (rc != 0) {
+      if (stop_requested_.load()) {
+        fail(ErrorCode::kDisposed, "context is disposed");
+      } else {
+        fail(ErrorCode::kDecodeFailed, std::string(encoder_only_ ? "llama_encode" : "llama_decode") +
+                                           " failed with status " + std::to_string(rc));
+      }
+      return;
+    }
+    for (size_t s = 0; s < last_index.size(); ++s) {
+      const float* vector = pooling_ == LLAMA_POOLING_TYPE_NONE
+                                ? llama_get_embeddings_ith(ctx_, last_index[s])
+                                : llama_get_embeddings_seq(ctx_, static_cast<llama_seq_id>(s));
+      if (vector == nullptr) {
+        fail(ErrorCode::kDecodeFailed, "no embeddings for input " + std::to_string(first + s));
+        return;
+      }
+      std::copy(vector, vector + n_embd_out_, result.embeddings.begin() + (first + s) * n_embd_out_);
+    }
+  }
+  events_.push_back(std::move(result));
 }
 
 void Engine::Cancel(uint32_t task_id) {
@@ -132,6 +239,7 @@ void Engine::Run() {
     bool stopping = false;
     std::vector<std::unique_ptr<Task>> starting;
     std::vector<std::unique_ptr<Task>> dropped;
+    std::deque<EmbedJob> embed_jobs;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       auto idle_slots = [this] {
@@ -139,10 +247,11 @@ void Engine::Run() {
             std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) { return s.state == Slot::State::kIdle; }));
       };
       wake_.wait(lock, [&] {
-        return stop_requested_.load() || cancel_pending_ || active_slots_.load() > 0 ||
+        return stop_requested_.load() || cancel_pending_ || active_slots_.load() > 0 || !embed_queue_.empty() ||
                (!queue_.empty() && idle_slots() > 0);
       });
       stopping = stop_requested_.load();
+      embed_jobs.swap(embed_queue_);
       cancel_pending_ = false;
       for (auto it = queue_.begin(); it != queue_.end();) {
         if (stopping || (*it)->cancelled.load()) {
@@ -160,6 +269,39 @@ void Engine::Run() {
       }
     }
     for (const auto& task : dropped) EmitCancelledQueued(*task);
+    for (const EmbedJob& job : embed_jobs) {
+      if (stopping) {
+        EngineEvent event;
+        event.type = EngineEvent::Type::kError;
+        event.task_id = job.id;
+        event.code = ErrorCode::kDisposed;
+        event.message = "context is disposed";
+        events_.push_back(std::move(event));
+        continue;
+      }
+      try {
+        RunEmbedJob(job);
+      } catch (...) {
+        EngineEvent event;
+        event.type = EngineEvent::Type::kError;
+        event.task_id = job.id;
+        event.code = ErrorCode::kInternal;
+        event.message = "embed failed";
+        try {
+          throw;
+        } catch (const LlamaError& e) {
+          event.code = e.code();
+          event.message = e.what();
+        } catch (const std::bad_alloc&) {
+          event.code = ErrorCode::kOom;
+          event.message = "out of memory while embedding";
+        } catch (const std::exception& e) {
+          event.message = std::string("embed failed: ") + e.what();
+        } catch (...) {
+        }
+        events_.push_back(std::move(event));
+      }
+    }
     for (auto& task : starting) {
       const uint32_t id = task->id;
       try {
@@ -394,13 +536,17 @@ void Engine::ProcessToken(Slot& slot, llama_token token) {
   event.task_id = slot.task->id;
   event.token = token;
 
+  if (params.logprobs >= 0) AddLogprobs(slot, event);
+
   if (!params.ignore_eos && llama_vocab_is_eog(vocab_, token)) {
     event.text = slot.stream->Flush();
     events_.push_back(std::move(event));
     Finish(slot, StopReason::kEog);
     return;
   }
-  TextStream::Chunk chunk = slot.stream->Push(TokenToPiece(token));
+  const std::vector<llama_token>& preserved = slot.task->preserved;
+  const bool special = !preserved.empty() && std::find(preserved.begin(), preserved.end(), token) != preserved.end();
+  TextStream::Chunk chunk = slot.stream->Push(TokenToPiece(token, special));
   if (chunk.stopped) {
     event.text = std::move(chunk.text);
     events_.push_back(std::move(event));
@@ -461,13 +607,42 @@ void Engine::FlushEvents() {
   sink_(std::move(events));
 }
 
-std::string Engine::TokenToPiece(llama_token token) {
+void Engine::AddLogprobs(const Slot& slot, EngineEvent& event) {
+  // log-softmax of the raw logits of the sampled position (before penalties, grammar and temperature).
+  const float* logits = llama_get_logits_ith(ctx_, slot.output_index);
+  if (logits == nullptr) return;
+  const float max_logit = *std::max_element(logits, logits + n_vocab_);
+  double sum = 0.0;
+  for (int32_t i = 0; i < n_vocab_; ++i) sum += std::exp(static_cast<double>(logits[i] - max_logit));
+  const float log_norm = max_logit + static_cast<float>(std::log(sum));
+  event.has_logprobs = true;
+  event.bytes = TokenToPiece(event.token, true);
+  event.logprob = logits[event.token] - log_norm;
+  const int32_t n_top = std::min(slot.task->params.logprobs, n_vocab_);
+  if (n_top <= 0) return;
+  std::vector<llama_token>& ids = logprob_ids_;
+  ids.resize(n_vocab_);
+  for (int32_t i = 0; i < n_vocab_; ++i) ids[i] = i;
+  std::partial_sort(ids.begin(), ids.begin() + n_top, ids.end(), [logits](llama_token a, llama_token b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  event.top_logprobs.reserve(n_top);
+  for (int32_t k = 0; k < n_top; ++k) {
+    TokenLogprob entry;
+    entry.token = ids[k];
+    entry.bytes = TokenToPiece(ids[k], true);
+    entry.logprob = logits[ids[k]] - log_norm;
+    event.top_logprobs.push_back(std::move(entry));
+  }
+}
+
+std::string Engine::TokenToPiece(llama_token token, bool special) {
   if (piece_buffer_.size() < 64) piece_buffer_.resize(64);
   int32_t n =
-      llama_token_to_piece(vocab_, token, &piece_buffer_[0], static_cast<int32_t>(piece_buffer_.size()), 0, false);
+      llama_token_to_piece(vocab_, token, &piece_buffer_[0], static_cast<int32_t>(piece_buffer_.size()), 0, special);
   if (n < 0) {
     piece_buffer_.resize(static_cast<size_t>(-n));
-    n = llama_token_to_piece(vocab_, token, &piece_buffer_[0], static_cast<int32_t>(piece_buffer_.size()), 0, false);
+    n = llama_token_to_piece(vocab_, token, &piece_buffer_[0], static_cast<int32_t>(piece_buffer_.size()), 0, special);
   }
   return n > 0 ? std::string(piece_buffer_.data(), static_cast<size_t>(n)) : std::string();
 }

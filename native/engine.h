@@ -21,15 +21,30 @@
 
 namespace llamad {
 
+// One alternative of a logprobs entry.
+struct TokenLogprob {
+  llama_token token = -1;
+  std::string bytes;  // the token's piece (may be an incomplete UTF-8 sequence)
+  float logprob = 0.0f;
+};
+
 // One event of one task (binding.d.ts NativeEvent). A task emits zero or more kToken then exactly one kDone or kError.
+// An embed job (Engine::SubmitEmbed) ends with exactly one kEmbed or kError.
 struct EngineEvent {
-  enum class Type { kToken, kDone, kError };
+  enum class Type { kToken, kDone, kError, kEmbed };
 
   Type type = Type::kToken;
   uint32_t task_id = 0;
   // kToken
   std::string text;  // valid UTF-8, possibly empty
   llama_token token = -1;
+  bool has_logprobs = false;  // task.logprobs was given
+  std::string bytes;          // the sampled token's piece
+  float logprob = 0.0f;
+  std::vector<TokenLogprob> top_logprobs;  // most likely first
+  // kEmbed: one vector of n_embd floats per input, concatenated
+  std::vector<float> embeddings;
+  int32_t n_embd = 0;
   // kDone
   StopReason reason = StopReason::kEog;
   std::string stop_string;  // when reason is kStop
@@ -71,6 +86,15 @@ class Engine {
   // longer than the slot context), kDisposed (after RequestStop).
   uint32_t Submit(TaskParams params);
 
+  // Any thread. Queues an embedding job (embedding contexts): the decode thread packs the inputs into batches, one
+  // sequence each, and emits one kEmbed event with a pooled vector per input (or kError). Returns the job id (> 0,
+  // shared with task ids). Throws LlamaError: kInvalidArgument (empty input, token out of range), kExceedContext
+  // (input longer than n_ubatch or the slot context), kDisposed.
+  uint32_t SubmitEmbed(std::vector<std::vector<llama_token>> inputs);
+
+  // Floats per embedding vector (n_embd_out, or n_cls_out for rank pooling).
+  int32_t n_embd_out() const { return n_embd_out_; }
+
   // Any thread. Marks the task cancelled; it ends with kDone/kCancelled within one decode step. Unknown ids: no-op.
   void Cancel(uint32_t task_id);
 
@@ -87,7 +111,14 @@ class Engine {
   static bool CurrentThreadIsAborting();
 
  private:
+  struct EmbedJob {
+    uint32_t id = 0;
+    std::vector<std::vector<llama_token>> inputs;
+  };
+
   void Run();
+  void RunEmbedJob(const EmbedJob& job);
+  void AddLogprobs(const Slot& slot, EngineEvent& event);
   void Step(bool stopping);
   void StartTask(std::unique_ptr<Task> task);
   int32_t BuildBatch();
@@ -99,7 +130,7 @@ class Engine {
   void ReleaseSlot(Slot& slot);
   void EmitCancelledQueued(const Task& task);
   void FlushEvents();
-  std::string TokenToPiece(llama_token token);
+  std::string TokenToPiece(llama_token token, bool special = false);
   const std::vector<llama_token>& EogTokens();
   static bool AbortCallback(void* data);
 
@@ -111,6 +142,9 @@ class Engine {
   int32_t n_ctx_slot_;
   int32_t n_batch_;
   int32_t n_vocab_;
+  enum llama_pooling_type pooling_;
+  bool encoder_only_;
+  int32_t n_embd_out_;
 
   // Decode-thread state.
   std::vector<Slot> slots_;
@@ -121,11 +155,13 @@ class Engine {
   std::vector<EngineEvent> events_;
   size_t rotation_ = 0;
   std::string piece_buffer_;
+  std::vector<llama_token> logprob_ids_;
 
   // Shared state, guarded by mutex_.
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::unique_ptr<Task>> queue_;
+  std::deque<EmbedJob> embed_queue_;
   std::unordered_map<uint32_t, Task*> live_;  // queued and running tasks, for Cancel()
   bool cancel_pending_ = false;
   uint32_t next_task_id_ = 1;

@@ -72,6 +72,8 @@ Napi::Function Model::Init(Napi::Env env) {
                          InstanceMethod<&Model::Metadata>("metadata"),
                          InstanceMethod<&Model::ChatTemplate>("chatTemplate"),
                          InstanceMethod<&Model::ApplyChatTemplate>("applyChatTemplate"),
+                         InstanceMethod<&Model::RenderChat>("renderChat"),
+                         InstanceMethod<&Model::ChatCapabilities>("chatCapabilities"),
                          InstanceMethod<&Model::Tokenize>("tokenize"),
                          InstanceMethod<&Model::Detokenize>("detokenize"),
                          InstanceMethod<&Model::Dispose>("dispose"),
@@ -98,12 +100,14 @@ void Model::ReleaseNative() {
     load_->abort.store(true);
     load_->owner = nullptr;  // the loader finishes on its own; the env is gone by then
   }
+  chat_templates_.Clear();
   if (model_ != nullptr) llama_model_free(model_);
   model_ = nullptr;
   state_ = State::kDisposed;
 }
 
 void Model::FreeModel(Napi::Env env) {
+  chat_templates_.Clear();
   if (model_ == nullptr) return;
   llama_model_free(model_);
   model_ = nullptr;
@@ -294,6 +298,18 @@ Napi::Value Model::ApplyChatTemplate(const Napi::CallbackInfo& info) {
     return common_chat_templates_apply(templates.get(), inputs).prompt;
   });
   return Napi::String::New(env, prompt);
+}
+
+Napi::Value Model::RenderChat(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const llama_model* model = RequireLoaded(env);
+  return llamad::RenderChat(env, model, chat_templates_, info[0]);
+}
+
+Napi::Value Model::ChatCapabilities(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const llama_model* model = RequireLoaded(env);
+  return llamad::ChatCapabilities(env, model, chat_templates_, info[0]);
 }
 
 Napi::Value Model::Tokenize(const Napi::CallbackInfo& info) {

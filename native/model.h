@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "addon_data.h"
+#include "chat_render.h"
 #include "convert.h"
 #include "error_code.h"
 #include "llama.h"
@@ -83,6 +84,8 @@ class Model : public Napi::ObjectWrap<Model> {
   Napi::Value Metadata(const Napi::CallbackInfo& info);
   Napi::Value ChatTemplate(const Napi::CallbackInfo& info);
   Napi::Value ApplyChatTemplate(const Napi::CallbackInfo& info);
+  Napi::Value RenderChat(const Napi::CallbackInfo& info);
+  Napi::Value ChatCapabilities(const Napi::CallbackInfo& info);
   Napi::Value Tokenize(const Napi::CallbackInfo& info);
   Napi::Value Detokenize(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
@@ -98,6 +101,7 @@ class Model : public Napi::ObjectWrap<Model> {
   int64_t external_bytes_ = 0;
   std::shared_ptr<LoadState> load_;
   std::set<Context*> contexts_;
+  ChatTemplateCache chat_templates_;  // parsed Jinja templates per override (renderChat, chatCapabilities)
   std::vector<Napi::Promise::Deferred> dispose_waiters_;
 };
 

@@ -23,6 +23,17 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;
   int64_t seed = -1;    // negative: random (LLAMA_DEFAULT_SEED)
   std::string grammar;  // GBNF with a `root` rule; empty: none
+  // Lazy grammar (tool calls): applied only once a trigger matched (binding.d.ts NativeGrammarTrigger).
+  struct Trigger {
+    enum class Type { kWord, kPattern, kPatternFull, kToken };
+    Type type = Type::kWord;
+    std::string value;
+    llama_token token = -1;
+  };
+  bool grammar_lazy = false;
+  std::vector<Trigger> grammar_triggers;
+  std::vector<std::string> preserved_tokens;  // control tokens the output may contain as text
+  std::string grammar_prefill;                // text fed to a non-lazy grammar before generation
 };
 
 // Chain: penalties -> greedy (temperature <= 0), else top_k -> typical -> top_p -> min_p -> temp -> dist(seed).
@@ -49,6 +60,7 @@ class Sampler {
 
  private:
   void FillCandidates(const float* logits);
+  void InitGrammar(const SamplingParams& params);
 
   const llama_vocab* vocab_;
   int32_t n_vocab_;
@@ -57,6 +69,8 @@ class Sampler {
   int32_t penalty_last_n_ = 0;
   std::vector<llama_token> eog_mask_;
   std::vector<llama_token_data> candidates_;
+  std::vector<llama_token_data> probe_;  // greedy fast path of the grammar check
+  bool greedy_ = false;
 };
 
 }  // namespace llamad

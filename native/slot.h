@@ -24,6 +24,7 @@ struct TaskParams {
   SamplingParams sampling;
   std::vector<std::string> stop;  // stop strings
   bool ignore_eos = false;
+  int32_t logprobs = -1;  // < 0: none; N >= 0: the sampled token's logprob plus the N most likely alternatives
 };
 
 // Why a task ended (binding.d.ts NativeStopReason).
@@ -44,6 +45,7 @@ struct Task {
   uint32_t id = 0;
   TaskParams params;
   std::unique_ptr<Sampler> sampler;
+  std::vector<llama_token> preserved;  // control tokens rendered as text (sampling.preserved_tokens)
   std::atomic<bool> cancelled{false};
 };
 

@@ -5,7 +5,13 @@ import type { NativeBinding, NativeContext, NativeModel } from '../../binding';
 import { binding } from './native-helpers';
 
 // Written out by hand from binding.d.ts: adding a member there without adding it here (and natively) fails review.
-const BINDING_FUNCTIONS: (keyof NativeBinding)[] = ['systemInfo', 'devices', 'setLogger', 'quantize'];
+const BINDING_FUNCTIONS: (keyof NativeBinding)[] = [
+  'systemInfo',
+  'devices',
+  'setLogger',
+  'quantize',
+  'jsonSchemaToGrammar',
+];
 const MODEL_METHODS: (keyof NativeModel)[] = [
   'load',
   'abortLoad',
@@ -13,12 +19,14 @@ const MODEL_METHODS: (keyof NativeModel)[] = [
   'metadata',
   'chatTemplate',
   'applyChatTemplate',
+  'renderChat',
+  'chatCapabilities',
   'tokenize',
   'detokenize',
   'dispose',
 ];
 const MODEL_ACCESSORS: (keyof NativeModel)[] = ['loaded'];
-const CONTEXT_METHODS: (keyof NativeContext)[] = ['submit', 'cancel', 'stats', 'dispose'];
+const CONTEXT_METHODS: (keyof NativeContext)[] = ['submit', 'cancel', 'stats', 'embed', 'dispose'];
 
 describe('binding shape', () => {
   it('exports exactly the declared constructors and functions', () => {
