@@ -1,11 +1,18 @@
-import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown, Optional } from '@nestjs/common';
 import { Observable, Subscription } from 'rxjs';
-import { ServerBusyError } from '../common/errors';
+import { RequestCancelledError, ServerBusyError } from '../common/errors';
 import { DaemonConfig } from '../config';
+import { MemoryProbe, SystemMemoryProbe } from './memory.estimator';
 import { Runner, RUNNER_FACTORY, RunnerFactory, RunnerSpec } from './runner/runner';
 
 /** setTimeout's longest delay (2^31 - 1 ms, about 24.8 days); longer keep-alives re-arm in steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** OLLAMA_MAX_LOADED_MODELS when unset (0): 3 × GPUs, and 3 on CPU (§7.3). */
+export const DEFAULT_MAX_LOADED_MODELS = 3;
+
+/** A new load may use at most this share of the free memory before something is evicted (§7.3). */
+export const MEMORY_FIT_RATIO = 0.8;
 
 /** A loaded runner and its bookkeeping (Ollama `runnerRef`, reference/ollama-api.md §7.1). */
 interface LoadedRunner {
@@ -18,11 +25,18 @@ interface LoadedRunner {
   timer?: NodeJS.Timeout;
   /** When the idle timer fires (undefined while in use or forever). */
   expiresAt?: Date;
-  /** Set when the runner must go as soon as it is idle (reload with other options, keep_alive 0). */
+  /** Set when the runner must go as soon as it is idle (reload, eviction, keep_alive 0, delete). */
   expired: boolean;
+  /** Estimated resident bytes (memory.estimator.ts). */
+  sizeBytes: number;
+  /** Resolves once the runner is unloaded and closed. */
+  gone: Promise<void>;
+  markGone: () => void;
+  /** Whether unload() already ran. */
+  unloading: boolean;
 }
 
-/** A runner held for one request. Call `release()` exactly once when the request is over. */
+/** A runner held for one request. Call `release()` exactly once when the request is over (extra calls are no-ops). */
 export interface RunnerLease {
   runner: Runner;
   /** Time spent waiting for the scheduler and the load, ns (Ollama's load_duration). */
@@ -37,83 +51,251 @@ export interface AcquireRequest {
   keepAliveMs?: number;
 }
 
+/** One loaded runner as /api/ps sees it (§3.7). */
+export interface LoadedRunnerInfo {
+  spec: RunnerSpec;
+  /** In-flight requests. */
+  refCount: number;
+  /** When the idle timer fires; undefined while in use or kept forever. */
+  expiresAt?: Date;
+  /** Keep-alive in ms (Infinity = forever). */
+  keepAliveMs: number;
+  /** Estimated resident bytes (weights + KV cache + compute). */
+  sizeBytes: number;
+  /** Whether it is marked to unload once idle. */
+  expired: boolean;
+}
+
+/** A request waiting for a load (Ollama's pendingReqCh entry). */
+interface PendingLoad {
+  spec: RunnerSpec;
+  keepAliveMs?: number;
+  resolve(entry: LoadedRunner): void;
+  reject(err: unknown): void;
+  /** Set when the requester went away; the load may still finish and the runner then idles. */
+  cancelled: boolean;
+}
+
 /**
- * Keeps loaded runners and decides when to load and unload them — the small core of Ollama's scheduler
- * (`server/sched.go`, reference/ollama-api.md §7):
- * - runners are keyed by the weights' blob path; a request whose load options differ from the loaded runner's
- *   forces a reload (the old runner is drained, then closed);
- * - loads run one at a time (a FIFO of pending loads, bounded by OLLAMA_MAX_QUEUE → ServerBusyError);
- *   requests for an already loaded, compatible runner bypass the queue;
- * - in-flight requests are reference-counted; when the count drops to 0 the keep-alive timer starts
- *   (request keep_alive, else the runner's current value, else OLLAMA_KEEP_ALIVE); 0 unloads at once, forever never;
- * - on shutdown every runner is closed.
- * Not yet (later issue): OLLAMA_MAX_LOADED_MODELS, memory-based eviction, GPU placement; `loaded()` is the hook for
- * /api/ps.
+ * Keeps loaded runners and decides when to load and unload them — Ollama's scheduler (`server/sched.go`,
+ * reference/ollama-api.md §7):
+ * - runners are keyed by the weights' blob path; a request whose load options differ (`sameSpec`) forces a reload:
+ *   the old runner is marked expired, drained, closed, then the new one loads;
+ * - requests for a loaded, compatible runner bypass the queue (refCount + 1, idle timer stopped);
+ * - every other request waits in the pending queue, processed one at a time (one load at a time). When
+ *   OLLAMA_MAX_QUEUE requests are already pending (waiting or loading) a new one fails at once with ServerBusyError
+ *   (503 `server busy, please try again.  maximum pending requests exceeded`);
+ * - before a load: while OLLAMA_MAX_LOADED_MODELS (0 → 3) runners are resident, or while the new runner's estimate
+ *   exceeds 80 % of the free memory (system free memory, capped by total − the estimates of loaded runners), a
+ *   victim is evicted: the idle runner with the shortest keep-alive (forever last), then by path; if none is idle,
+ *   the first in that order is expired and its in-flight requests are awaited. The first model always loads;
+ * - keep-alive (§4.2): a request's keep_alive overwrites the runner's; none keeps it; a new load starts with
+ *   OLLAMA_KEEP_ALIVE. When the reference count drops to 0: 0 unloads now, Infinity never, otherwise a timer fires
+ *   after that long;
+ * - a request whose caller aborts while waiting stops waiting (RequestCancelledError, 499); a load already started
+ *   completes and the runner idles under its keep-alive; nothing leaks;
+ * - on shutdown pending requests fail and every runner is closed.
+ * All state is touched on the main thread only (no locks).
  */
 @Injectable()
 export class SchedulerService implements OnApplicationShutdown {
   private readonly logger = new Logger(SchedulerService.name);
   private readonly runners = new Map<string, LoadedRunner>();
-  /** Close promises of runners being unloaded, by key: a new load of the same weights waits for them. */
-  private readonly closing = new Map<string, Promise<void>>();
-  /** Tail of the load queue: loads run one at a time. */
-  private loadChain: Promise<unknown> = Promise.resolve();
-  private pendingLoads = 0;
+  /** Requests waiting for a load, in arrival order (the head may be loading). */
+  private readonly queue: PendingLoad[] = [];
+  /** The request whose load is in progress (not in `queue` any more). */
+  private active?: PendingLoad;
+  private processing = false;
   private shuttingDown = false;
+  private memory: MemoryProbe;
 
   constructor(
     private readonly config: DaemonConfig,
     @Inject(RUNNER_FACTORY) private readonly factory: RunnerFactory,
-  ) {}
+    @Optional() memory?: SystemMemoryProbe,
+  ) {
+    this.memory = memory ?? new SystemMemoryProbe();
+  }
+
+  /** Replaces the memory probe (tests). */
+  useMemoryProbe(probe: MemoryProbe): void {
+    this.memory = probe;
+  }
 
   /**
    * Gets a runner for `spec`, loading it (or reloading with new options) when needed.
-   * @throws ServerBusyError when OLLAMA_MAX_QUEUE loads are already pending; the factory's load errors.
+   * @param signal aborting it while the request waits rejects with RequestCancelledError.
+   * @throws ServerBusyError when OLLAMA_MAX_QUEUE requests are already pending or the server is shutting down;
+   *   RequestCancelledError on abort; the factory's load errors (ModelLoadError, InsufficientMemoryError).
    */
-  async acquire(request: AcquireRequest): Promise<RunnerLease> {
+  async acquire(request: AcquireRequest, signal?: AbortSignal): Promise<RunnerLease> {
     const started = process.hrtime.bigint();
-    const key = request.spec.modelPath;
-    let entry = this.compatible(key, request.spec);
-    if (!entry) {
-      if (this.pendingLoads >= this.config.maxQueue) throw new ServerBusyError();
-      this.pendingLoads++;
-      const load = this.loadChain.then(() => this.loadOrReuse(key, request.spec));
-      this.loadChain = load.catch(() => undefined);
-      try {
-        entry = await load;
-      } finally {
-        this.pendingLoads--;
-      }
-    } else {
+    if (signal?.aborted) throw new RequestCancelledError();
+    if (this.shuttingDown) throw new ServerBusyError('server is shutting down');
+    let entry = this.compatible(request.spec);
+    if (entry) {
       entry.refCount++;
+      this.hold(entry, request.keepAliveMs);
+    } else {
+      entry = await this.enqueue(request, signal);
     }
-    this.hold(entry, request.keepAliveMs);
-    const held = entry;
+    return this.lease(entry, started);
+  }
+
+  private lease(entry: LoadedRunner, started: bigint): RunnerLease {
     let released = false;
     return {
       runner: entry.runner,
-      loadDurationNs: Number(process.hrtime.bigint() - started),
+      loadDurationNs: Math.max(1, Number(process.hrtime.bigint() - started)),
       release: () => {
         if (released) return;
         released = true;
-        this.release(held);
+        this.release(entry);
       },
     };
   }
 
+  /** Queues a request that needs a load; resolves with the runner already held (refCount counted). */
+  private enqueue(request: AcquireRequest, signal?: AbortSignal): Promise<LoadedRunner> {
+    const pendingCount = this.queue.length + (this.active ? 1 : 0);
+    if (pendingCount >= this.config.maxQueue) return Promise.reject(new ServerBusyError());
+    return new Promise<LoadedRunner>((resolve, reject) => {
+      const onAbort = () => {
+        pending.cancelled = true;
+        const at = this.queue.indexOf(pending);
+        if (at >= 0) this.queue.splice(at, 1);
+        reject(new RequestCancelledError());
+      };
+      const pending: PendingLoad = {
+        spec: request.spec,
+        keepAliveMs: request.keepAliveMs,
+        cancelled: false,
+        resolve: (e) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(e);
+        },
+        reject: (err) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(err);
+        },
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.queue.push(pending);
+      void this.processQueue();
+    });
+  }
+
+  /** The pending loop (§7.3): one request at a time. */
+  private async processQueue(): Promise<void> {
+    if (this.processing) return;
+    this.processing = true;
+    try {
+      for (let next = this.queue.shift(); next; next = this.queue.shift()) {
+        if (next.cancelled) continue;
+        this.active = next;
+        try {
+          const entry = await this.loadFor(next.spec);
+          this.hold(entry, next.keepAliveMs);
+          if (next.cancelled) {
+            // Nobody waits any more: the runner stays loaded and idles under its keep-alive.
+            this.afterIdle(entry);
+          } else {
+            entry.refCount++;
+            next.resolve(entry);
+          }
+        } catch (err) {
+          next.reject(err);
+        } finally {
+          this.active = undefined;
+        }
+      }
+    } finally {
+      this.processing = false;
+    }
+  }
+
+  /** Finds or loads a runner for `spec` (without taking a reference): reload, capacity and memory checks first. */
+  private async loadFor(spec: RunnerSpec): Promise<LoadedRunner> {
+    const key = spec.modelPath;
+    const existing = this.runners.get(key);
+    if (existing && !existing.expired && sameSpec(existing.runner.spec, spec)) return existing;
+    if (existing) {
+      // §7.2 needsReload (or already expiring): drain and close the old runner first.
+      this.logger.log(`reloading ${key}: load options changed`);
+      this.expireEntry(existing);
+      await existing.gone;
+    }
+    if (this.shuttingDown) throw new ServerBusyError('server is shutting down');
+    const needed = await this.memory.estimate(spec);
+    for (;;) {
+      if (this.shuttingDown) throw new ServerBusyError('server is shutting down');
+      const cap = this.config.maxLoadedModels > 0 ? this.config.maxLoadedModels : DEFAULT_MAX_LOADED_MODELS;
+      let reason: string | undefined;
+      if (this.runners.size >= cap) reason = `${this.runners.size} models loaded (max ${cap})`;
+      else if (this.runners.size > 0) {
+        const free = this.freeBytes();
+        if (needed > MEMORY_FIT_RATIO * free) reason = `needs ${needed} bytes, ${free} free`;
+      }
+      if (!reason) break;
+      const victim = this.findVictim();
+      if (!victim) break;
+      this.logger.log(`evicting ${victim.key}: ${reason}`);
+      this.expireEntry(victim);
+      await victim.gone;
+    }
+    const runner = await this.factory.create(spec);
+    if (this.shuttingDown) {
+      await runner.close();
+      throw new ServerBusyError('server is shutting down');
+    }
+    let markGone!: () => void;
+    const gone = new Promise<void>((r) => (markGone = r));
+    const entry: LoadedRunner = {
+      key,
+      runner,
+      refCount: 0,
+      keepAliveMs: this.config.keepAliveMs,
+      expired: false,
+      sizeBytes: needed,
+      gone,
+      markGone,
+      unloading: false,
+    };
+    this.runners.set(key, entry);
+    return entry;
+  }
+
+  /** Free bytes for a new runner: the system's view, capped by total − what loaded runners are estimated to use. */
+  private freeBytes(): number {
+    let used = 0;
+    for (const e of this.runners.values()) used += e.sizeBytes;
+    return Math.max(0, Math.min(this.memory.free(), this.memory.total() - used));
+  }
+
+  /**
+   * Ollama's findRunnerToUnload (§7.3): by keep-alive ascending (forever last), then path; the first idle one, else
+   * the first one at all (the caller waits for its in-flight requests).
+   */
+  private findVictim(): LoadedRunner | undefined {
+    const sorted = [...this.runners.values()].sort(
+      (a, b) => a.keepAliveMs - b.keepAliveMs || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
+    );
+    return sorted.find((e) => e.refCount === 0) ?? sorted[0];
+  }
+
   /**
    * Runs `work` with a runner held for exactly as long as its Observable is subscribed (ARCHITECTURE.md §5 step 2):
-   * acquires on subscribe, releases on complete, error or unsubscribe. An unsubscribe during the load releases the
-   * runner once it is loaded.
+   * acquires on subscribe, releases on complete, error or unsubscribe. An unsubscribe while waiting for the load
+   * stops waiting (the request is dropped from the queue; a load in progress finishes and idles).
    */
   withRunner<T>(request: AcquireRequest, work: (lease: RunnerLease) => Observable<T>): Observable<T> {
     return new Observable<T>((subscriber) => {
       let lease: RunnerLease | undefined;
       let inner: Subscription | undefined;
-      let unsubscribed = false;
-      this.acquire(request).then(
+      const abort = new AbortController();
+      this.acquire(request, abort.signal).then(
         (acquired) => {
-          if (unsubscribed) {
+          if (abort.signal.aborted) {
             acquired.release();
             return;
           }
@@ -135,10 +317,12 @@ export class SchedulerService implements OnApplicationShutdown {
             subscriber.error(err);
           }
         },
-        (err: unknown) => subscriber.error(err),
+        (err: unknown) => {
+          if (!abort.signal.aborted) subscriber.error(err);
+        },
       );
       return () => {
-        unsubscribed = true;
+        abort.abort();
         inner?.unsubscribe();
         lease?.release();
       };
@@ -146,106 +330,82 @@ export class SchedulerService implements OnApplicationShutdown {
   }
 
   /**
-   * Unloads the runner of these weights as soon as it is idle (keep_alive 0 with an empty prompt, §3.2 step 4).
-   * No-op when it is not loaded.
+   * Unloads the runner of these weights as soon as it is idle (Ollama's expireRunner: keep_alive 0 with an empty
+   * prompt, §3.2 step 4; model deletion). Requests arriving meanwhile load a fresh runner. No-op when not loaded.
    */
   expire(modelPath: string): void {
     const entry = this.runners.get(modelPath);
-    if (!entry) return;
-    entry.keepAliveMs = 0;
-    entry.expired = true;
-    if (entry.refCount === 0) this.unload(entry);
+    if (entry) this.expireEntry(entry);
   }
 
-  /** Loaded runners (for /api/ps later): key, spec, refCount, expiry. */
-  loaded(): Array<{ spec: RunnerSpec; refCount: number; expiresAt?: Date; keepAliveMs: number }> {
+  /** Loaded runners (for /api/ps), in no particular order. */
+  loaded(): LoadedRunnerInfo[] {
     return [...this.runners.values()].map((e) => ({
       spec: e.runner.spec,
       refCount: e.refCount,
       expiresAt: e.expiresAt,
       keepAliveMs: e.keepAliveMs,
+      sizeBytes: e.sizeBytes,
+      expired: e.expired,
     }));
   }
 
-  /** Closes every runner (SIGINT/SIGTERM or app.close()). */
-  async onApplicationShutdown(): Promise<void> {
-    this.shuttingDown = true;
-    const entries = [...this.runners.values()];
-    for (const entry of entries) this.unload(entry);
-    await Promise.allSettled([...this.closing.values()]);
+  /** Requests waiting for a load, including the one loading now. */
+  pendingCount(): number {
+    return this.queue.length + (this.active ? 1 : 0);
   }
 
-  private compatible(key: string, spec: RunnerSpec): LoadedRunner | undefined {
-    const entry = this.runners.get(key);
+  /** Closes every runner and fails waiting requests (SIGINT/SIGTERM or app.close()). */
+  async onApplicationShutdown(): Promise<void> {
+    this.shuttingDown = true;
+    for (const pending of this.queue.splice(0)) pending.reject(new ServerBusyError('server is shutting down'));
+    const entries = [...this.runners.values()];
+    for (const entry of entries) this.unload(entry);
+    await Promise.allSettled(entries.map((e) => e.gone));
+  }
+
+  private compatible(spec: RunnerSpec): LoadedRunner | undefined {
+    const entry = this.runners.get(spec.modelPath);
     if (entry && !entry.expired && sameSpec(entry.runner.spec, spec)) return entry;
     return undefined;
   }
 
-  /** Runs inside the load queue: reuse what a previous queued load produced, else (re)load. */
-  private async loadOrReuse(key: string, spec: RunnerSpec): Promise<LoadedRunner> {
-    const existing = this.runners.get(key);
-    if (existing && !existing.expired && sameSpec(existing.runner.spec, spec)) {
-      existing.refCount++;
-      return existing;
-    }
-    if (existing) {
-      // Reload with different load options (§7.2 needsReload): drain the old runner, then close it.
-      this.logger.log(`reloading ${key}: load options changed`);
-      existing.expired = true;
-      existing.keepAliveMs = 0;
-      if (existing.refCount === 0) this.unload(existing);
-      await this.waitUntilGone(existing);
-    }
-    const pendingClose = this.closing.get(key);
-    if (pendingClose) await pendingClose;
-    const runner = await this.factory.create(spec);
-    if (this.shuttingDown) {
-      await runner.close();
-      throw new ServerBusyError('server is shutting down');
-    }
-    const entry: LoadedRunner = {
-      key,
-      runner,
-      refCount: 1,
-      keepAliveMs: this.config.keepAliveMs,
-      expired: false,
-    };
-    this.runners.set(key, entry);
-    return entry;
-  }
-
-  /** Resolves once `entry` has been unloaded and closed. */
-  private waitUntilGone(entry: LoadedRunner): Promise<void> {
-    return new Promise((resolve) => {
-      const check = () => {
-        if (this.runners.get(entry.key) !== entry) {
-          void (this.closing.get(entry.key) ?? Promise.resolve()).then(() => resolve());
-          return;
-        }
-        setTimeout(check, 10);
-      };
-      check();
-    });
-  }
-
   /** Marks a runner in use: stops its idle timer and applies the request's keep_alive. */
   private hold(entry: LoadedRunner, keepAliveMs: number | undefined): void {
-    if (entry.timer) clearTimeout(entry.timer);
-    entry.timer = undefined;
-    entry.expiresAt = undefined;
-    if (keepAliveMs !== undefined) entry.keepAliveMs = keepAliveMs;
+    this.clearTimer(entry);
+    if (keepAliveMs !== undefined && !entry.expired) entry.keepAliveMs = keepAliveMs;
+  }
+
+  /** Forces keep-alive 0: unloads now when idle, else when the last request releases it. */
+  private expireEntry(entry: LoadedRunner): void {
+    entry.expired = true;
+    entry.keepAliveMs = 0;
+    if (entry.refCount === 0) this.unload(entry);
   }
 
   private release(entry: LoadedRunner): void {
     entry.refCount = Math.max(0, entry.refCount - 1);
-    if (entry.refCount > 0 || this.runners.get(entry.key) !== entry) return;
+    if (entry.refCount > 0) return;
+    this.afterIdle(entry);
+  }
+
+  /** The reference count reached 0 (§7.4): unload now, never, or after the keep-alive. */
+  private afterIdle(entry: LoadedRunner): void {
+    if (this.runners.get(entry.key) !== entry || entry.refCount > 0) return;
     if (entry.expired || entry.keepAliveMs <= 0) {
       this.unload(entry);
       return;
     }
+    this.clearTimer(entry);
     if (entry.keepAliveMs === Infinity) return;
     entry.expiresAt = new Date(Date.now() + entry.keepAliveMs);
     this.armTimer(entry);
+  }
+
+  private clearTimer(entry: LoadedRunner): void {
+    if (entry.timer) clearTimeout(entry.timer);
+    entry.timer = undefined;
+    entry.expiresAt = undefined;
   }
 
   private armTimer(entry: LoadedRunner): void {
@@ -253,31 +413,30 @@ export class SchedulerService implements OnApplicationShutdown {
     entry.timer = setTimeout(
       () => {
         entry.timer = undefined;
-        if (entry.refCount > 0) return;
-        if ((entry.expiresAt?.getTime() ?? 0) > Date.now()) this.armTimer(entry);
+        if (entry.refCount > 0 || !entry.expiresAt) return;
+        if (entry.expiresAt.getTime() > Date.now()) this.armTimer(entry);
         else this.unload(entry);
       },
       Math.max(0, Math.min(remaining, MAX_TIMER_MS)),
     );
-    entry.timer.unref();
+    entry.timer.unref?.();
   }
 
   private unload(entry: LoadedRunner): void {
-    if (this.runners.get(entry.key) !== entry) return;
-    if (entry.timer) clearTimeout(entry.timer);
-    this.runners.delete(entry.key);
+    if (entry.unloading) return;
+    entry.unloading = true;
+    entry.expired = true;
+    this.clearTimer(entry);
+    if (this.runners.get(entry.key) === entry) this.runners.delete(entry.key);
     this.logger.log(`unloading ${entry.key}`);
-    const closing = entry.runner
+    void entry.runner
       .close()
       .catch((err: unknown) => this.logger.error(`closing ${entry.key} failed: ${(err as Error).message}`))
-      .finally(() => {
-        if (this.closing.get(entry.key) === closing) this.closing.delete(entry.key);
-      });
-    this.closing.set(entry.key, closing);
+      .finally(() => entry.markGone());
   }
 }
 
-/** Whether a loaded runner can serve a request (Ollama's needsReload, negated). */
+/** Whether a loaded runner can serve a request (Ollama's needsReload, negated; num_gpu -1 matches anything). */
 export function sameSpec(a: RunnerSpec, b: RunnerSpec): boolean {
   return (
     a.modelPath === b.modelPath &&
@@ -286,7 +445,7 @@ export function sameSpec(a: RunnerSpec, b: RunnerSpec): boolean {
     a.numBatch === b.numBatch &&
     a.numThread === b.numThread &&
     (a.numGpu === b.numGpu || a.numGpu < 0 || b.numGpu < 0) &&
-    a.mainGpu === b.mainGpu &&
-    a.useMmap === b.useMmap
+    (a.mainGpu ?? 0) === (b.mainGpu ?? 0) &&
+    (a.useMmap ?? true) === (b.useMmap ?? true)
   );
 }

@@ -1,138 +1,470 @@
 import assert from 'node:assert/strict';
-import { afterEach, beforeEach, describe, it } from 'node:test';
+import { afterEach, beforeEach, describe, it, mock } from 'node:test';
 import { Logger } from '@nestjs/common';
-import { lastValueFrom, NEVER, of, toArray } from 'rxjs';
-import { ModelLoadError, ServerBusyError } from '../../../src/common/errors';
+import { lastValueFrom, NEVER, Observable, of, throwError, toArray } from 'rxjs';
+import { ModelLoadError, RequestCancelledError, ServerBusyError } from '../../../src/common/errors';
 import { DaemonConfig } from '../../../src/config';
-import { SchedulerService, sameSpec } from '../../../src/inference/scheduler.service';
-import { FakeRunnerFactory, spec } from '../../utils/fake-runner';
+import { RunnerLease, SchedulerService, sameSpec } from '../../../src/inference/scheduler.service';
+import { spec } from '../../utils/fake-runner';
+import { ControlledFactory, FakeMemory, flush } from '../../utils/scheduler-fakes';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const MIN = 60_000;
 
 describe('SchedulerService', () => {
-  let factory: FakeRunnerFactory;
+  let factory: ControlledFactory;
+  let memory: FakeMemory;
   let config: DaemonConfig;
   let scheduler: SchedulerService;
 
   beforeEach(() => {
     Logger.overrideLogger(false);
-    factory = new FakeRunnerFactory();
-    config = Object.assign(new DaemonConfig(), { keepAliveMs: 60_000, logging: false });
+    mock.timers.enable({ apis: ['setTimeout', 'Date'], now: Date.UTC(2026, 0, 1) });
+    factory = new ControlledFactory();
+    memory = new FakeMemory();
+    config = Object.assign(new DaemonConfig(), { keepAliveMs: 5 * MIN, logging: false });
     scheduler = new SchedulerService(config, factory);
+    scheduler.useMemoryProbe(memory);
   });
 
-  afterEach(() => scheduler.onApplicationShutdown());
-
-  it('loads on first use and reuses the runner', async () => {
-    const a = await scheduler.acquire({ spec: spec() });
-    const b = await scheduler.acquire({ spec: spec() });
-    assert.equal(factory.created.length, 1);
-    assert.equal(a.runner, b.runner);
-    assert.ok(a.loadDurationNs > 0);
-    a.release();
-    b.release();
-    assert.equal(scheduler.loaded()[0].refCount, 0);
-  });
-
-  it('loads once for concurrent first requests (one load at a time)', async () => {
-    factory.delayMs = 20;
-    const leases = await Promise.all([1, 2, 3].map(() => scheduler.acquire({ spec: spec() })));
-    assert.equal(factory.created.length, 1);
-    assert.equal(scheduler.loaded()[0].refCount, 3);
-    leases.forEach((l) => l.release());
-  });
-
-  it('reloads when a load-time option differs, after the old runner drains', async () => {
-    const first = await scheduler.acquire({ spec: spec({ numCtx: 2048 }) });
-    const pending = scheduler.acquire({ spec: spec({ numCtx: 1024 }) });
-    await sleep(30);
-    assert.equal(factory.created.length, 1, 'must wait while the old runner is in use');
-    first.release();
-    const second = await pending;
-    assert.equal(factory.created.length, 2);
-    assert.equal(factory.created[0].closed, true);
-    assert.equal(second.runner.spec.numCtx, 1024);
-    second.release();
-  });
-
-  it('unloads after keep-alive once idle', async () => {
-    const lease = await scheduler.acquire({ spec: spec(), keepAliveMs: 30 });
-    await sleep(60);
-    assert.equal(factory.created[0].closed, false, 'never unloads while in use');
-    lease.release();
-    assert.ok(scheduler.loaded()[0].expiresAt instanceof Date);
-    await sleep(80);
-    assert.equal(scheduler.loaded().length, 0);
-    assert.equal(factory.created[0].closed, true);
-  });
-
-  it('keeps the runner’s keep-alive when a request does not give one', async () => {
-    (await scheduler.acquire({ spec: spec(), keepAliveMs: 30 })).release();
-    const again = await scheduler.acquire({ spec: spec() });
-    assert.equal(scheduler.loaded()[0].keepAliveMs, 30);
-    again.release();
-  });
-
-  it('unloads at once with keep_alive 0 and never with a negative one', async () => {
-    (await scheduler.acquire({ spec: spec({ modelPath: '/m/zero' }), keepAliveMs: 0 })).release();
-    (await scheduler.acquire({ spec: spec({ modelPath: '/m/forever' }), keepAliveMs: Infinity })).release();
-    await sleep(10);
-    assert.deepEqual(
-      scheduler.loaded().map((r) => r.spec.modelPath),
-      ['/m/forever'],
-    );
-    assert.equal(scheduler.loaded()[0].expiresAt, undefined);
-  });
-
-  it('expire() unloads an idle runner now and a busy one when it is released', async () => {
-    const lease = await scheduler.acquire({ spec: spec() });
-    scheduler.expire('/m/a');
-    assert.equal(scheduler.loaded().length, 1);
-    lease.release();
-    assert.equal(scheduler.loaded().length, 0);
-    scheduler.expire('/m/not-loaded');
-  });
-
-  it('rejects with ServerBusyError when OLLAMA_MAX_QUEUE loads are pending', async () => {
-    config.maxQueue = 1;
-    factory.delayMs = 30;
-    const first = scheduler.acquire({ spec: spec({ modelPath: '/m/1' }) });
-    await assert.rejects(scheduler.acquire({ spec: spec({ modelPath: '/m/2' }) }), ServerBusyError);
-    (await first).release();
-  });
-
-  it('propagates load errors and keeps nothing loaded', async () => {
-    factory.fail = new ModelLoadError('bad weights');
-    await assert.rejects(scheduler.acquire({ spec: spec() }), { message: 'bad weights' });
-    assert.equal(scheduler.loaded().length, 0);
-    factory.fail = undefined;
-    (await scheduler.acquire({ spec: spec() })).release();
-    assert.equal(scheduler.loaded().length, 1);
-  });
-
-  it('withRunner releases on completion and on unsubscribe', async () => {
-    const values = await lastValueFrom(scheduler.withRunner({ spec: spec() }, () => of(1, 2)).pipe(toArray()));
-    assert.deepEqual(values, [1, 2]);
-    assert.equal(scheduler.loaded()[0].refCount, 0);
-    const sub = scheduler.withRunner({ spec: spec() }, () => NEVER).subscribe();
-    await sleep(5);
-    assert.equal(scheduler.loaded()[0].refCount, 1);
-    sub.unsubscribe();
-    assert.equal(scheduler.loaded()[0].refCount, 0);
-  });
-
-  it('closes every runner on shutdown', async () => {
-    (await scheduler.acquire({ spec: spec({ modelPath: '/m/1' }) })).release();
-    (await scheduler.acquire({ spec: spec({ modelPath: '/m/2' }) })).release();
+  afterEach(async () => {
     await scheduler.onApplicationShutdown();
+    mock.timers.reset();
+  });
+
+  const paths = () =>
+    scheduler
+      .loaded()
+      .map((r) => r.spec.modelPath)
+      .sort();
+  const acquire = (modelPath: string, keepAliveMs?: number) =>
+    scheduler.acquire({ spec: spec({ modelPath }), keepAliveMs });
+
+  describe('loading and reuse', () => {
+    it('loads on first use and reuses the runner', async () => {
+      const a = await acquire('/m/a');
+      const b = await acquire('/m/a');
+      assert.equal(factory.created.length, 1);
+      assert.equal(a.runner, b.runner);
+      assert.ok(a.loadDurationNs > 0);
+      a.release();
+      b.release();
+      assert.equal(scheduler.loaded()[0].refCount, 0);
+    });
+
+    it('loads once for concurrent first requests (one load at a time)', async () => {
+      factory.hold = true;
+      const leases = Promise.all([1, 2, 3].map(() => acquire('/m/a')));
+      await flush();
+      assert.equal(factory.gates.length, 1);
+      factory.gates[0].open();
+      const got = await leases;
+      assert.equal(factory.created.length, 1);
+      assert.equal(scheduler.loaded()[0].refCount, 3);
+      got.forEach((l) => l.release());
+    });
+
+    it('loads different models one at a time', async () => {
+      factory.hold = true;
+      const a = acquire('/m/a');
+      const b = acquire('/m/b');
+      await flush();
+      assert.equal(factory.gates.length, 1, 'the second load waits for the first');
+      factory.gates[0].open();
+      (await a).release();
+      await flush();
+      assert.equal(factory.gates.length, 2);
+      factory.gates[1].open();
+      (await b).release();
+      assert.deepEqual(paths(), ['/m/a', '/m/b']);
+    });
+
+    it('bypasses the queue for a loaded compatible runner while another model loads', async () => {
+      const a = await acquire('/m/a');
+      factory.hold = true;
+      const b = acquire('/m/b');
+      await flush();
+      const again = await acquire('/m/a');
+      assert.equal(again.runner, a.runner);
+      factory.gates[0].open();
+      (await b).release();
+      a.release();
+      again.release();
+    });
+
+    it('reloads when a load-time option differs, after the old runner drains', async () => {
+      const first = await scheduler.acquire({ spec: spec({ numCtx: 2048 }) });
+      const pending = scheduler.acquire({ spec: spec({ numCtx: 1024 }) });
+      await flush();
+      assert.equal(factory.created.length, 1, 'must wait while the old runner is in use');
+      first.release();
+      const second = await pending;
+      assert.equal(factory.created.length, 2);
+      assert.equal(factory.created[0].closed, true);
+      assert.equal(second.runner.spec.numCtx, 1024);
+      second.release();
+    });
+
+    it('reloads for num_batch, num_thread and use_mmap changes, not for num_gpu -1', async () => {
+      for (const o of [{ numBatch: 256 }, { numThread: 2 }, { useMmap: false }, { numGpu: -1, useMmap: false }]) {
+        (await scheduler.acquire({ spec: spec(o) })).release();
+      }
+      assert.equal(factory.created.length, 3, 'the last spec differs from the third only by num_gpu -1');
+      assert.equal(factory.open().length, 1);
+    });
+
+    it('propagates load errors, keeps nothing loaded and nothing pending', async () => {
+      factory.fail = new ModelLoadError('bad weights');
+      await assert.rejects(acquire('/m/a'), { message: 'bad weights' });
+      assert.equal(scheduler.loaded().length, 0);
+      assert.equal(scheduler.pendingCount(), 0);
+      factory.fail = undefined;
+      (await acquire('/m/a')).release();
+      assert.equal(scheduler.loaded().length, 1);
+    });
+  });
+
+  describe('keep-alive', () => {
+    it('uses OLLAMA_KEEP_ALIVE for a new load and unloads when it expires', async () => {
+      const lease = await acquire('/m/a');
+      mock.timers.tick(10 * MIN);
+      assert.equal(factory.created[0].closed, false, 'never unloads while in use');
+      assert.equal(scheduler.loaded()[0].expiresAt, undefined);
+      lease.release();
+      assert.equal(scheduler.loaded()[0].expiresAt?.getTime(), Date.now() + 5 * MIN);
+      mock.timers.tick(5 * MIN - 1);
+      assert.equal(scheduler.loaded().length, 1);
+      mock.timers.tick(1);
+      assert.equal(scheduler.loaded().length, 0);
+      await flush();
+      assert.equal(factory.created[0].closed, true);
+    });
+
+    it('a request’s keep_alive overwrites the runner’s; a request without one keeps it', async () => {
+      (await acquire('/m/a', 30_000)).release();
+      assert.equal(scheduler.loaded()[0].keepAliveMs, 30_000);
+      (await acquire('/m/a')).release();
+      assert.equal(scheduler.loaded()[0].keepAliveMs, 30_000, 'not reset to the default');
+      mock.timers.tick(29_999);
+      assert.equal(scheduler.loaded().length, 1);
+      mock.timers.tick(1);
+      assert.equal(scheduler.loaded().length, 0);
+    });
+
+    it('a new request stops the idle timer and the next release restarts it', async () => {
+      (await acquire('/m/a', MIN)).release();
+      mock.timers.tick(MIN - 10);
+      const lease = await acquire('/m/a');
+      mock.timers.tick(MIN);
+      assert.equal(scheduler.loaded().length, 1);
+      lease.release();
+      mock.timers.tick(MIN - 1);
+      assert.equal(scheduler.loaded().length, 1);
+      mock.timers.tick(1);
+      assert.equal(scheduler.loaded().length, 0);
+    });
+
+    it('keep_alive 0 unloads as soon as idle; negative (Infinity) never expires', async () => {
+      const zero = await acquire('/m/zero', 0);
+      assert.equal(scheduler.loaded().length, 1, 'kept while in use');
+      zero.release();
+      (await acquire('/m/forever', Infinity)).release();
+      mock.timers.tick(400 * 24 * 60 * MIN);
+      assert.deepEqual(paths(), ['/m/forever']);
+      assert.equal(scheduler.loaded()[0].expiresAt, undefined);
+    });
+
+    it('keeps keep-alives longer than setTimeout’s limit (re-arms in steps)', async () => {
+      const days30 = 30 * 24 * 60 * MIN;
+      (await acquire('/m/a', days30)).release();
+      mock.timers.tick(2 ** 31 - 1);
+      assert.equal(scheduler.loaded().length, 1);
+      mock.timers.tick(days30 - (2 ** 31 - 1));
+      assert.equal(scheduler.loaded().length, 0);
+    });
+
+    it('expire() unloads an idle runner now and a busy one when it is released', async () => {
+      const lease = await acquire('/m/a');
+      scheduler.expire('/m/a');
+      assert.equal(scheduler.loaded().length, 1);
+      const fresh = acquire('/m/a');
+      await flush();
+      assert.equal(factory.created.length, 1, 'an expiring runner serves no new request');
+      lease.release();
+      (await fresh).release();
+      assert.equal(factory.created.length, 2);
+      assert.equal(factory.created[0].closed, true);
+      scheduler.expire('/m/not-loaded');
+    });
+  });
+
+  describe('eviction', () => {
+    it('caps resident models at OLLAMA_MAX_LOADED_MODELS, evicting by keep-alive then path', async () => {
+      config.maxLoadedModels = 2;
+      (await acquire('/m/b', 10 * MIN)).release();
+      (await acquire('/m/a', 10 * MIN)).release();
+      (await acquire('/m/c')).release();
+      assert.deepEqual(paths(), ['/m/b', '/m/c'], 'equal keep-alives: the lower path goes');
+      (await acquire('/m/d', Infinity)).release();
+      assert.deepEqual(paths(), ['/m/b', '/m/d'], 'the shorter keep-alive (5 m) goes first');
+      (await acquire('/m/e', MIN)).release();
+      assert.deepEqual(paths(), ['/m/d', '/m/e'], 'forever sorts last');
+    });
+
+    it('defaults to 3 resident models on CPU (OLLAMA_MAX_LOADED_MODELS=0)', async () => {
+      for (const p of ['/m/1', '/m/2', '/m/3', '/m/4']) (await acquire(p)).release();
+      assert.deepEqual(paths(), ['/m/2', '/m/3', '/m/4']);
+    });
+
+    it('evicts an idle runner before a busy one, and waits for a busy victim', async () => {
+      config.maxLoadedModels = 2;
+      const busyA = await acquire('/m/a', MIN);
+      (await acquire('/m/b', 10 * MIN)).release();
+      (await acquire('/m/c')).release();
+      assert.deepEqual(paths(), ['/m/a', '/m/c'], 'the idle one goes although its keep-alive is longer');
+      const busyC = await acquire('/m/c');
+      const d = acquire('/m/d');
+      await flush();
+      assert.equal(factory.requested.length, 3, 'waits while every runner is busy');
+      busyC.release();
+      await flush();
+      assert.equal(factory.requested.length, 3, 'the victim is the shortest keep-alive (a, 1 m), not c');
+      busyA.release();
+      (await d).release();
+      assert.deepEqual(paths(), ['/m/c', '/m/d']);
+    });
+
+    it('evicts when a new load would exceed 80 % of the free memory', async () => {
+      memory.totalBytes = 100;
+      memory.freeBytes = 100;
+      memory.sizes.set('/m/a', 50);
+      memory.sizes.set('/m/b', 45);
+      memory.sizes.set('/m/c', 20);
+      memory.sizes.set('/m/d', 40);
+      (await acquire('/m/a')).release();
+      (await acquire('/m/b')).release();
+      assert.deepEqual(paths(), ['/m/b'], '45 > 0.8 × (100 − 50): a goes');
+      (await acquire('/m/c')).release();
+      assert.deepEqual(paths(), ['/m/b', '/m/c'], '20 ≤ 0.8 × (100 − 45): loads alongside');
+      (await acquire('/m/d')).release();
+      assert.deepEqual(paths(), ['/m/c', '/m/d'], '40 > 0.8 × 35: one eviction (b, by path) makes room');
+      assert.equal(scheduler.loaded().find((r) => r.spec.modelPath === '/m/d')?.sizeBytes, 40);
+    });
+
+    it('uses the system’s free memory when it is lower than total − loaded', async () => {
+      memory.totalBytes = 1000;
+      memory.freeBytes = 10;
+      memory.defaultSize = 9;
+      (await acquire('/m/a')).release();
+      (await acquire('/m/b')).release();
+      assert.deepEqual(paths(), ['/m/b']);
+    });
+
+    it('always loads the first model, even when it does not fit', async () => {
+      memory.freeBytes = 1;
+      memory.defaultSize = 1e9;
+      (await acquire('/m/a')).release();
+      assert.deepEqual(paths(), ['/m/a']);
+    });
+  });
+
+  describe('queue', () => {
+    it('rejects with 503 text when OLLAMA_MAX_QUEUE requests are pending; loaded ones bypass', async () => {
+      config.maxQueue = 2;
+      (await acquire('/m/loaded')).release();
+      factory.hold = true;
+      const first = acquire('/m/1');
+      const second = acquire('/m/2');
+      await assert.rejects(acquire('/m/3'), (err: Error) => {
+        assert.ok(err instanceof ServerBusyError);
+        assert.equal(err.message, 'server busy, please try again.  maximum pending requests exceeded');
+        return true;
+      });
+      (await acquire('/m/loaded')).release();
+      await flush();
+      factory.gates[0].open();
+      (await first).release();
+      await flush();
+      factory.gates[1].open();
+      (await second).release();
+      assert.equal(scheduler.pendingCount(), 0);
+    });
+
+    it('a caller that aborts while queued stops waiting and leaves nothing behind', async () => {
+      factory.hold = true;
+      const loading = acquire('/m/a');
+      const abort = new AbortController();
+      const queued = scheduler.acquire({ spec: spec({ modelPath: '/m/b' }) }, abort.signal);
+      await flush();
+      assert.equal(scheduler.pendingCount(), 2);
+      abort.abort();
+      await assert.rejects(queued, RequestCancelledError);
+      assert.equal(scheduler.pendingCount(), 1);
+      factory.gates[0].open();
+      (await loading).release();
+      await flush();
+      assert.equal(factory.requested.length, 1, 'the cancelled load never starts');
+      assert.equal(scheduler.pendingCount(), 0);
+    });
+
+    it('a caller that aborts during its load stops waiting; the runner idles with refCount 0', async () => {
+      factory.hold = true;
+      const abort = new AbortController();
+      const p = scheduler.acquire({ spec: spec(), keepAliveMs: MIN }, abort.signal);
+      await flush();
+      abort.abort();
+      await assert.rejects(p, RequestCancelledError);
+      factory.gates[0].open();
+      await flush();
+      assert.equal(scheduler.loaded()[0].refCount, 0);
+      assert.ok(scheduler.loaded()[0].expiresAt);
+      mock.timers.tick(MIN);
+      assert.equal(scheduler.loaded().length, 0);
+    });
+
+    it('an already aborted signal fails at once', async () => {
+      const abort = new AbortController();
+      abort.abort();
+      await assert.rejects(scheduler.acquire({ spec: spec() }, abort.signal), RequestCancelledError);
+      assert.equal(factory.requested.length, 0);
+    });
+  });
+
+  describe('withRunner', () => {
+    it('releases on completion, on error and on unsubscribe', async () => {
+      const values = await lastValueFrom(scheduler.withRunner({ spec: spec() }, () => of(1, 2)).pipe(toArray()));
+      assert.deepEqual(values, [1, 2]);
+      assert.equal(scheduler.loaded()[0].refCount, 0);
+      await assert.rejects(
+        lastValueFrom(scheduler.withRunner({ spec: spec() }, () => throwError(() => new Error('decode failed')))),
+        { message: 'decode failed' },
+      );
+      assert.equal(scheduler.loaded()[0].refCount, 0);
+      await assert.rejects(
+        lastValueFrom(
+          scheduler.withRunner({ spec: spec() }, (): Observable<number> => {
+            throw new Error('prompt failed');
+          }),
+        ),
+        { message: 'prompt failed' },
+      );
+      assert.equal(scheduler.loaded()[0].refCount, 0);
+      const sub = scheduler.withRunner({ spec: spec() }, () => NEVER).subscribe();
+      await flush();
+      assert.equal(scheduler.loaded()[0].refCount, 1);
+      sub.unsubscribe();
+      assert.equal(scheduler.loaded()[0].refCount, 0);
+    });
+
+    it('unsubscribing while queued drops the request from the queue', async () => {
+      factory.hold = true;
+      const first = scheduler.withRunner({ spec: spec({ modelPath: '/m/a' }) }, () => of(1)).subscribe();
+      const second = scheduler.withRunner({ spec: spec({ modelPath: '/m/b' }) }, () => of(1)).subscribe();
+      await flush();
+      assert.equal(scheduler.pendingCount(), 2);
+      second.unsubscribe();
+      await flush();
+      assert.equal(scheduler.pendingCount(), 1);
+      factory.gates[0].open();
+      await flush();
+      assert.equal(factory.requested.length, 1);
+      first.unsubscribe();
+      assert.equal(scheduler.loaded()[0].refCount, 0);
+    });
+  });
+
+  it('closes every runner on shutdown and fails queued requests', async () => {
+    (await acquire('/m/1')).release();
+    factory.hold = true;
+    const loading = acquire('/m/2');
+    const queued = acquire('/m/3');
+    await flush();
+    const shutdown = scheduler.onApplicationShutdown();
+    await assert.rejects(queued, ServerBusyError);
+    factory.gates[0].open();
+    await assert.rejects(loading, ServerBusyError);
+    await shutdown;
+    await flush();
     assert.ok(factory.created.every((r) => r.closed));
     assert.equal(scheduler.loaded().length, 0);
   });
 
   it('compares specs like Ollama’s needsReload (num_gpu -1 matches anything)', () => {
     assert.ok(sameSpec(spec(), spec({ numGpu: 0 })));
+    assert.ok(!sameSpec(spec({ numGpu: 1 }), spec({ numGpu: 0 })));
     assert.ok(!sameSpec(spec(), spec({ numBatch: 256 })));
     assert.ok(!sameSpec(spec(), spec({ useMmap: false })));
+    assert.ok(sameSpec(spec(), spec({ useMmap: true })));
     assert.ok(!sameSpec(spec(), spec({ numThread: 2 })));
+    assert.ok(!sameSpec(spec(), spec({ numCtx: 1024 })));
+  });
+
+  it('soak: 5,000 requests over 7 models with random options, keep-alives, aborts and failures end clean', async () => {
+    config.maxLoadedModels = 3;
+    config.maxQueue = 10_000;
+    memory.totalBytes = 100;
+    memory.freeBytes = 100;
+    let seed = 42;
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    for (let m = 0; m < 7; m++) memory.sizes.set(`/m/${m}`, 10 + m * 5);
+    const outcomes = { ok: 0, cancelled: 0, failed: 0, busy: 0 };
+    const keepAlives = [undefined, 0, 1000, MIN, Infinity];
+    const leases: RunnerLease[] = [];
+    const all: Promise<void>[] = [];
+    for (let i = 0; i < 5000; i++) {
+      const abort = new AbortController();
+      factory.fail = rand(50) === 0 ? new ModelLoadError('flaky load') : undefined;
+      const p = scheduler
+        .acquire(
+          {
+            spec: spec({ modelPath: `/m/${rand(7)}`, numCtx: rand(10) === 0 ? 1024 : 2048 }),
+            keepAliveMs: keepAlives[rand(keepAlives.length)],
+          },
+          abort.signal,
+        )
+        .then(
+          (lease) => {
+            outcomes.ok++;
+            if (rand(2) === 0) lease.release();
+            else leases.push(lease);
+          },
+          (err: Error) => {
+            if (err instanceof RequestCancelledError) outcomes.cancelled++;
+            else if (err instanceof ServerBusyError) outcomes.busy++;
+            else outcomes.failed++;
+          },
+        );
+      all.push(p);
+      if (rand(10) === 0) abort.abort();
+      if (rand(3) === 0) {
+        await flush(1);
+        leases.splice(0).forEach((l) => l.release());
+        mock.timers.tick(rand(2000));
+      }
+      factory.fail = undefined;
+    }
+    while (scheduler.pendingCount() > 0 || leases.length > 0) {
+      await flush(1);
+      leases.splice(0).forEach((l) => l.release());
+    }
+    await Promise.all(all);
+    assert.equal(outcomes.ok + outcomes.cancelled + outcomes.failed + outcomes.busy, 5000);
+    assert.ok(outcomes.ok > 3000, JSON.stringify(outcomes));
+    assert.ok(outcomes.cancelled > 0 && outcomes.failed > 0, JSON.stringify(outcomes));
+    assert.equal(outcomes.busy, 0);
+    assert.equal(scheduler.pendingCount(), 0);
+    assert.ok(scheduler.loaded().length <= 3);
+    assert.ok(scheduler.loaded().every((r) => r.refCount === 0));
+    assert.equal(factory.open().length, scheduler.loaded().length, 'every evicted runner was closed');
+    // Every idle runner is either forever or has a timer that fires.
+    mock.timers.tick(24 * 60 * MIN);
+    await flush();
+    assert.ok(scheduler.loaded().every((r) => r.keepAliveMs === Infinity && r.expiresAt === undefined));
+    await scheduler.onApplicationShutdown();
+    await flush();
+    assert.equal(scheduler.loaded().length, 0);
+    assert.equal(factory.open().length, 0);
   });
 });

@@ -1,0 +1,30 @@
+import assert from 'node:assert/strict';
+import { stat } from 'node:fs/promises';
+import { describe, it } from 'node:test';
+import { SystemMemoryProbe } from '../../../src/inference/memory.estimator';
+import { readGguf } from '../../../src/models/gguf';
+import { spec } from '../../utils/fake-runner';
+import { ensureTestModels, TINY_QWEN2 } from '../../utils/models';
+
+describe('SystemMemoryProbe', () => {
+  it('estimates weights + KV cache (2 × n_layer × n_ctx × n_embd_kv × 2 bytes) + compute', async () => {
+    ensureTestModels();
+    const probe = new SystemMemoryProbe();
+    const md = (await readGguf(TINY_QWEN2)).metadata as Record<string, number | string>;
+    const arch = md['general.architecture'] as string;
+    const nLayer = Number(md[`${arch}.block_count`]);
+    const nHead = Number(md[`${arch}.attention.head_count`]);
+    const nHeadKv = Number(md[`${arch}.attention.head_count_kv`] ?? nHead);
+    const nEmbdKv = (Number(md[`${arch}.embedding_length`]) / nHead) * nHeadKv;
+    const small = await probe.estimate(spec({ modelPath: TINY_QWEN2, numCtx: 256, numParallel: 2 }));
+    const big = await probe.estimate(spec({ modelPath: TINY_QWEN2, numCtx: 512, numParallel: 2 }));
+    assert.equal(big - small, 2 * nLayer * 512 * nEmbdKv * 2);
+    assert.ok(small > (await stat(TINY_QWEN2)).size);
+  });
+
+  it('never rejects for a missing file and reports system memory', async () => {
+    const probe = new SystemMemoryProbe();
+    assert.ok((await probe.estimate(spec({ modelPath: '/does/not/exist' }))) > 0);
+    assert.ok(probe.free() > 0 && probe.free() <= probe.total());
+  });
+});

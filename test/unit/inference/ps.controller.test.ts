@@ -1,0 +1,104 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Subject } from 'rxjs';
+import type { DeletedModel, ListedModel, ModelsService } from '../../../src/models';
+import { expiresAt, PsController } from '../../../src/inference/ps.controller';
+import type { LoadedRunnerInfo, SchedulerService } from '../../../src/inference/scheduler.service';
+import { spec } from '../../utils/fake-runner';
+
+const NOW = Date.UTC(2026, 0, 1);
+
+function runner(path: string, over: Partial<LoadedRunnerInfo> = {}): LoadedRunnerInfo {
+  return {
+    spec: spec({ modelPath: path, numCtx: 1024 }),
+    refCount: 0,
+    keepAliveMs: 300_000,
+    sizeBytes: 123,
+    expired: false,
+    ...over,
+  };
+}
+
+function controller(loaded: LoadedRunnerInfo[]) {
+  const expired: string[] = [];
+  const deleted = new Subject<DeletedModel>();
+  const scheduler = { loaded: () => loaded, expire: (p: string) => expired.push(p) } as unknown as SchedulerService;
+  const models = {
+    deleted$: deleted.asObservable(),
+    findByWeights: (p: string): Promise<ListedModel | null> =>
+      Promise.resolve(
+        p === '/gone'
+          ? null
+          : {
+              name: `m${p.slice(-1)}:latest`,
+              modifiedAt: new Date(NOW),
+              size: 1,
+              digest: `d${p.slice(-1)}`,
+              details: {
+                parent_model: '',
+                format: 'gguf',
+                family: 'llama',
+                families: ['llama'],
+                parameter_size: '1M',
+                quantization_level: 'F16',
+              },
+            },
+      ),
+  } as unknown as ModelsService;
+  return { ps: new PsController(scheduler, models), expired, deleted };
+}
+
+describe('PsController (GET /api/ps)', () => {
+  it('answers {models: []} when nothing is loaded', async () => {
+    assert.deepEqual(await controller([]).ps.ps(), { models: [] });
+  });
+
+  it('lists loaded runners longest remaining time first, with Ollama’s wire fields', async () => {
+    const { ps } = controller([
+      runner('/b/1', { expiresAt: new Date(Date.now() + 60_000) }),
+      runner('/b/2', { keepAliveMs: Infinity }),
+      runner('/b/3', { refCount: 1, keepAliveMs: 600_000 }),
+      runner('/gone', { expiresAt: new Date(Date.now() + 1000) }),
+    ]);
+    const { models } = await ps.ps();
+    assert.deepEqual(
+      models.map((m) => m.name),
+      ['m2:latest', 'm3:latest', 'm1:latest', '/gone'],
+    );
+    const [forever, busy] = models;
+    assert.ok(new Date(forever.expires_at).getUTCFullYear() > 2300);
+    assert.match(busy.expires_at, /Z$/);
+    assert.deepEqual(
+      { ...busy, expires_at: undefined },
+      {
+        name: 'm3:latest',
+        model: 'm3:latest',
+        size: 123,
+        digest: 'd3',
+        details: busy.details,
+        expires_at: undefined,
+        size_vram: 0,
+        context_length: 1024,
+      },
+    );
+    assert.equal(models[3].digest, '');
+  });
+
+  it('computes expires_at like Ollama: timer, now + keep-alive in use, now for 0, ~292 years for forever', () => {
+    const at = new Date(NOW + 5);
+    assert.equal(expiresAt(runner('/x', { expiresAt: at }), NOW), at);
+    assert.equal(expiresAt(runner('/x', { refCount: 1 }), NOW).getTime(), NOW + 300_000);
+    assert.equal(expiresAt(runner('/x', { keepAliveMs: 0 }), NOW).getTime(), NOW);
+    const forever = expiresAt(runner('/x', { keepAliveMs: Infinity }), NOW);
+    assert.equal(forever.getUTCFullYear(), 2318);
+  });
+
+  it('unloads the weights of a deleted model', () => {
+    const { ps, expired, deleted } = controller([]);
+    ps.onModuleInit();
+    deleted.next({ name: 'x:latest', modelPath: '/blobs/sha256-x' });
+    ps.onModuleDestroy();
+    deleted.next({ name: 'y:latest', modelPath: '/blobs/sha256-y' });
+    assert.deepEqual(expired, ['/blobs/sha256-x']);
+  });
+});
