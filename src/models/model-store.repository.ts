@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, readFile, readdir, rename, rm, stat, utimes } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { mkdir, open, readFile, readdir, rename, rm, rmdir, stat, utimes } from 'node:fs/promises';
+import { dirname, join, sep } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { InternalError } from '../common/errors';
@@ -224,7 +224,77 @@ export class ModelStoreRepository {
 
   /** Every valid manifest in the store (files whose four path parts form a valid name); unreadable ones skipped. */
   async listManifests(): Promise<StoredManifest[]> {
+    return (await this.scanManifests()).manifests;
+  }
+
+  /**
+   * Copies a manifest file byte for byte (Ollama's CopyModel, §3.11): blobs are shared, so the copy has the same
+   * digest. The destination is written atomically; an existing destination (matched case-insensitively) is replaced.
+   * @returns the destination as stored, and the manifest it replaced (if any).
+   */
+  async copyManifest(
+    source: StoredManifest,
+    destination: ModelName,
+  ): Promise<{ stored: StoredManifest; replaced: StoredManifest | null }> {
+    const existing = await this.findExisting(destination);
+    const replaced = existing ? await this.readManifestAt(existing).catch(() => null) : null;
+    const target = existing ?? destination;
+    const path = this.manifestPath(target);
+    await mkdir(dirname(path), { recursive: true });
+    const tmp = join(dirname(path), tempName());
+    try {
+      await writeFileSynced(tmp, await readFile(source.path));
+      await rename(tmp, path);
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
+    return { stored: await this.readManifestAt(target), replaced };
+  }
+
+  /**
+   * Removes a manifest file, then every manifest directory left empty up to (not including) manifests/ (§3.12).
+   * Blobs are untouched (see pruneLayers).
+   */
+  async removeManifest(stored: StoredManifest): Promise<void> {
+    await rm(stored.path, { force: true });
+    let dir = dirname(stored.path);
+    while (dir.startsWith(this.manifestsDir + sep) && dir !== this.manifestsDir) {
+      try {
+        await rmdir(dir);
+      } catch {
+        break; // not empty (or gone): stop
+      }
+      dir = dirname(dir);
+    }
+  }
+
+  /**
+   * Deletes the given blobs that no manifest in the store references any more (Ollama's RemoveLayers /
+   * deleteUnusedLayers). Does nothing at all when some manifest file cannot be read: it might reference them.
+   * @returns the digests deleted.
+   */
+  async pruneLayers(digests: string[]): Promise<string[]> {
+    const { manifests, unreadable } = await this.scanManifests();
+    if (unreadable > 0) return [];
+    const used = new Set<string>();
+    for (const m of manifests) {
+      used.add(m.manifest.config.digest);
+      for (const l of m.manifest.layers) used.add(l.digest);
+    }
+    const removed: string[] = [];
+    for (const digest of new Set(digests)) {
+      if (used.has(digest) || !isDigest(digest)) continue;
+      await rm(this.blobPath(digest), { force: true });
+      removed.push(digest);
+    }
+    return removed;
+  }
+
+  /** Walks manifests/: valid manifests, and how many files with a valid name could not be read as one. */
+  private async scanManifests(): Promise<{ manifests: StoredManifest[]; unreadable: number }> {
     const out: StoredManifest[] = [];
+    let unreadable = 0;
     const walk = async (dir: string, parts: string[]): Promise<void> => {
       let entries: import('node:fs').Dirent[];
       try {
@@ -243,12 +313,13 @@ export class ModelStoreRepository {
             out.push(await this.readManifestAt(name));
           } catch {
             // A broken or foreign file in the manifest tree is not a model; skip it.
+            unreadable++;
           }
         }
       }
     };
     await walk(this.manifestsDir, []);
-    return out;
+    return { manifests: out, unreadable };
   }
 }
 

@@ -3,7 +3,7 @@ import { Manifest, ModelConfig } from './manifest';
 import { ModelName } from './model-name';
 import { ModelfileMessage } from './modelfile.parser';
 
-/** What a model can do (reference/ollama-api.md §8.7), in the order /api/show lists them. */
+/** What a model can do (reference/ollama-api.md §8.7); /api/show lists them in Ollama's order (see deriveCapabilities). */
 export type ModelCapability = 'completion' | 'embedding' | 'vision' | 'tools' | 'thinking' | 'insert';
 
 /** Facts read from a model's GGUF weights (cached per blob digest: blobs never change). */
@@ -22,6 +22,8 @@ export interface ModelFacts {
   chatTemplate?: string;
   /** `<arch>.pooling_type`, present on embedding models. */
   poolingType?: number;
+  /** Whether the GGUF itself carries a vision encoder (`<arch>.vision.*` or `clip.*` keys). */
+  vision?: boolean;
 }
 
 /** `details` of /api/tags and /api/show (wire names; §3.6). */

@@ -1,14 +1,18 @@
-import { Body, Controller, Get, HttpCode, Post, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { map } from 'rxjs';
 import { ollamaErrorLine, StreamResponder } from '../common/http';
+import { CopyRequestDto, DeleteRequestDto } from './dto/copy-delete-request.dto';
 import { CreateRequestDto } from './dto/create-request.dto';
 import { ListResponseWire, ShowResponseWire } from './dto/model-responses.dto';
 import { ShowRequestDto } from './dto/show-request.dto';
 import { fromCreateRequest, toListModelWire, toProgressWire, toShowResponseWire } from './models.mapper';
 import { ModelsService } from './models.service';
 
-/** The model catalogue routes: GET|HEAD /api/tags, POST /api/show, POST /api/create (reference/ollama-api.md §3). */
+/**
+ * The model catalogue routes (reference/ollama-api.md §3): GET|HEAD /api/tags, POST /api/show, POST /api/create,
+ * POST /api/copy, DELETE /api/delete.
+ */
 @Controller('api')
 export class ModelsController {
   constructor(
@@ -29,6 +33,28 @@ export class ModelsController {
   async show(@Body() body: ShowRequestDto): Promise<ShowResponseWire> {
     const info = await this.models.show(body.model || body.name || '', body.verbose ?? false);
     return toShowResponseWire(info, { system: body.system, options: body.options });
+  }
+
+  /**
+   * Copies a model (§3.11): 200 with an empty body. 400 `source "<x>" is invalid` / `destination "<x>" is invalid`,
+   * 404 `model "<source>" not found`.
+   */
+  @Post('copy')
+  @HttpCode(200)
+  async copy(@Body() body: CopyRequestDto, @Res() reply: FastifyReply): Promise<void> {
+    await this.models.copy(body.source ?? '', body.destination ?? '');
+    await reply.status(200).send();
+  }
+
+  /**
+   * Deletes a model (§3.12; JSON body with `model` or `name`): 200 with an empty body. 400 `model is required` /
+   * `name "<x>" is invalid`, 404 `model '<x>' not found`. Unused blobs are removed; a loaded runner is unloaded.
+   */
+  @Delete('delete')
+  @HttpCode(200)
+  async delete(@Body() body: DeleteRequestDto, @Res() reply: FastifyReply): Promise<void> {
+    await this.models.delete(body.model || body.name || '');
+    await reply.status(200).send();
   }
 
   /**

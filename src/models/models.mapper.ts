@@ -56,7 +56,7 @@ export function toProgressWire(progress: CreateProgress): ProgressWire {
   return { ...progress, done: progress.status === 'success' };
 }
 
-/** One /api/tags entry (§3.6): `name` and `model` both the shortest display name, UTC `modified_at`. */
+/** One /api/tags entry (§3.6): `name` and `model` both the shortest display name, UTC `modified_at`, capabilities. */
 export function toListModelWire(model: ListedModel): ListModelWire {
   return {
     name: model.name,
@@ -65,6 +65,7 @@ export function toListModelWire(model: ListedModel): ListModelWire {
     size: model.size,
     digest: model.digest,
     details: model.details,
+    ...(model.capabilities ? { capabilities: model.capabilities } : {}),
   };
 }
 

@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { isAbsolute, resolve as resolvePath } from 'node:path';
-import { defer, Observable } from 'rxjs';
+import { defer, Observable, Subject } from 'rxjs';
 import { InternalError, InvalidRequestError, ModelNotFoundError } from '../common/errors';
 import { decodeOptions, formatParams, OptionMap, sanitizeStoredParams } from '../common/options';
 import { formatParameterCount, GgufFile, GgufFormatError, isGgufFile, modelDetails, readGguf } from './gguf';
@@ -11,6 +11,7 @@ import { ModelName } from './model-name';
 import { ModelStoreRepository, StoredManifest } from './model-store.repository';
 import { ModelCapability, ModelDetails, ModelFacts, ResolvedModel } from './model.types';
 import { ModelfileMessage, parseModelfile } from './modelfile.parser';
+import { detectBundledTemplate, goTemplateCapabilities, jinjaTemplateCapabilities } from './template-support';
 
 /** A model as listed by /api/tags. */
 export interface ListedModel {
@@ -22,6 +23,8 @@ export interface ListedModel {
   /** Hex sha256 of the manifest bytes. */
   digest: string;
   details: ModelDetails;
+  /** What the model can do (§8.7); absent when its weights cannot be read. */
+  capabilities?: ModelCapability[];
 }
 
 /** What /api/show returns besides the resolved model. */
@@ -98,7 +101,13 @@ function expandHome(p: string): string {
   return p === '~' || p.startsWith('~/') ? homedir() + p.slice(1) : p;
 }
 
-/** Capabilities from GGUF facts, templates and layers (reference/ollama-api.md §8.7). */
+/**
+ * Capabilities from GGUF facts, templates and layers (reference/ollama-api.md §8.7), in Ollama's order:
+ * `completion` or `embedding` (GGUF `pooling_type`, or a bert-family architecture), `vision` (GGUF vision keys or a
+ * projector layer), `tools`, `insert`, `thinking`. Tools/insert/thinking come from the Go template layer when the
+ * model has one, else from the GGUF Jinja chat template (no insert); embedding models get none of them.
+ * @param goTemplate the TEMPLATE layer text, if any.
+ */
 export function deriveCapabilities(
   facts: ModelFacts,
   goTemplate: string | undefined,
@@ -107,14 +116,25 @@ export function deriveCapabilities(
   const caps: ModelCapability[] = [];
   const embedding = facts.poolingType !== undefined || /bert/i.test(facts.architecture);
   caps.push(embedding ? 'embedding' : 'completion');
-  if (hasProjector) caps.push('vision');
-  const jinja = facts.chatTemplate ?? '';
+  if (facts.vision || hasProjector) caps.push('vision');
   if (!embedding) {
-    if ((goTemplate ?? '').includes('.Tools') || /tools|tool_call/.test(jinja)) caps.push('tools');
-    if (jinja.includes('<think>') && jinja.includes('</think>')) caps.push('thinking');
-    if ((goTemplate ?? '').includes('.Suffix')) caps.push('insert');
+    const t =
+      goTemplate !== undefined
+        ? goTemplateCapabilities(goTemplate)
+        : { ...jinjaTemplateCapabilities(facts.chatTemplate ?? ''), insert: false };
+    if (t.tools) caps.push('tools');
+    if (t.insert) caps.push('insert');
+    if (t.thinking) caps.push('thinking');
   }
   return caps;
+}
+
+/** A model removed by delete (for listeners that must let go of it, e.g. the scheduler). */
+export interface DeletedModel {
+  /** Shortest display name of the deleted manifest. */
+  name: string;
+  /** Absolute path of its weights blob (whether or not the blob itself was removed). */
+  modelPath: string;
 }
 
 /** Converts a GGUF metadata value to JSON (bigints → numbers). */
@@ -136,7 +156,84 @@ export class ModelsService {
   /** Parsed config per config digest. */
   private readonly configs = new Map<string, Promise<ModelConfig>>();
 
+  private readonly deletions = new Subject<DeletedModel>();
+  /** Emits after each successful delete (the scheduler unloads the weights: reference/ollama-api.md §3.12). */
+  readonly deleted$: Observable<DeletedModel> = this.deletions.asObservable();
+
   constructor(private readonly store: ModelStoreRepository) {}
+
+  /**
+   * POST /api/copy (§3.11): copies the source manifest to the destination name; blobs are shared. An existing
+   * destination is replaced (its layers that nothing else uses are pruned). Source is looked up case-insensitively.
+   * @throws InvalidRequestError `source "<x>" is invalid` / `destination "<x>" is invalid` (checked before anything
+   *   is touched); ModelNotFoundError `model "<source>" not found`.
+   */
+  async copy(source: string, destination: string): Promise<void> {
+    const src = ModelName.parse(source);
+    if (!src) throw new InvalidRequestError(`source ${goQuote(source)} is invalid`, 'source');
+    const dst = ModelName.parse(destination);
+    if (!dst) throw new InvalidRequestError(`destination ${goQuote(destination)} is invalid`, 'destination');
+    const stored = await this.store.readManifest(src);
+    if (!stored) throw new ModelNotFoundError(source, `model ${goQuote(source)} not found`);
+    const existing = await this.store.findExisting(dst);
+    if (existing?.equalsIgnoreCase(stored.name)) return;
+    const { replaced } = await this.store.copyManifest(stored, dst);
+    if (replaced) await this.pruneReplaced(replaced);
+    this.logger.log(`copied ${stored.name.toShortString()} to ${dst.toShortString()}`);
+  }
+
+  /**
+   * DELETE /api/delete (§3.12): removes the manifest (name matched case-insensitively), prunes empty manifest
+   * directories, then deletes its blobs that no other manifest references (shared ones stay). Emits on `deleted$`.
+   * @throws InvalidRequestError `model is required` / `name "<x>" is invalid`; ModelNotFoundError
+   *   `model '<x>' not found`; InternalError for an unreadable manifest (nothing is removed then).
+   */
+  async delete(input: string): Promise<void> {
+    if (!input) throw new InvalidRequestError('model is required', 'model');
+    const name = ModelName.parse(input);
+    if (!name) throw new InvalidRequestError(`name ${goQuote(input)} is invalid`, 'model');
+    const stored = await this.store.readManifest(name);
+    if (!stored) throw new ModelNotFoundError(input, ModelNotFoundError.notFoundMessage(input));
+    await this.store.removeManifest(stored);
+    await this.store.pruneLayers(manifestDigests(stored));
+    this.logger.log(`deleted ${stored.name.toShortString()}`);
+    const weights = stored.manifest.layers.find((l) => l.mediaType === MediaType.MODEL);
+    if (weights) {
+      this.deletions.next({ name: stored.name.toShortString(), modelPath: this.store.blobPath(weights.digest) });
+    }
+  }
+
+  /**
+   * The model /api/ps shows for a loaded weights blob (§3.7): the most recently modified manifest whose weights
+   * layer is that blob, with its name, manifest digest and details; null when no manifest uses it any more.
+   */
+  async findByWeights(modelPath: string): Promise<ListedModel | null> {
+    let best: StoredManifest | undefined;
+    for (const m of await this.store.listManifests()) {
+      const layer = m.manifest.layers.find((l) => l.mediaType === MediaType.MODEL);
+      if (!layer || this.store.blobPath(layer.digest) !== modelPath) continue;
+      if (!best || m.modifiedAt > best.modifiedAt) best = m;
+    }
+    if (!best) return null;
+    const resolved = await this.resolveStored(best, () => new Error('no weights')).catch(() => undefined);
+    const size = best.manifest.layers.reduce((sum, l) => sum + (l.size ?? 0), best.manifest.config.size ?? 0);
+    return {
+      name: best.name.toShortString(),
+      modifiedAt: best.modifiedAt,
+      size,
+      digest: best.digest,
+      details: resolved
+        ? ModelsService.details(resolved.config)
+        : { parent_model: '', format: '', family: '', families: null, parameter_size: '', quantization_level: '' },
+      capabilities: resolved?.capabilities,
+    };
+  }
+
+  /** Deletes the layers of a manifest that was just replaced, unless another manifest still uses them. */
+  private async pruneReplaced(old: StoredManifest): Promise<void> {
+    const removed = await this.store.pruneLayers(manifestDigests(old));
+    if (removed.length > 0) this.logger.log(`pruned ${removed.length} unused blob(s) of ${old.name.toShortString()}`);
+  }
 
   /**
    * Resolves a model reference to its manifest, layers and GGUF facts. The name is parsed with defaults and matched
@@ -240,7 +337,10 @@ export class ModelsService {
   private readFacts(digest: string, path: string): Promise<ModelFacts> {
     let pending = this.facts.get(digest);
     if (!pending) {
-      pending = readGguf(path).then(modelDetails);
+      pending = readGguf(path).then((gguf) => ({
+        ...modelDetails(gguf),
+        vision: Object.keys(gguf.metadata).some((k) => k.startsWith('clip.') || /^[^.]+\.vision\./.test(k)),
+      }));
       this.facts.set(digest, pending);
       pending.catch(() => this.facts.delete(digest));
     }
@@ -300,7 +400,18 @@ export class ModelsService {
       };
       const raw = await this.readJsonBlob(m.manifest.config.digest).catch(() => undefined);
       if (raw && typeof raw === 'object' && !Array.isArray(raw)) details = ModelsService.details(raw as ModelConfig);
-      out.push({ name: m.name.toShortString(), modifiedAt: m.modifiedAt, size, digest: m.digest, details });
+      const capabilities = await this.resolveStored(m, () => new Error('no weights')).then(
+        (r) => r.capabilities,
+        () => undefined,
+      );
+      out.push({
+        name: m.name.toShortString(),
+        modifiedAt: m.modifiedAt,
+        size,
+        digest: m.digest,
+        details,
+        capabilities,
+      });
     }
     out.sort((a, b) => b.modifiedAt.getTime() - a.modifiedAt.getTime());
     return out;
@@ -429,10 +540,12 @@ export class ModelsService {
         emit('copying layers');
         const { layers, config } = await this.baseLayers(plan);
         emit('setting system instructions');
-        await this.applyOverrides(plan, layers);
+        await this.applyOverrides(this.withAutodetectedTemplate(plan), layers);
         const configBlob = await this.store.writeBlob(goJsonEncode(config));
         const manifest = buildManifest({ mediaType: MediaType.CONFIG, ...configBlob }, layers);
-        await this.store.writeManifest(plan.name, manifest);
+        const previous = await this.store.readManifest(plan.name).catch(() => null);
+        const written = await this.store.writeManifest(plan.name, manifest);
+        if (previous && previous.digest !== written.digest) await this.pruneReplaced(previous);
         this.logger.log(`created model ${plan.name.toShortString()}`);
         emit('success');
       };
@@ -443,6 +556,28 @@ export class ModelsService {
         cancelled = true;
       };
     });
+  }
+
+  /**
+   * Create-time template autodetection (§8.3): a model created from GGUF weights without a TEMPLATE gets the bundled
+   * Go template whose Jinja twin matches the GGUF's tokenizer.chat_template, and that template's parameters (stop
+   * tokens) under the Modelfile's own PARAMETERs. Logged as `using autodetected template <name>`; the spec's
+   * progress records are unchanged.
+   */
+  private withAutodetectedTemplate(plan: CreatePlan): CreatePlan {
+    if (plan.base.kind === 'model' || plan.template !== undefined) return plan;
+    const jinja = plan.base.gguf.metadata['tokenizer.chat_template'];
+    if (typeof jinja !== 'string' || jinja === '') return plan;
+    const detected = detectBundledTemplate(jinja);
+    if (!detected) return plan;
+    let params: OptionMap = {};
+    try {
+      params = decodeOptions(detected.parameters);
+    } catch (err) {
+      this.logger.warn(`template ${detected.name}: ignoring its parameters: ${(err as Error).message}`);
+    }
+    this.logger.log(`using autodetected template ${detected.name}`);
+    return { ...plan, template: detected.template, parameters: { ...params, ...plan.parameters } };
   }
 
   /** The weights layer (plus inherited layers for a model base) and the config to write. */
@@ -517,4 +652,14 @@ function buildModelConfigFrom(config: ModelConfig): ModelConfig {
   const extras: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(rest)) if (!(k in head)) extras[k] = v;
   return { ...head, ...extras, architecture: architecture ?? 'amd64', os: os ?? 'linux' };
+}
+
+/** Digests of a manifest's config and layers. */
+function manifestDigests(stored: StoredManifest): string[] {
+  return [stored.manifest.config.digest, ...stored.manifest.layers.map((l) => l.digest)];
+}
+
+/** Go's %q for the strings in Ollama's copy/delete messages (JSON escaping is the same for printable text). */
+function goQuote(s: string): string {
+  return JSON.stringify(s);
 }

@@ -13,6 +13,8 @@ export interface ListModelWire {
   /** Hex sha256 of the manifest bytes. */
   digest: string;
   details: ModelDetails;
+  /** What the model can do (§8.7); omitted when its weights cannot be read. */
+  capabilities?: string[];
 }
 
 /** GET /api/tags. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { readFile, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { lastValueFrom, toArray } from 'rxjs';
@@ -8,6 +8,12 @@ import { InvalidRequestError, ModelNotFoundError } from '../../../src/common/err
 import { MediaType } from '../../../src/models/manifest';
 import { ModelName } from '../../../src/models/model-name';
 import { ModelsService, NOT_GGUF_MESSAGE } from '../../../src/models/models.service';
+import {
+  goTemplateCapabilities,
+  hasTemplateLibrary,
+  jinjaTemplateCapabilities,
+} from '../../../src/models/template-support';
+import { REPO_ROOT } from '../../../src/native/load-binding';
 import { writeTinyGguf } from '../../utils/gguf-fixtures';
 import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
 
@@ -291,5 +297,181 @@ describe('ModelsService resolve, list and show', () => {
         quantization_level: 'Q4_K_M',
       },
     );
+  });
+});
+
+describe('ModelsService copy, delete, prune and autodetection', () => {
+  let bed: InferenceTestbed;
+
+  beforeEach(async () => {
+    bed = await createInferenceTestbed();
+  });
+
+  afterEach(() => bed.close());
+
+  const blobs = async () =>
+    (await readdir(join(bed.config.modelsDir, 'blobs'))).filter((f) => !f.startsWith('.')).sort();
+  const names = async () => (await bed.models.list()).map((m) => m.name).sort();
+
+  it('copies a manifest byte for byte (same digest, blobs shared), case-insensitively', async () => {
+    await bed.createModel('Orig', 'SYSTEM hi');
+    const before = await blobs();
+    await bed.models.copy('orig', 'ns/copy:v2');
+    assert.deepEqual(await names(), ['Orig:latest', 'ns/copy:v2']);
+    const [a, b] = [await bed.models.resolve('orig'), await bed.models.resolve('ns/copy:v2')];
+    assert.equal(a.manifestDigest, b.manifestDigest);
+    assert.deepEqual(await blobs(), before, 'no blob is written or removed');
+    await bed.models.copy('orig', 'ORIG');
+    assert.deepEqual(await names(), ['Orig:latest', 'ns/copy:v2'], 'copy onto itself is a no-op');
+  });
+
+  it('copy over an existing model replaces it and prunes the blobs only it used', async () => {
+    await bed.createModel('src', 'SYSTEM src');
+    await bed.createModel('dst', 'SYSTEM dst');
+    const dst = await bed.models.resolve('dst');
+    await bed.models.copy('src', 'DST');
+    assert.equal((await bed.models.resolve('dst')).system, 'src');
+    const dstSystem = dst.manifest.layers.find((l) => l.mediaType === MediaType.SYSTEM)?.digest ?? '';
+    assert.equal(await bed.store.blobSize(dstSystem), null, 'the old system layer was used by dst only');
+    assert.notEqual(await bed.store.blobSize(dst.modelDigest), null, 'the shared weights stay');
+    assert.equal((await bed.models.resolve('dst')).name.toShortString(), 'dst:latest', 'on-disk case kept');
+  });
+
+  it('rejects bad copies with Ollama’s texts and touches nothing', async () => {
+    await bed.createModel('orig');
+    const before = await blobs();
+    await rejectsWith(bed.models.copy('', 'x'), InvalidRequestError, 'source "" is invalid');
+    await rejectsWith(bed.models.copy('bad name', 'x'), InvalidRequestError, 'source "bad name" is invalid');
+    await rejectsWith(bed.models.copy('orig', 'a/b/c/d/e'), InvalidRequestError, 'destination "a/b/c/d/e" is invalid');
+    await rejectsWith(bed.models.copy('missing', 'x'), ModelNotFoundError, 'model "missing" not found');
+    assert.deepEqual(await names(), ['orig:latest']);
+    assert.deepEqual(await blobs(), before);
+  });
+
+  it('deletes a manifest, prunes empty dirs and unshared blobs, keeps shared ones; emits the deletion', async () => {
+    await bed.createModel('ns/orig:v1', 'SYSTEM only mine');
+    await bed.models.copy('ns/orig:v1', 'other');
+    const all = await blobs();
+    const deleted: string[] = [];
+    bed.models.deleted$.subscribe((d) => deleted.push(d.name));
+    await bed.models.delete('NS/ORIG:V1');
+    assert.deepEqual(await names(), ['other:latest']);
+    assert.deepEqual(await blobs(), all, 'every blob is still used by the copy');
+    await assert.rejects(stat(join(bed.config.modelsDir, 'manifests', 'registry.ollama.ai', 'ns')), { code: 'ENOENT' });
+    const weights = (await bed.models.resolve('other')).modelPath;
+    await bed.models.delete('other');
+    assert.deepEqual(await names(), []);
+    assert.deepEqual(await blobs(), [], 'the last user takes every blob with it');
+    assert.deepEqual(await readdir(join(bed.config.modelsDir, 'manifests')), []);
+    assert.deepEqual(deleted, ['ns/orig:v1', 'other:latest']);
+    assert.ok(weights.endsWith(all.find((b) => weights.endsWith(b)) ?? '\0'));
+  });
+
+  it('keeps blobs another model shares when deleting', async () => {
+    await bed.createModel('base', 'SYSTEM base');
+    await bed.models
+      .create(await bed.models.prepareCreate({ model: 'child', modelfile: 'FROM base\nSYSTEM child' }))
+      .forEach(() => undefined);
+    const child = await bed.models.resolve('child');
+    await bed.models.delete('base');
+    for (const layer of child.manifest.layers) {
+      assert.notEqual(await bed.store.blobSize(layer.digest), null, `${layer.mediaType} kept`);
+    }
+    assert.equal((await bed.models.resolve('child')).system, 'child');
+  });
+
+  it('rejects bad deletes with Ollama’s texts and touches nothing', async () => {
+    await bed.createModel('keep');
+    const before = await blobs();
+    await rejectsWith(bed.models.delete(''), InvalidRequestError, 'model is required');
+    await rejectsWith(bed.models.delete('bad name'), InvalidRequestError, 'name "bad name" is invalid');
+    await rejectsWith(bed.models.delete('missing'), ModelNotFoundError, "model 'missing' not found");
+    assert.deepEqual(await names(), ['keep:latest']);
+    assert.deepEqual(await blobs(), before);
+  });
+
+  it('never prunes while some manifest cannot be read', async () => {
+    await bed.createModel('a', 'SYSTEM a');
+    await bed.models.copy('a', 'b');
+    const broken = join(bed.config.modelsDir, 'manifests', 'registry.ollama.ai', 'library', 'broken');
+    await mkdir(broken, { recursive: true });
+    await writeFile(join(broken, 'latest'), 'not json');
+    const before = await blobs();
+    await bed.models.delete('a');
+    await bed.models.delete('b');
+    assert.deepEqual(await blobs(), before);
+  });
+
+  it('prunes the layers a re-create leaves unreferenced', async () => {
+    await bed.createModel('m', 'SYSTEM first');
+    const first = await bed.models.resolve('m');
+    const systemDigest = first.manifest.layers.find((l) => l.mediaType === MediaType.SYSTEM)?.digest ?? '';
+    await bed.models
+      .create(await bed.models.prepareCreate({ model: 'm', from: 'm', system: 'second' }))
+      .forEach(() => undefined);
+    assert.equal((await bed.models.resolve('m')).system, 'second');
+    assert.equal(await bed.store.blobSize(systemDigest), null);
+    assert.notEqual(await bed.store.blobSize(first.modelDigest), null);
+  });
+
+  it('finds the model of a loaded weights blob for /api/ps', async () => {
+    await bed.createModel('psmodel');
+    const m = await bed.models.resolve('psmodel');
+    const found = await bed.models.findByWeights(m.modelPath);
+    assert.equal(found?.name, 'psmodel:latest');
+    assert.equal(found?.digest, m.manifestDigest);
+    assert.equal(found?.details.format, 'gguf');
+    assert.equal(await bed.models.findByWeights('/nowhere'), null);
+  });
+
+  it('lists capabilities in /api/tags entries', async () => {
+    await bed.createModel('embed', '', { architecture: 'bert', poolingType: 1 });
+    await bed.createModel('tools', '', { chatTemplate: '{% if tools %}{% endif %}' });
+    const list = await bed.models.list();
+    assert.deepEqual(list.find((m) => m.name === 'embed:latest')?.capabilities, ['embedding']);
+    assert.deepEqual(list.find((m) => m.name === 'tools:latest')?.capabilities, ['completion', 'tools']);
+  });
+
+  it('autodetects a bundled template from the GGUF chat template on create (§8.3)', async (t) => {
+    if (!hasTemplateLibrary()) {
+      t.skip('assets/ollama-templates is not installed');
+      return;
+    }
+    const index = JSON.parse(
+      await readFile(join(REPO_ROOT, 'assets', 'ollama-templates', 'index.json'), 'utf8'),
+    ) as Array<{ name: string; template: string }>;
+    const chatml = index.find((e) => e.name === 'chatml')?.template ?? '';
+    await bed.createModel('auto', 'PARAMETER temperature 0', { chatTemplate: chatml });
+    const model = await bed.models.resolve('auto');
+    assert.equal(
+      model.template,
+      await readFile(join(REPO_ROOT, 'assets', 'ollama-templates', 'chatml.gotmpl'), 'utf8'),
+    );
+    assert.deepEqual(model.params, { stop: ['<|im_start|>', '<|im_end|>'], temperature: 0 });
+    await bed.createModel('own', 'TEMPLATE {{ .Prompt }}\nPARAMETER stop X', { chatTemplate: chatml });
+    const own = await bed.models.resolve('own');
+    assert.equal(own.template, '{{ .Prompt }}', 'a Modelfile TEMPLATE wins');
+    assert.deepEqual(own.params, { stop: ['X'] });
+    await bed.createModel('unknown', '', { chatTemplate: '{{ something else entirely }}' });
+    assert.equal((await bed.models.resolve('unknown')).template, undefined);
+  });
+});
+
+describe('template support', () => {
+  it('sniffs Go and Jinja capabilities', () => {
+    assert.deepEqual(
+      goTemplateCapabilities(
+        '{{ if .Tools }}{{ end }}{{ .Suffix }}{{ range .Messages }}{{ if .Thinking }}<think>{{ .Thinking }}</think>{{ end }}{{ .Content }}{{ end }}',
+      ),
+      {
+        tools: true,
+        insert: true,
+        thinking: true,
+      },
+    );
+    assert.deepEqual(goTemplateCapabilities('{{ .Prompt }}'), { tools: false, insert: false, thinking: false });
+    assert.deepEqual(goTemplateCapabilities('{{ if .Tools }}'), { tools: false, insert: false, thinking: false });
+    assert.deepEqual(jinjaTemplateCapabilities("{{ content.split('</think>') }}"), { tools: false, thinking: true });
+    assert.deepEqual(jinjaTemplateCapabilities('{% if tool_calls %}'), { tools: true, thinking: false });
   });
 });
