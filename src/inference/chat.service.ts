@@ -4,10 +4,18 @@ import { InvalidRequestError, UnsupportedCapabilityError } from '../common/error
 import { ModelsService, ResolvedModel } from '../models';
 import { CompletionService, PreparedPrompt } from './completion.service';
 import { thinkingUnsupported, wantsThinking } from './generate.service';
-import { ChatCommand, GenerationEvent } from './generation.types';
+import { ChatCommand, ChatMessage, GenerationEvent } from './generation.types';
 import { EffectiveOptions } from './options';
-import { tokenizePrompt, truncatePrompt } from './prompt.builder';
-import { Runner, RunnerChatMessage } from './runner/runner';
+import { fitPrompt, tokenizePrompt } from './prompt.builder';
+import {
+  checkImages,
+  goTemplateFor,
+  renderGo,
+  renderNative,
+  stripEarlierThinking,
+  thinkingEnabled,
+} from './prompt-render';
+import { Runner } from './runner/runner';
 import { SchedulerService } from './scheduler.service';
 
 /**
@@ -54,14 +62,18 @@ export class ChatService {
       throw new UnsupportedCapabilityError(`${model.name.toFullString()} does not support tools`, 'tools');
     }
     if (wantsThinking(cmd.think) && !model.capabilities.includes('thinking')) throw thinkingUnsupported(cmd.model);
+    checkImages(
+      model,
+      cmd.messages.reduce((n, m) => n + (m.images?.length ?? 0), 0),
+    );
     const base = {
       model,
       options: cmd.options,
       keepAliveMs: cmd.keepAliveMs,
       startedAt: cmd.startedAt,
+      topLogprobs: cmd.topLogprobs,
     };
     if (cmd.messages.length === 0) return this.completion.complete({ ...base, loadOnly: true });
-    if (model.template) this.completion.noteTemplateFallback(model);
     return this.completion.complete({
       ...base,
       buildPrompt: (runner, options) => this.buildPrompt(cmd, model, runner, options),
@@ -70,21 +82,25 @@ export class ChatService {
 
   /**
    * Messages for the template: the Modelfile MESSAGE history first, then the request's; the Modelfile SYSTEM in
-   * front when the conversation does not start with a system message (§3.3 step 6).
+   * front when the conversation does not start with a system message (§3.3 step 6); for thinking-capable models,
+   * `<think>…</think>` is stripped from assistant messages before the last user message.
    */
-  static assembleMessages(cmd: ChatCommand, model: ResolvedModel): RunnerChatMessage[] {
-    const messages: RunnerChatMessage[] = [
+  static assembleMessages(cmd: ChatCommand, model: ResolvedModel): ChatMessage[] {
+    let messages: ChatMessage[] = [
       ...model.messages.map((m) => ({ role: m.role, content: m.content })),
-      ...cmd.messages.map((m) => ({ role: m.role, content: m.content })),
+      ...cmd.messages,
     ];
     if (model.system && messages[0]?.role !== 'system') messages.unshift({ role: 'system', content: model.system });
+    if (model.capabilities.includes('thinking')) messages = stripEarlierThinking(messages);
     return messages;
   }
 
   /**
-   * Renders and tokenizes; when the prompt does not fit the slot, drops the oldest messages one at a time (never
-   * system messages, never the last message) and re-renders, like Ollama's chatPrompt (§4.4); if it still does not
-   * fit, cuts tokens keeping the first num_keep.
+   * Renders — rendered mode with the model's Go TEMPLATE when it has one (and the engine is available), else native
+   * mode (GGUF Jinja through llama.cpp common/chat), both with tools, thinking and format (§8.1) — and tokenizes;
+   * when the prompt does not fit the slot, drops the oldest messages one at a time (never system messages, never
+   * the last message) and re-renders, like Ollama's chatPrompt (§4.4); if it still does not fit, cuts tokens keeping
+   * the first num_keep — or, with `truncate: false`, fails with Ollama's prompt-too-long 400.
    */
   private buildPrompt(
     cmd: ChatCommand,
@@ -93,19 +109,29 @@ export class ChatService {
     options: EffectiveOptions,
   ): PreparedPrompt {
     const messages = ChatService.assembleMessages(cmd, model);
-    const render = (list: RunnerChatMessage[]) =>
-      tokenizePrompt(runner, runner.applyChatTemplate(list, { addGenerationPrompt: true }));
-    let tokens = render(messages);
-    while (tokens.length >= runner.slotContext) {
+    const opts = {
+      tools: cmd.tools,
+      think: cmd.think,
+      thinking: thinkingEnabled(cmd.think, model),
+      format: cmd.format,
+    };
+    const go = goTemplateFor(model.template);
+    if (model.template && !go) this.completion.noteTemplateFallback(model);
+    const render = (list: ChatMessage[]) => {
+      const r = go ? renderGo(go.api, go.template, runner, list, opts) : renderNative(runner, list, opts);
+      return { ...r.prompt, tokens: tokenizePrompt(runner, r.text) };
+    };
+    let prepared = render(messages);
+    while (cmd.truncate !== false && prepared.tokens.length >= runner.slotContext) {
       const drop = messages.findIndex((m, i) => m.role !== 'system' && i < messages.length - 1);
       if (drop < 0) break;
       messages.splice(drop, 1);
-      tokens = render(messages);
+      prepared = render(messages);
     }
-    const fitted = truncatePrompt(tokens, runner.slotContext, options.sampling.numKeep, runner.info.addBos);
+    const fitted = fitPrompt(prepared.tokens, runner, options, cmd.truncate);
     if (fitted.dropped > 0) {
-      this.logger.warn(`truncating input prompt: ${tokens.length} tokens, limit ${runner.slotContext}`);
+      this.logger.warn(`truncating input prompt: ${prepared.tokens.length} tokens, limit ${runner.slotContext}`);
     }
-    return { tokens: fitted.tokens };
+    return { ...prepared, tokens: fitted.tokens };
   }
 }

@@ -4,15 +4,28 @@ import { OptionMap } from '../common/options';
 import { KeepAliveMs } from '../common/time';
 import { DaemonConfig } from '../config';
 import { ResolvedModel } from '../models';
-import { GenerationEvent, GenerationMetrics } from './generation.types';
+import type { NativeGrammarTrigger } from '../../binding';
+import { GenerationEvent, GenerationMetrics, Logprob } from './generation.types';
 import { EffectiveOptions, resolveOptions } from './options';
+import { isEmptyDelta, OutputParser } from './output-parser';
 import { Runner, RunnerSpec } from './runner/runner';
 import { SchedulerService } from './scheduler.service';
 
-/** Prompt tokens ready to submit. */
+/** Prompt tokens ready to submit, with what the render asks of sampling and output parsing. */
 export interface PreparedPrompt {
   /** Token ids, shorter than the slot context. */
   tokens: number[];
+  /** GBNF grammar (format or tool calls); lazy ones only apply after a trigger. */
+  grammar?: string;
+  grammarLazy?: boolean;
+  grammarTriggers?: NativeGrammarTrigger[];
+  preservedTokens?: string[];
+  /** Text the prompt ends with that a non-lazy render grammar must consume first (NativeChatRender.generationPrompt). */
+  grammarPrefill?: string;
+  /** Stop strings added by the template (besides the `stop` option). */
+  stops?: string[];
+  /** Splits the output into content / thinking / tool calls; absent = everything is content. */
+  parser?: OutputParser;
 }
 
 /** One completion to run. */
@@ -29,6 +42,8 @@ export interface CompletionRequest {
   buildPrompt?: (runner: Runner, options: EffectiveOptions) => PreparedPrompt;
   /** Return prompt + output token ids on the done event (generate's `context`). */
   returnContext?: boolean;
+  /** Report logprobs with this many alternatives per token (0..20); undefined = none. */
+  topLogprobs?: number;
 }
 
 /** Nanoseconds since `startedAt`. */
@@ -53,15 +68,13 @@ export class CompletionService {
   ) {}
 
   /**
-   * Logs (once per model) that a Go TEMPLATE (Modelfile or request `template`) is present but the GGUF Jinja
-   * template is used instead: the Go template renderer is a later issue (docs/architecture.md).
+   * Logs (once per model) that a Go TEMPLATE (Modelfile or request `template`) is present but no Go-template engine
+   * is available (go-template.port.ts), so the GGUF Jinja template is used instead (native mode).
    */
   noteTemplateFallback(model: ResolvedModel): void {
     if (this.templateFallbackLogged.has(model.manifestDigest)) return;
     this.templateFallbackLogged.add(model.manifestDigest);
-    this.logger.warn(
-      `${model.shortName}: Go TEMPLATE rendering is not implemented yet; using the GGUF chat template instead`,
-    );
+    this.logger.warn(`${model.shortName}: no Go template engine available; using the GGUF chat template instead`);
   }
 
   /** The effective options and the runner spec a request would use. */
@@ -90,13 +103,17 @@ export class CompletionService {
       return defer(() => {
         const prompt = buildPrompt(lease.runner, options);
         const generated: number[] = [];
+        const parser = prompt.parser;
         const s = options.sampling;
+        const numCtx = options.load.numCtx;
         return new Observable<GenerationEvent>((subscriber) =>
           lease.runner
             .generate({
               tokens: prompt.tokens,
-              numPredict: s.numPredict < 0 ? -1 : s.numPredict,
-              stop: s.stop,
+              // §4.1: -1 = unbounded, capped at 10 × num_ctx.
+              numPredict: s.numPredict < 0 ? 10 * numCtx : s.numPredict,
+              stop: [...s.stop, ...(prompt.stops ?? []).filter((x) => x !== '' && !s.stop.includes(x))],
+              ...(request.topLogprobs !== undefined ? { logprobs: request.topLogprobs } : {}),
               sampling: {
                 temperature: s.temperature,
                 topK: s.topK,
@@ -104,19 +121,54 @@ export class CompletionService {
                 minP: s.minP,
                 typicalP: s.typicalP,
                 repeatPenalty: s.repeatPenalty,
-                repeatLastN: s.repeatLastN,
+                repeatLastN: s.repeatLastN < 0 ? numCtx : s.repeatLastN,
                 presencePenalty: s.presencePenalty,
                 frequencyPenalty: s.frequencyPenalty,
                 seed: s.seed,
+                ...(prompt.grammar
+                  ? {
+                      grammar: prompt.grammar,
+                      grammarLazy: prompt.grammarLazy ?? false,
+                      grammarTriggers: prompt.grammarTriggers ?? [],
+                      preservedTokens: prompt.preservedTokens ?? [],
+                      ...(prompt.grammarPrefill ? { grammarPrefill: prompt.grammarPrefill } : {}),
+                    }
+                  : prompt.preservedTokens && prompt.preservedTokens.length > 0
+                    ? { preservedTokens: prompt.preservedTokens }
+                    : {}),
               },
             })
             .subscribe({
               next: (event) => {
                 if (event.kind === 'token') {
                   generated.push(event.token);
-                  if (event.text !== '') subscriber.next({ kind: 'delta', text: event.text });
+                  const logprobs: Logprob[] | undefined = event.logprob
+                    ? [
+                        {
+                          token: event.logprob.token,
+                          logprob: event.logprob.logprob,
+                          bytes: event.logprob.bytes,
+                          topLogprobs: event.logprob.topLogprobs,
+                        },
+                      ]
+                    : undefined;
+                  if (!parser) {
+                    if (event.text !== '' || logprobs) subscriber.next({ kind: 'delta', text: event.text, logprobs });
+                    return;
+                  }
+                  const d = parser.add(event.text);
+                  if (!isEmptyDelta(d) || logprobs) {
+                    subscriber.next({
+                      kind: 'delta',
+                      text: d.content,
+                      ...(d.thinking ? { thinking: d.thinking } : {}),
+                      ...(d.toolCalls.length > 0 ? { toolCalls: d.toolCalls } : {}),
+                      ...(logprobs ? { logprobs } : {}),
+                    });
+                  }
                   return;
                 }
+                const tail = parser?.finish();
                 const metrics: GenerationMetrics = {
                   totalDurationNs: elapsedNs(request.startedAt),
                   loadDurationNs: lease.loadDurationNs,
@@ -130,6 +182,9 @@ export class CompletionService {
                   reason: event.reason,
                   metrics,
                   ...(request.returnContext ? { context: [...prompt.tokens, ...generated] } : {}),
+                  ...(tail?.content ? { text: tail.content } : {}),
+                  ...(tail?.thinking ? { thinking: tail.thinking } : {}),
+                  ...(tail && tail.toolCalls.length > 0 ? { toolCalls: tail.toolCalls } : {}),
                 });
               },
               error: (err: unknown) => subscriber.error(err),

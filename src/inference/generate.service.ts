@@ -3,10 +3,12 @@ import { defer, Observable, of, switchMap } from 'rxjs';
 import { InvalidRequestError, ModelNotFoundError, UnsupportedCapabilityError } from '../common/errors';
 import { ModelsService, ResolvedModel } from '../models';
 import { CompletionService, PreparedPrompt } from './completion.service';
-import { GenerateCommand, GenerationEvent } from './generation.types';
+import { formatGrammar } from './format';
+import { ChatMessage, GenerateCommand, GenerationEvent } from './generation.types';
 import { EffectiveOptions } from './options';
-import { tokenizePrompt, truncatePrompt } from './prompt.builder';
-import { Runner, RunnerChatMessage } from './runner/runner';
+import { fitPrompt, tokenizePrompt } from './prompt.builder';
+import { checkImages, goTemplateFor, renderGo, renderNative, thinkingEnabled } from './prompt-render';
+import { Runner } from './runner/runner';
 import { SchedulerService } from './scheduler.service';
 
 /** Ollama's text when `think` is asked of a model without the capability (§5.2): the name as sent, Go-quoted. */
@@ -67,9 +69,7 @@ export class GenerateService {
       throw new UnsupportedCapabilityError(`${model.name.toFullString()} does not support insert`, 'insert');
     }
     if (wantsThinking(cmd.think) && !model.capabilities.includes('thinking')) throw thinkingUnsupported(cmd.model);
-    if (cmd.images && cmd.images.length > 0) {
-      this.logger.debug(`ignoring ${cmd.images.length} image(s): ${model.shortName} has no vision support here`);
-    }
+    checkImages(model, cmd.images?.length ?? 0);
     if (cmd.prompt === '') {
       return this.completion.complete({
         model,
@@ -85,14 +85,19 @@ export class GenerateService {
       keepAliveMs: cmd.keepAliveMs,
       startedAt: cmd.startedAt,
       returnContext: !cmd.raw,
+      topLogprobs: cmd.topLogprobs,
       buildPrompt: (runner, options) => this.buildPrompt(cmd, model, runner, options),
     });
   }
 
   /**
-   * The prompt of a generate request: raw → verbatim; otherwise `[system?, …Modelfile MESSAGEs, user: prompt]`
-   * rendered with the GGUF chat template (Ollama's GenerateHandler message list), with the deprecated `context`
-   * detokenized in front. A model without any chat template gets the prompt verbatim (Ollama's `{{ .Prompt }}`).
+   * The prompt of a generate request (§3.2, §8): raw → verbatim; `suffix` → fill-in-the-middle through the Go
+   * template's `.Prompt`/`.Suffix`; otherwise messages `[system?, …Modelfile MESSAGEs (unless context), user: prompt
+   * (+images)]` rendered with the Go template (rendered mode: request `template` or Modelfile TEMPLATE) or the GGUF
+   * Jinja template (native mode), with the deprecated `context` detokenized in front. A model without any template
+   * gets the prompt verbatim (Ollama's `{{ .Prompt }}`). `format` becomes a grammar in every mode; thinking is split
+   * out where a template supports it. Too long: keep num_keep and drop from the middle, or 400 with truncate:false.
+   * @throws UnsupportedCapabilityError `<full name> does not support insert` when a suffix cannot be rendered.
    */
   private buildPrompt(
     cmd: GenerateCommand,
@@ -101,28 +106,60 @@ export class GenerateService {
     options: EffectiveOptions,
   ): PreparedPrompt {
     let text: string;
+    let extra: Omit<PreparedPrompt, 'tokens'> = {};
+    const formatOnly = () =>
+      cmd.format ? { grammar: formatGrammar(cmd.format, (s) => runner.jsonSchemaToGrammar(s)) } : {};
     if (cmd.raw) {
       text = cmd.prompt;
+      extra = formatOnly();
     } else {
-      const goTemplate = cmd.template || model.template;
-      if (goTemplate) this.completion.noteTemplateFallback(model);
-      const messages: RunnerChatMessage[] = [];
-      const system = cmd.system ?? model.system;
-      if (system) messages.push({ role: 'system', content: system });
-      if (!cmd.context) messages.push(...model.messages);
-      messages.push({ role: 'user', content: cmd.prompt });
-      text = runner.info.hasChatTemplate
-        ? runner.applyChatTemplate(messages, { addGenerationPrompt: true })
-        : cmd.prompt;
+      const templateText = cmd.template || model.template;
+      const go = goTemplateFor(templateText);
+      if (templateText && !go) this.completion.noteTemplateFallback(model);
+      const thinking = thinkingEnabled(cmd.think, model);
+      const opts = { think: cmd.think, thinking, format: cmd.format };
+      if (cmd.suffix) {
+        if (!go) {
+          throw new UnsupportedCapabilityError(`${model.name.toFullString()} does not support insert`, 'insert');
+        }
+        const r = renderGo(go.api, go.template, runner, [], {
+          ...opts,
+          fim: { prompt: cmd.prompt, suffix: cmd.suffix },
+        });
+        text = r.text;
+        extra = r.prompt;
+      } else {
+        const messages: ChatMessage[] = [];
+        const system = cmd.system ?? model.system;
+        if (system) messages.push({ role: 'system', content: system });
+        if (!cmd.context) messages.push(...model.messages.map((m) => ({ role: m.role, content: m.content })));
+        messages.push({
+          role: 'user',
+          content: cmd.prompt,
+          ...(cmd.images && cmd.images.length > 0 ? { images: cmd.images } : {}),
+        });
+        if (go) {
+          const r = renderGo(go.api, go.template, runner, messages, opts);
+          text = r.text;
+          extra = r.prompt;
+        } else if (runner.info.hasChatTemplate) {
+          const r = renderNative(runner, messages, opts);
+          text = r.text;
+          extra = r.prompt;
+        } else {
+          text = cmd.prompt;
+          extra = formatOnly();
+        }
+      }
       if (cmd.context && cmd.context.length > 0) text = runner.detokenize(cmd.context) + text;
     }
     const tokens = tokenizePrompt(runner, text);
-    const fitted = truncatePrompt(tokens, runner.slotContext, options.sampling.numKeep, runner.info.addBos);
+    const fitted = fitPrompt(tokens, runner, options, cmd.truncate);
     if (fitted.dropped > 0) {
       this.logger.warn(
         `truncating input prompt: ${tokens.length} tokens, limit ${runner.slotContext}, kept ${fitted.tokens.length}`,
       );
     }
-    return { tokens: fitted.tokens };
+    return { ...extra, tokens: fitted.tokens };
   }
 }

@@ -22,9 +22,32 @@ export interface GenerationMetrics {
   evalDurationNs: number;
 }
 
-/** Events of one generate/chat request: text deltas, then exactly one `done`. */
+/** A tool call in Ollama's shape (`api.ToolCall`): arguments are a JSON object, `index` always present. */
+export interface ToolCall {
+  /** Omitted on the wire when empty. */
+  id?: string;
+  function: { index: number; name: string; arguments: Record<string, unknown> };
+}
+
+/** One alternative token with its natural-log probability and UTF-8 bytes (Ollama `api.TokenLogprob`). */
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[];
+}
+
+/** The sampled token's logprob plus the top alternatives (Ollama `api.Logprob`). */
+export interface Logprob extends TokenLogprob {
+  topLogprobs: TokenLogprob[];
+}
+
+/**
+ * Events of one generate/chat request: deltas (content `text`, `thinking`, parsed `toolCalls`, `logprobs` of the
+ * tokens behind it — any may be empty), then exactly one `done`, which may carry what the output parser only
+ * released at the end (native mode's tool calls, held-back text).
+ */
 export type GenerationEvent =
-  | { kind: 'delta'; text: string }
+  | { kind: 'delta'; text: string; thinking?: string; toolCalls?: ToolCall[]; logprobs?: Logprob[] }
   | {
       kind: 'done';
       reason: DoneReason;
@@ -32,6 +55,10 @@ export type GenerationEvent =
       metrics?: GenerationMetrics;
       /** Prompt + output token ids (generate without raw). */
       context?: number[];
+      /** Content / thinking / tool calls released only when generation ended. */
+      text?: string;
+      thinking?: string;
+      toolCalls?: ToolCall[];
     };
 
 /** A chat message in domain form (roles as sent, lower-cased). */
@@ -39,7 +66,22 @@ export interface ChatMessage {
   role: string;
   content: string;
   images?: string[];
+  /** Assistant reasoning of an earlier turn. */
+  thinking?: string;
+  toolCalls?: ToolCall[];
+  /** On role `tool`: the tool that produced this result, and the call it answers. */
+  toolName?: string;
+  toolCallId?: string;
 }
+
+/** A tool definition as sent (`api.Tool`): `{type: "function", function: {name, description, parameters}}`. */
+export interface ToolDefinition {
+  type?: string;
+  function?: { name?: string; description?: string; parameters?: unknown };
+}
+
+/** A validated `format`: `json` (any JSON object) or a JSON Schema (reference/ollama-api.md §9). */
+export type OutputFormat = { kind: 'json' } | { kind: 'schema'; schema: Record<string, unknown> };
 
 /** Fields shared by generate and chat commands. */
 interface InferenceCommandBase {
@@ -49,10 +91,14 @@ interface InferenceCommandBase {
   options: OptionMap;
   /** Parsed keep_alive; undefined = not given. */
   keepAliveMs?: KeepAliveMs;
-  /** `format` as sent (`"json"` or a schema): accepted, not enforced yet. */
-  format?: unknown;
-  /** `think` as sent: accepted; rejected for models without the thinking capability. */
+  /** Validated `format` (structured output, §9); undefined = free text. */
+  format?: OutputFormat;
+  /** `think` as sent (true/false or a level); undefined = default (on for thinking-capable models, §4.3). */
   think?: boolean | string;
+  /** `truncate` (default true): false makes an over-long prompt a 400 instead of cutting it (§4.4). */
+  truncate?: boolean;
+  /** Alternatives per token when logprobs were asked for (`logprobs: true`, `top_logprobs` 0..20); else undefined. */
+  topLogprobs?: number;
   /** process.hrtime.bigint() when the handler started (for total_duration). */
   startedAt: bigint;
 }
@@ -62,7 +108,7 @@ export interface GenerateCommand extends InferenceCommandBase {
   prompt: string;
   suffix?: string;
   system?: string;
-  /** A Go template override: accepted; until the Go renderer exists the GGUF template is used (logged). */
+  /** A Go template override (rendered mode, §8.1). */
   template?: string;
   /** Deprecated context from a previous response: detokenized and prepended. */
   context?: number[];
@@ -73,6 +119,6 @@ export interface GenerateCommand extends InferenceCommandBase {
 /** A /api/chat request in domain form. */
 export interface ChatCommand extends InferenceCommandBase {
   messages: ChatMessage[];
-  /** Tool definitions: accepted when the model has the tools capability, not yet passed to the template. */
-  tools?: unknown[];
+  /** Tool definitions (need the tools capability). */
+  tools?: ToolDefinition[];
 }

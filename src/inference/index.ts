@@ -5,3 +5,4 @@ export * from './chat.service';
 export * from './scheduler.service';
 export * from './runner/runner';
 export * from './options';
+export * from './embed.service';

@@ -1,11 +1,28 @@
-import { OperatorFunction, reduce } from 'rxjs';
+import { map, OperatorFunction, reduce } from 'rxjs';
 import { InvalidRequestError } from '../common/errors';
 import { decodeOptions } from '../common/options';
 import { parseKeepAlive } from '../common/time';
 import { ChatRequestDto } from './dto/chat-request.dto';
 import { GenerateRequestDto } from './dto/generate-request.dto';
-import { ChatResponseWire, GenerateResponseWire, MetricsWire } from './dto/generation-response.dto';
-import { ChatCommand, GenerateCommand, GenerationEvent, GenerationMetrics } from './generation.types';
+import {
+  ChatMessageWire,
+  ChatResponseWire,
+  GenerateResponseWire,
+  LogprobWire,
+  MetricsWire,
+  ToolCallWire,
+} from './dto/generation-response.dto';
+import { decodeFormat } from './format';
+import {
+  ChatCommand,
+  ChatMessage,
+  GenerateCommand,
+  GenerationEvent,
+  GenerationMetrics,
+  Logprob,
+  ToolCall,
+  ToolDefinition,
+} from './generation.types';
 
 /**
  * Wire ↔ domain mapping of the native generate/chat API (Ollama's FromChatRequest / ToChunk idea): `fromXxx`
@@ -43,9 +60,41 @@ function checkTopLogprobs(value: number | undefined): void {
   }
 }
 
-/** Normalises `format`: `null` and `""` mean unset (§3.2). */
-function decodeFormat(value: unknown): unknown {
-  return value === null || value === '' ? undefined : value;
+/** `logprobs` + `top_logprobs` → alternatives per token, or undefined when logprobs were not asked for. */
+function decodeLogprobs(logprobs: boolean | undefined, top: number | undefined): number | undefined {
+  return logprobs ? (top ?? 0) : undefined;
+}
+
+/**
+ * Wire `tool_calls` of a message → domain tool calls. `arguments` may arrive as an object or as JSON text (OpenAI
+ * style); `index` defaults to the position.
+ * @throws InvalidRequestError when a call has no function name.
+ */
+export function decodeToolCalls(calls: Record<string, unknown>[] | undefined, where: string): ToolCall[] | undefined {
+  if (!calls || calls.length === 0) return undefined;
+  return calls.map((call, i) => {
+    const fn = (call.function ?? {}) as Record<string, unknown>;
+    if (typeof fn.name !== 'string') {
+      throw new InvalidRequestError(`${where}.tool_calls[${i}].function.name is required`, `${where}.tool_calls`);
+    }
+    let args: unknown = fn.arguments ?? {};
+    if (typeof args === 'string') {
+      try {
+        args = JSON.parse(args);
+      } catch {
+        args = {};
+      }
+    }
+    return {
+      ...(typeof call.id === 'string' && call.id !== '' ? { id: call.id } : {}),
+      function: {
+        index: typeof fn.index === 'number' ? fn.index : i,
+        name: fn.name,
+        arguments:
+          typeof args === 'object' && args !== null && !Array.isArray(args) ? (args as Record<string, unknown>) : {},
+      },
+    };
+  });
 }
 
 /**
@@ -66,6 +115,8 @@ export function fromGenerateRequest(dto: GenerateRequestDto, startedAt: bigint):
     images: dto.images ?? undefined,
     format: decodeFormat(dto.format),
     think: decodeThink(dto.think),
+    truncate: dto.truncate ?? undefined,
+    topLogprobs: decodeLogprobs(dto.logprobs, dto.top_logprobs),
     options: decodeOptions(dto.options),
     keepAliveMs: parseKeepAlive(dto.keep_alive),
     startedAt,
@@ -78,20 +129,27 @@ export function fromGenerateRequest(dto: GenerateRequestDto, startedAt: bigint):
  */
 export function fromChatRequest(dto: ChatRequestDto, startedAt: bigint): ChatCommand {
   checkTopLogprobs(dto.top_logprobs);
-  const messages = (dto.messages ?? []).map((m, i) => {
+  const messages = (dto.messages ?? []).map((m, i): ChatMessage => {
     if (!m.role) throw new InvalidRequestError(`messages[${i}].role is required`, `messages.${i}.role`);
+    const toolCalls = decodeToolCalls(m.tool_calls, `messages[${i}]`);
     return {
       role: m.role.toLowerCase(),
       content: m.content ?? '',
       ...(m.images && m.images.length > 0 ? { images: m.images } : {}),
+      ...(m.thinking ? { thinking: m.thinking } : {}),
+      ...(toolCalls ? { toolCalls } : {}),
+      ...(m.tool_name ? { toolName: m.tool_name } : {}),
+      ...(m.tool_call_id ? { toolCallId: m.tool_call_id } : {}),
     };
   });
   return {
     model: dto.model ?? '',
     messages,
-    tools: dto.tools ?? undefined,
+    tools: dto.tools && dto.tools.length > 0 ? (dto.tools as ToolDefinition[]) : undefined,
     format: decodeFormat(dto.format),
     think: decodeThink(dto.think),
+    truncate: dto.truncate ?? undefined,
+    topLogprobs: decodeLogprobs(dto.logprobs, dto.top_logprobs),
     options: decodeOptions(dto.options),
     keepAliveMs: parseKeepAlive(dto.keep_alive),
     startedAt,
@@ -120,67 +178,162 @@ function now(): string {
   return new Date().toISOString();
 }
 
-/**
- * One /api/generate NDJSON chunk (reference/ollama-api.md §12.1): deltas carry `response`; the final chunk has
- * `response: ""`, `done: true`, `done_reason`, `context` (not raw) and the metrics.
- */
-export function toGenerateChunk(model: string, event: GenerationEvent): GenerateResponseWire {
-  if (event.kind === 'delta') return { model, created_at: now(), response: event.text, done: false };
+/** Domain tool calls → wire (`id` omitted when empty). */
+function toToolCallsWire(calls: ToolCall[] | undefined): { tool_calls?: ToolCallWire[] } {
+  if (!calls || calls.length === 0) return {};
   return {
-    model,
-    created_at: now(),
-    response: '',
-    done: true,
-    done_reason: event.reason,
-    ...(event.context ? { context: event.context } : {}),
-    ...toMetricsWire(event.metrics),
+    tool_calls: calls.map((c) => ({
+      ...(c.id ? { id: c.id } : {}),
+      function: { index: c.function.index, name: c.function.name, arguments: c.function.arguments },
+    })),
   };
 }
 
-/** One /api/chat NDJSON chunk: deltas carry `message.content`; the final chunk has empty content and the metrics. */
-export function toChatChunk(model: string, event: GenerationEvent): ChatResponseWire {
+/** Domain logprobs → wire (`top_logprobs` omitted when empty). */
+function toLogprobsWire(logprobs: Logprob[] | undefined): { logprobs?: LogprobWire[] } {
+  if (!logprobs || logprobs.length === 0) return {};
+  return {
+    logprobs: logprobs.map((l) => ({
+      token: l.token,
+      logprob: l.logprob,
+      bytes: l.bytes,
+      ...(l.topLogprobs.length > 0
+        ? { top_logprobs: l.topLogprobs.map((t) => ({ token: t.token, logprob: t.logprob, bytes: t.bytes })) }
+        : {}),
+    })),
+  };
+}
+
+/**
+ * One /api/generate NDJSON chunk (reference/ollama-api.md §12.1): deltas carry `response` (and `thinking`,
+ * `logprobs` when present); the final chunk has the text the parser released last (usually ""), `done: true`,
+ * `done_reason`, `context` (not raw), tool calls found at the end, and the metrics.
+ */
+export function toGenerateChunk(model: string, event: GenerationEvent): GenerateResponseWire {
   if (event.kind === 'delta') {
-    return { model, created_at: now(), message: { role: 'assistant', content: event.text }, done: false };
+    return {
+      model,
+      created_at: now(),
+      response: event.text,
+      ...(event.thinking ? { thinking: event.thinking } : {}),
+      done: false,
+      ...toToolCallsWire(event.toolCalls),
+      ...toLogprobsWire(event.logprobs),
+    };
   }
   return {
     model,
     created_at: now(),
-    message: { role: 'assistant', content: '' },
+    response: event.text ?? '',
+    ...(event.thinking ? { thinking: event.thinking } : {}),
+    done: true,
+    done_reason: event.reason,
+    ...(event.context ? { context: event.context } : {}),
+    ...toToolCallsWire(event.toolCalls),
+    ...toMetricsWire(event.metrics),
+  };
+}
+
+/** The `message` of a chat chunk for an event. */
+function chatMessage(event: GenerationEvent): ChatMessageWire {
+  return {
+    role: 'assistant',
+    content: event.text ?? '',
+    ...(event.thinking ? { thinking: event.thinking } : {}),
+    ...toToolCallsWire(event.toolCalls),
+  };
+}
+
+/**
+ * One /api/chat NDJSON chunk: `message.content` / `message.thinking` (thinking chunks have content ""),
+ * `message.tool_calls` as soon as parsed (rendered mode) or on the final chunk (native mode), `logprobs`; the final
+ * chunk has `done_reason` and the metrics.
+ */
+export function toChatChunk(model: string, event: GenerationEvent): ChatResponseWire {
+  if (event.kind === 'delta') {
+    return { model, created_at: now(), message: chatMessage(event), done: false, ...toLogprobsWire(event.logprobs) };
+  }
+  return {
+    model,
+    created_at: now(),
+    message: chatMessage(event),
     done: true,
     done_reason: event.reason,
     ...toMetricsWire(event.metrics),
   };
 }
 
-/** `stream: false` for generate: concatenates the deltas into `response`; the rest from the final event. */
+/** Accumulates the non-streaming answer: text, thinking, tool calls and logprobs of every event, in order. */
+class Accumulator {
+  text = '';
+  thinking = '';
+  toolCalls: ToolCall[] = [];
+  logprobs: Logprob[] = [];
+
+  add(event: GenerationEvent): void {
+    this.text += event.text ?? '';
+    this.thinking += event.thinking ?? '';
+    this.toolCalls.push(...(event.toolCalls ?? []));
+    if (event.kind === 'delta') this.logprobs.push(...(event.logprobs ?? []));
+  }
+}
+
+/**
+ * `stream: false` for generate: one object with `response`/`thinking` concatenated, `tool_calls` and `logprobs`
+ * concatenated, the rest from the final event (§3.2).
+ */
 export function toGenerateResponse(model: string): OperatorFunction<GenerationEvent, GenerateResponseWire> {
   return (source) =>
     source.pipe(
       reduce(
         (acc, event) => {
-          if (event.kind === 'delta') return { ...acc, response: acc.response + event.text };
-          return { ...toGenerateChunk(model, event), response: acc.response };
+          acc.add(event);
+          if (event.kind === 'done') acc.final = event;
+          return acc;
         },
-        { model, created_at: now(), response: '', done: false } as GenerateResponseWire,
+        Object.assign(new Accumulator(), { final: undefined as GenerationEvent | undefined }),
       ),
+      map((acc) => {
+        const final = acc.final ?? ({ kind: 'done', reason: 'stop' } as GenerationEvent);
+        return {
+          ...toGenerateChunk(model, final),
+          response: acc.text,
+          ...(acc.thinking ? { thinking: acc.thinking } : {}),
+          ...toToolCallsWire(acc.toolCalls),
+          ...toLogprobsWire(acc.logprobs),
+        };
+      }),
     );
 }
 
-/** `stream: false` for chat: concatenates the deltas into `message.content`; the rest from the final event. */
+/**
+ * `stream: false` for chat: `message.content`/`thinking` concatenated, `tool_calls` and `logprobs` concatenated,
+ * the rest from the final event (§3.3).
+ */
 export function toChatResponse(model: string): OperatorFunction<GenerationEvent, ChatResponseWire> {
   return (source) =>
     source.pipe(
       reduce(
         (acc, event) => {
-          if (event.kind === 'delta') {
-            return { ...acc, message: { role: 'assistant' as const, content: acc.message.content + event.text } };
-          }
-          return {
-            ...toChatChunk(model, event),
-            message: { role: 'assistant' as const, content: acc.message.content },
-          };
+          acc.add(event);
+          if (event.kind === 'done') acc.final = event;
+          return acc;
         },
-        { model, created_at: now(), message: { role: 'assistant', content: '' }, done: false } as ChatResponseWire,
+        Object.assign(new Accumulator(), { final: undefined as GenerationEvent | undefined }),
       ),
+      map((acc) => {
+        const final = acc.final ?? ({ kind: 'done', reason: 'stop' } as GenerationEvent);
+        const chunk = toChatChunk(model, final);
+        return {
+          ...chunk,
+          message: {
+            role: 'assistant' as const,
+            content: acc.text,
+            ...(acc.thinking ? { thinking: acc.thinking } : {}),
+            ...toToolCallsWire(acc.toolCalls),
+          },
+          ...toLogprobsWire(acc.logprobs),
+        };
+      }),
     );
 }

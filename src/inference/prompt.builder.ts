@@ -1,3 +1,6 @@
+import { ContextLengthExceededError } from '../common/errors';
+import { PROMPT_TOO_LONG_MESSAGE } from '../native';
+import { EffectiveOptions } from './options';
 import { Runner } from './runner/runner';
 
 /**
@@ -32,4 +35,21 @@ export function truncatePrompt(
   const erased = Math.ceil((tokens.length - keep - block) / block) * block;
   const out = [...tokens.slice(0, keep), ...tokens.slice(keep + erased)];
   return { tokens: out, dropped: tokens.length - out.length };
+}
+
+/**
+ * truncatePrompt for a runner and the request's `truncate` flag: with `truncate: false` an over-long prompt is an
+ * error instead (§4.4).
+ * @throws ContextLengthExceededError Ollama's `the prompt is longer than the context length …` (400).
+ */
+export function fitPrompt(
+  tokens: number[],
+  runner: Runner,
+  options: EffectiveOptions,
+  truncate: boolean | undefined,
+): { tokens: number[]; dropped: number } {
+  if (truncate === false && tokens.length >= runner.slotContext) {
+    throw new ContextLengthExceededError(PROMPT_TOO_LONG_MESSAGE, tokens.length, runner.slotContext);
+  }
+  return truncatePrompt(tokens, runner.slotContext, options.sampling.numKeep, runner.info.addBos);
 }

@@ -165,4 +165,39 @@ describe('generate and chat with the real addon', { skip: addon.skip }, () => {
     assert.equal(res.status, 400);
     assert.deepEqual(await res.json(), { error: '"tiny" does not support thinking' });
   });
+
+  it('logprobs: one entry per generated token with top alternatives, concatenated when not streaming', async () => {
+    const res = await postJson(`${t.baseUrl}/api/generate`, {
+      model: 'tiny',
+      prompt: 'Count:',
+      stream: false,
+      logprobs: true,
+      top_logprobs: 3,
+      options: { ...GREEDY, num_predict: 5 },
+    });
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as {
+      eval_count: number;
+      logprobs: { token: string; logprob: number; bytes: number[]; top_logprobs: { logprob: number }[] }[];
+    };
+    assert.equal(body.logprobs.length, body.eval_count);
+    for (const lp of body.logprobs) {
+      assert.ok(lp.logprob <= 0 && Number.isFinite(lp.logprob));
+      assert.ok(Array.isArray(lp.bytes));
+      assert.equal(lp.top_logprobs.length, 3);
+      assert.ok(lp.top_logprobs[0].logprob >= lp.top_logprobs[2].logprob, 'most likely first');
+      assert.ok(lp.top_logprobs[0].logprob >= lp.logprob - 1e-6, 'greedy picks the most likely token');
+    }
+  });
+
+  it('truncate:false turns an over-long prompt into Ollama’s 400', async () => {
+    const res = await postJson(`${t.baseUrl}/api/generate`, {
+      model: 'tiny',
+      prompt: 'word '.repeat(2000),
+      truncate: false,
+      stream: false,
+    });
+    assert.equal(res.status, 400);
+    assert.match(((await res.json()) as { error: string }).error, /^the prompt is longer than the context length/);
+  });
 });

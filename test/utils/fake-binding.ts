@@ -1,6 +1,9 @@
 import type {
   NativeBinding,
   NativeChatMessage,
+  NativeChatParsed,
+  NativeChatRender,
+  NativeChatRequest,
   NativeChatTemplateOptions,
   NativeContext,
   NativeContextParams,
@@ -13,6 +16,7 @@ import type {
   NativeQuantizeParams,
   NativeStopReason,
   NativeTaskParams,
+  NativeTokenLogprob,
 } from '../../binding';
 
 /** What a fake task does: emit these pieces, then end with `reason` (or fail with `error` after the pieces). */
@@ -25,6 +29,17 @@ export interface FakeScript {
   error?: { code: NativeErrorCode; message: string };
   /** Milliseconds between events (default 0: one macrotask each). */
   delayMs?: number;
+}
+
+/** The fake renderChat/parser behaviour (what a GGUF Jinja template would do through llama.cpp common/chat). */
+export interface FakeChatBehaviour {
+  /** chatCapabilities(): what the fake Jinja template supports. */
+  tools: boolean;
+  thinking: boolean;
+  /** Grammar returned when tools are given (lazy, triggered by `<tool_call>`). */
+  toolGrammar: string;
+  /** Extra stops reported by renderChat. */
+  additionalStops: string[];
 }
 
 /** A native error the way the addon throws them (Error + code). */
@@ -51,6 +66,23 @@ export class FakeBinding implements NativeBinding {
   hasChatTemplate = true;
   /** Training context reported by info(). */
   nCtxTrain = 2048;
+  /** `<arch>.pooling_type` in metadata() (an embedding model) when set. */
+  poolingType?: number;
+  /** Embedding width of the fake model (n_embd). */
+  nEmbd = 8;
+  /** The vector embed() returns for one input (unnormalized); default: derived from the token ids. */
+  embedVector: (tokens: Int32Array) => Float32Array = (tokens) => {
+    const v = new Float32Array(this.nEmbd);
+    tokens.forEach((t, i) => (v[(t + i) % this.nEmbd] += 1 + (t % 7)));
+    return v;
+  };
+  /** renderChat / chatCapabilities behaviour. */
+  chat: FakeChatBehaviour = { tools: true, thinking: false, toolGrammar: 'root ::= tool-call', additionalStops: [] };
+
+  readonly renderRequests: NativeChatRequest[] = [];
+  readonly schemas: string[] = [];
+  /** Every embed() call: the inputs of each call. */
+  readonly embedCalls: Int32Array[][] = [];
 
   readonly submitted: NativeTaskParams[] = [];
   readonly cancelled: number[] = [];
@@ -89,6 +121,21 @@ export class FakeBinding implements NativeBinding {
   }
 
   setLogger(): void {}
+
+  /** Fake json_schema_to_grammar: `root ::= <schema>` (schema compacted); throws LLAMA_INVALID_ARGUMENT on bad JSON. */
+  jsonSchemaToGrammar(schema: string): string {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(schema);
+    } catch {
+      throw nativeError('LLAMA_INVALID_ARGUMENT', 'invalid JSON schema');
+    }
+    if (typeof parsed !== 'object' || parsed === null) {
+      throw nativeError('LLAMA_INVALID_ARGUMENT', 'schema not an object');
+    }
+    this.schemas.push(schema);
+    return `root ::= ${JSON.stringify(parsed)}`;
+  }
 
   quantize(_input: string, _output: string, _params: NativeQuantizeParams): Promise<void> {
     return Promise.reject(nativeError('LLAMA_QUANTIZE_FAILED', 'fake binding cannot quantize'));
@@ -140,7 +187,9 @@ export class FakeModelHandle implements NativeModel {
   }
 
   metadata(): Record<string, string> {
-    return { 'general.architecture': 'llama' };
+    const meta: Record<string, string> = { 'general.architecture': 'llama' };
+    if (this.binding.poolingType !== undefined) meta['llama.pooling_type'] = String(this.binding.poolingType);
+    return meta;
   }
 
   chatTemplate(): string | null {
@@ -151,6 +200,51 @@ export class FakeModelHandle implements NativeModel {
     let out = messages.map((m) => `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`).join('');
     if (options?.addGenerationPrompt ?? true) out += '<|im_start|>assistant\n';
     return out;
+  }
+
+  /**
+   * ChatML rendering with the fake's capabilities: tools listed in a `<tools>` system block, assistant tool calls as
+   * `<tool_call>{json}</tool_call>`, reasoning as `<think>…</think>`; `enableThinking` opens `<think>\n` after the
+   * generation prompt. The parser splits `<think>…</think>` (when thinking) and `<tool_call>{…}</tool_call>` blocks.
+   */
+  renderChat(request: NativeChatRequest): NativeChatRender {
+    this.binding.renderRequests.push(request);
+    const chat = this.binding.chat;
+    let prompt = '';
+    if (request.tools && request.tools.length > 0) {
+      prompt += `<|im_start|>system\n<tools>${request.tools.map((t) => t.name).join(',')}</tools><|im_end|>\n`;
+    }
+    for (const m of request.messages) {
+      let content = m.content;
+      if (m.reasoningContent) content = `<think>${m.reasoningContent}</think>${content}`;
+      for (const c of m.toolCalls ?? []) {
+        content += `<tool_call>{"name":"${c.name}","arguments":${c.arguments}}</tool_call>`;
+      }
+      const role = m.role === 'tool' ? `tool ${m.toolName ?? ''}` : m.role;
+      prompt += `<|im_start|>${role}\n${content}<|im_end|>\n`;
+    }
+    const thinking = Boolean(request.enableThinking && chat.thinking);
+    if (request.addGenerationPrompt ?? true) prompt += `<|im_start|>assistant\n${thinking ? '<think>\n' : ''}`;
+    const hasTools = Boolean(request.tools && request.tools.length > 0 && chat.tools);
+    let grammar = '';
+    if (request.jsonSchema) grammar = this.binding.jsonSchemaToGrammar(request.jsonSchema);
+    else if (hasTools) grammar = chat.toolGrammar;
+    return {
+      prompt,
+      format: hasTools ? 'Hermes 2 Pro' : 'Content-only',
+      grammar,
+      grammarLazy: hasTools && !request.jsonSchema,
+      grammarTriggers: hasTools && !request.jsonSchema ? [{ type: 'word', value: '<tool_call>' }] : [],
+      preservedTokens: hasTools ? ['<tool_call>', '</tool_call>'] : [],
+      additionalStops: [...chat.additionalStops],
+      thinking,
+      generationPrompt: thinking ? '<think>\n' : '',
+      parser: { parse: (text, isPartial) => fakeParse(text, isPartial, thinking, hasTools) },
+    };
+  }
+
+  chatCapabilities(): { tools: boolean; thinking: boolean } {
+    return { tools: this.binding.chat.tools, thinking: this.binding.chat.thinking };
   }
 
   tokenize(text: string, addSpecial: boolean): Int32Array {
@@ -171,12 +265,67 @@ export class FakeModelHandle implements NativeModel {
   }
 }
 
+/** The fake output parser: reasoning up to `</think>` (when thinking), then content with `<tool_call>` blocks. */
+function fakeParse(text: string, isPartial: boolean, thinking: boolean, tools: boolean): NativeChatParsed {
+  let reasoningContent = '';
+  let rest = text;
+  if (thinking) {
+    const end = rest.indexOf('</think>');
+    if (end < 0) return { content: '', reasoningContent: rest, toolCalls: [] };
+    reasoningContent = rest.slice(0, end);
+    rest = rest.slice(end + '</think>'.length).replace(/^\s+/, '');
+  }
+  const toolCalls: NativeChatParsed['toolCalls'] = [];
+  if (!tools) return { content: rest, reasoningContent, toolCalls };
+  let content = '';
+  let i = 0;
+  for (;;) {
+    const start = rest.indexOf('<tool_call>', i);
+    if (start < 0) {
+      content += rest.slice(i);
+      break;
+    }
+    content += rest.slice(i, start);
+    const end = rest.indexOf('</tool_call>', start);
+    if (end < 0) {
+      if (!isPartial) content += rest.slice(start);
+      break;
+    }
+    const call = JSON.parse(rest.slice(start + '<tool_call>'.length, end)) as { name: string; arguments: unknown };
+    toolCalls.push({ id: `fake_${toolCalls.length}`, name: call.name, arguments: JSON.stringify(call.arguments) });
+    i = end + '</tool_call>'.length;
+  }
+  return { content, reasoningContent, toolCalls };
+}
+
 interface FakeTask {
   id: number;
   params: NativeTaskParams;
   onEvent: (e: NativeEvent) => void;
   timer?: NodeJS.Timeout;
   done: boolean;
+}
+
+/**
+ * Fake logprobs of the i-th token when the task asks for them: logprob -(i+1)/10, bytes = UTF-8 of the piece, and
+ * `task.logprobs` alternatives (`alt0`, `alt1`, …) with decreasing logprobs.
+ */
+function fakeLogprobs(
+  task: NativeTaskParams,
+  piece: string,
+  i: number,
+): { bytes?: Uint8Array; logprob?: number; topLogprobs?: NativeTokenLogprob[] } {
+  if (task.logprobs === undefined) return {};
+  const enc = new TextEncoder();
+  return {
+    bytes: enc.encode(piece),
+    logprob: -(i + 1) / 10,
+    topLogprobs: Array.from({ length: task.logprobs }, (_, k) => ({
+      token: 2000 + k,
+      bytes: enc.encode(`alt${k}`),
+      logprob: -(i + 1) / 10 - k,
+    })),
+  };
 }
 
 /** The fake `Context`: `nParallel` slots, a FIFO of waiting tasks, scripted events, cancel and dispose. */
@@ -196,8 +345,25 @@ export class FakeContextHandle implements NativeContext {
     return this.params.nParallel ?? 1;
   }
 
+  /** Embeds on an embedding context: one `binding.embedVector` per input, recorded in `binding.embedCalls`. */
+  async embed(inputs: Int32Array[]): Promise<Float32Array[]> {
+    await Promise.resolve();
+    if (this.disposed) throw nativeError('LLAMA_DISPOSED', 'context is disposed');
+    if (!this.params.embeddings) throw nativeError('LLAMA_INVALID_ARGUMENT', 'not an embedding context');
+    const slotCtx = Math.floor(this.params.nCtx / this.slots);
+    for (const input of inputs) {
+      if (input.length === 0) throw nativeError('LLAMA_INVALID_ARGUMENT', 'empty input');
+      if (input.length > slotCtx || input.length > (this.params.nUbatch ?? this.params.nBatch ?? 512)) {
+        throw nativeError('LLAMA_EXCEED_CONTEXT', `input of ${input.length} tokens does not fit`);
+      }
+    }
+    this.binding.embedCalls.push(inputs);
+    return inputs.map((t) => this.binding.embedVector(t));
+  }
+
   submit(params: NativeTaskParams, onEvent: (event: NativeEvent) => void): number {
     if (this.disposed) throw nativeError('LLAMA_DISPOSED', 'context is disposed');
+    if (this.params.embeddings) throw nativeError('LLAMA_INVALID_ARGUMENT', 'embedding context cannot generate');
     const slotCtx = Math.floor(this.params.nCtx / this.slots);
     if (params.tokens.length === 0) throw nativeError('LLAMA_INVALID_ARGUMENT', 'empty prompt');
     if (params.tokens.length >= slotCtx) {
@@ -226,7 +392,13 @@ export class FakeContextHandle implements NativeContext {
     const step = () => {
       if (task.done) return;
       if (i < script.pieces.length && i < limit) {
-        task.onEvent({ type: 'token', taskId: task.id, text: script.pieces[i], token: 1000 + i });
+        task.onEvent({
+          type: 'token',
+          taskId: task.id,
+          text: script.pieces[i],
+          token: 1000 + i,
+          ...fakeLogprobs(task.params, script.pieces[i], i),
+        });
         i++;
         task.timer = setTimeout(step, script.delayMs ?? 0);
         return;

@@ -2,6 +2,8 @@ import { Observable } from 'rxjs';
 import type {
   Runner,
   RunnerChatMessage,
+  RunnerChatRender,
+  RunnerChatRequest,
   RunnerEvent,
   RunnerFactory,
   RunnerModelInfo,
@@ -9,11 +11,19 @@ import type {
   RunnerSpec,
 } from '../../src/inference/runner/runner';
 
-/** A Runner that replays `pieces` per request, for scheduler tests that need no binding at all. */
+/**
+ * A Runner that replays `pieces` per request, for tests that need no binding at all (scheduler, services).
+ * renderChat renders `role: content` lines and parses nothing (content only); embed returns `[len, 1, 0…]` vectors
+ * of `dims` floats and records each call in `embedCalls`.
+ */
 export class FakeRunner implements Runner {
   closed = false;
   readonly info: RunnerModelInfo = { trainContext: 2048, addBos: false, bos: -1, hasChatTemplate: true };
   readonly requests: RunnerRequest[] = [];
+  readonly renders: RunnerChatRequest[] = [];
+  readonly embedCalls: number[][][] = [];
+  /** Width of the vectors embed() returns. */
+  dims = 4;
 
   constructor(
     readonly spec: RunnerSpec,
@@ -55,6 +65,41 @@ export class FakeRunner implements Runner {
 
   applyChatTemplate(messages: RunnerChatMessage[]): string {
     return messages.map((m) => `${m.role}: ${m.content}\n`).join('') + 'assistant: ';
+  }
+
+  renderChat(request: RunnerChatRequest): RunnerChatRender {
+    this.renders.push(request);
+    return {
+      prompt: this.applyChatTemplate(request.messages),
+      format: 'Content-only',
+      grammar: '',
+      grammarLazy: false,
+      grammarTriggers: [],
+      preservedTokens: [],
+      additionalStops: [],
+      thinking: false,
+      generationPrompt: '',
+      parser: { parse: (text) => ({ content: text, reasoningContent: '', toolCalls: [] }) },
+    };
+  }
+
+  chatCapabilities(): { tools: boolean; thinking: boolean } {
+    return { tools: false, thinking: false };
+  }
+
+  jsonSchemaToGrammar(schema: string): string {
+    return `root ::= ${schema}`;
+  }
+
+  async embed(inputs: number[][]): Promise<Float32Array[]> {
+    await Promise.resolve();
+    this.embedCalls.push(inputs);
+    return inputs.map((t) => {
+      const v = new Float32Array(this.dims);
+      v[0] = t.length;
+      v[1] = 1;
+      return v;
+    });
   }
 
   async close(): Promise<void> {

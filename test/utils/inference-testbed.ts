@@ -6,6 +6,7 @@ import { lastValueFrom, toArray } from 'rxjs';
 import { DaemonConfig } from '../../src/config';
 import { ChatService } from '../../src/inference/chat.service';
 import { CompletionService } from '../../src/inference/completion.service';
+import { EmbedService } from '../../src/inference/embed.service';
 import { GenerateService } from '../../src/inference/generate.service';
 import { LlamaRunnerFactory } from '../../src/inference/runner/llama.runner';
 import { RunnerFactory } from '../../src/inference/runner/runner';
@@ -25,6 +26,7 @@ export interface InferenceTestbed {
   scheduler: SchedulerService;
   generate: GenerateService;
   chat: ChatService;
+  embed: EmbedService;
   /** Writes a tiny GGUF and creates `name` from it with the extra Modelfile lines; returns the progress. */
   createModel(name: string, modelfileBody?: string, gguf?: TinyGgufOptions): Promise<CreateProgress[]>;
   close(): Promise<void>;
@@ -47,6 +49,7 @@ export async function createInferenceTestbed(
   const completion = new CompletionService(config, scheduler);
   const generate = new GenerateService(models, completion, scheduler);
   const chat = new ChatService(models, completion, scheduler);
+  const embed = new EmbedService(models, completion, scheduler);
   return {
     config,
     dir,
@@ -56,6 +59,7 @@ export async function createInferenceTestbed(
     scheduler,
     generate,
     chat,
+    embed,
     async createModel(name, modelfileBody = '', gguf = { chatTemplate: '{{ chatml }}' }) {
       const path = join(dir, `model-${ggufCounter++}.gguf`);
       await writeTinyGguf(path, gguf);

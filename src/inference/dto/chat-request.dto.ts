@@ -34,7 +34,7 @@ export class ChatRequestDto {
   @GoString(S) model?: string;
   @GoNestedArray(S, '[]api.Message', () => MessageDto) messages?: MessageDto[];
   @GoBool(S) stream?: boolean;
-  /** `"json"` or a JSON schema object; accepted, not enforced yet. */
+  /** `"json"` or a JSON schema object: grammar-enforced (validated by decodeFormat, §9). */
   @GoAny() format?: unknown;
   @GoAny() keep_alive?: unknown;
   @GoObjectArray(S, 'api.Tools') tools?: Record<string, unknown>[];

@@ -17,7 +17,7 @@ export class GenerateRequestDto {
   @GoIntArray(S) context?: number[];
   @GoBool(S) stream?: boolean;
   @GoBool(S) raw?: boolean;
-  /** `"json"` or a JSON schema object; accepted, not enforced yet. */
+  /** `"json"` or a JSON schema object: grammar-enforced (validated by decodeFormat, §9). */
   @GoAny() format?: unknown;
   /** Seconds (number) or a Go duration string. */
   @GoAny() keep_alive?: unknown;

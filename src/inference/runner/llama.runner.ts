@@ -1,12 +1,24 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Observable } from 'rxjs';
-import type { NativeBinding, NativeContext, NativeEvent, NativeModel, NativeTaskParams } from '../../../binding';
+import type {
+  NativeBinding,
+  NativeContext,
+  NativeContextParams,
+  NativeEvent,
+  NativeModel,
+  NativeTaskParams,
+  NativeTokenLogprob,
+} from '../../../binding';
 import { DaemonError, InternalError, ModelLoadError, RequestCancelledError } from '../../common/errors';
 import { mapNativeError, NATIVE_BINDING, NativeBindingLoader } from '../../native';
 import {
   Runner,
   RunnerChatMessage,
+  RunnerChatRender,
+  RunnerChatRequest,
   RunnerEvent,
+  RunnerLogprob,
+  RunnerTokenLogprob,
   RunnerFactory,
   RunnerModelInfo,
   RunnerRequest,
@@ -19,20 +31,64 @@ function asLoadError(err: unknown): DaemonError {
   return mapped instanceof InternalError ? new ModelLoadError(mapped.message, { cause: err }) : mapped;
 }
 
+const utf8 = new TextDecoder('utf-8', { fatal: false });
+
+/** A native logprob entry → the runner's (text decoded lossily, bytes as a plain array). */
+function toTokenLogprob(entry: NativeTokenLogprob): RunnerTokenLogprob {
+  return { token: utf8.decode(entry.bytes), logprob: entry.logprob, bytes: Array.from(entry.bytes) };
+}
+
+/** The logprob of a token event, when the task asked for them. */
+function eventLogprob(event: Extract<NativeEvent, { type: 'token' }>): RunnerLogprob | undefined {
+  if (event.logprob === undefined || event.bytes === undefined) return undefined;
+  return {
+    ...toTokenLogprob({ token: event.token, bytes: event.bytes, logprob: event.logprob }),
+    topLogprobs: (event.topLogprobs ?? []).map(toTokenLogprob),
+  };
+}
+
+/** Whether the GGUF metadata marks an embedding model (`<arch>.pooling_type`, reference/ollama-api.md §8.7). */
+function isEmbeddingModel(model: NativeModel): boolean {
+  const meta = model.metadata();
+  const arch = meta['general.architecture'];
+  return arch !== undefined && meta[`${arch}.pooling_type`] !== undefined;
+}
+
 /**
  * A Runner over the native addon: one Model and one Context with `numParallel` slots (n_ctx = numCtx × numParallel).
+ * For an embedding model (GGUF `pooling_type`) that context is an embedding context (batch = ubatch = numCtx so an
+ * input of a full slot fits one ubatch); a generation model asked to embed gets a second, embedding context on first
+ * use (same slots and size), disposed with the runner.
  * All decoding happens on the context's own native thread; this class only submits tasks and relays events, which
  * arrive on the JS thread in order (binding.d.ts NativeEvent).
  */
 export class LlamaRunner implements Runner {
   private closed: Promise<void> | undefined;
+  /** The embedding context: the main context of an embedding model, else created on the first embed(). */
+  private embedContext: Promise<NativeContext> | undefined;
 
   private constructor(
     readonly spec: RunnerSpec,
     readonly info: RunnerModelInfo,
+    private readonly binding: NativeBinding,
     private readonly model: NativeModel,
     private readonly context: NativeContext,
-  ) {}
+  ) {
+    if (info.embeddingModel) this.embedContext = Promise.resolve(context);
+  }
+
+  /** Parameters of an embedding context for `spec`. */
+  private static embeddingParams(spec: RunnerSpec): NativeContextParams {
+    const batch = Math.max(spec.numBatch, spec.numCtx);
+    return {
+      nCtx: spec.numCtx * spec.numParallel,
+      nBatch: batch,
+      nUbatch: batch,
+      nParallel: spec.numParallel,
+      embeddings: true,
+      ...(spec.numThread > 0 ? { nThreads: spec.numThread } : {}),
+    };
+  }
 
   /**
    * Loads the weights and creates the context.
@@ -52,19 +108,26 @@ export class LlamaRunner implements Runner {
     }
     try {
       const native = model.info();
-      const context = new binding.Context(model, {
-        nCtx: spec.numCtx * spec.numParallel,
-        nBatch: spec.numBatch,
-        nParallel: spec.numParallel,
-        ...(spec.numThread > 0 ? { nThreads: spec.numThread } : {}),
-      });
+      const embeddingModel = isEmbeddingModel(model);
+      const context = new binding.Context(
+        model,
+        embeddingModel
+          ? LlamaRunner.embeddingParams(spec)
+          : {
+              nCtx: spec.numCtx * spec.numParallel,
+              nBatch: spec.numBatch,
+              nParallel: spec.numParallel,
+              ...(spec.numThread > 0 ? { nThreads: spec.numThread } : {}),
+            },
+      );
       const info: RunnerModelInfo = {
         trainContext: native.nCtxTrain,
         addBos: native.addBos,
         bos: native.bos,
         hasChatTemplate: model.chatTemplate() !== null,
+        embeddingModel,
       };
-      return new LlamaRunner(spec, info, model, context);
+      return new LlamaRunner(spec, info, binding, model, context);
     } catch (err) {
       await model.dispose().catch(() => undefined);
       throw asLoadError(err);
@@ -84,13 +147,16 @@ export class LlamaRunner implements Runner {
         nPredict: request.numPredict,
         sampling: { ...request.sampling },
         stop: request.stop,
+        ...(request.logprobs !== undefined ? { logprobs: request.logprobs } : {}),
       };
       const onEvent = (event: NativeEvent) => {
         if (finished) return;
         switch (event.type) {
-          case 'token':
-            subscriber.next({ kind: 'token', text: event.text, token: event.token });
+          case 'token': {
+            const logprob = eventLogprob(event);
+            subscriber.next({ kind: 'token', text: event.text, token: event.token, ...(logprob ? { logprob } : {}) });
             break;
+          }
           case 'done':
             finished = true;
             if (event.reason === 'cancelled') {
@@ -154,9 +220,60 @@ export class LlamaRunner implements Runner {
     }
   }
 
+  renderChat(request: RunnerChatRequest): RunnerChatRender {
+    try {
+      return this.model.renderChat(request);
+    } catch (err) {
+      throw mapNativeError(err);
+    }
+  }
+
+  chatCapabilities(): { tools: boolean; thinking: boolean } {
+    if (!this.info.hasChatTemplate) return { tools: false, thinking: false };
+    try {
+      return this.model.chatCapabilities();
+    } catch (err) {
+      throw mapNativeError(err);
+    }
+  }
+
+  jsonSchemaToGrammar(schema: string): string {
+    try {
+      return this.binding.jsonSchemaToGrammar(schema);
+    } catch (err) {
+      throw mapNativeError(err);
+    }
+  }
+
+  async embed(inputs: number[][]): Promise<Float32Array[]> {
+    if (this.closed) throw new InternalError('model was unloaded while in use');
+    if (inputs.length === 0) return [];
+    this.embedContext ??= (async () => {
+      await Promise.resolve();
+      return new this.binding.Context(this.model, LlamaRunner.embeddingParams(this.spec));
+    })();
+    let context: NativeContext;
+    try {
+      context = await this.embedContext;
+    } catch (err) {
+      this.embedContext = undefined;
+      throw mapNativeError(err);
+    }
+    try {
+      return await context.embed(inputs.map((t) => Int32Array.from(t)));
+    } catch (err) {
+      throw mapNativeError(err);
+    }
+  }
+
   close(): Promise<void> {
     this.closed ??= (async () => {
+      const extra = this.embedContext;
       await this.context.dispose();
+      if (extra) {
+        const ctx = await extra.catch(() => undefined);
+        if (ctx && ctx !== this.context) await ctx.dispose();
+      }
       await this.model.dispose();
     })();
     return this.closed;

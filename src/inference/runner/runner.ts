@@ -1,4 +1,5 @@
 import { Observable } from 'rxjs';
+import type { NativeChatRender, NativeChatRequest, NativeGrammarTrigger } from '../../../binding';
 import { LoadOptions } from '../options';
 
 /**
@@ -26,7 +27,15 @@ export interface RunnerSampling {
   presencePenalty: number;
   frequencyPenalty: number;
   seed: number;
+  /** GBNF grammar (structured output or tool calls); absent/empty = none. */
   grammar?: string;
+  /** Apply the grammar only after a trigger matched (native tool-call grammars). */
+  grammarLazy?: boolean;
+  grammarTriggers?: NativeGrammarTrigger[];
+  /** Control tokens the grammar may produce as text. */
+  preservedTokens?: string[];
+  /** Text the prompt ends with that a non-lazy render grammar consumes first (binding grammarPrefill). */
+  grammarPrefill?: string;
 }
 
 /** One generation request. */
@@ -38,6 +47,22 @@ export interface RunnerRequest {
   sampling: RunnerSampling;
   /** Stop strings; the matched one is not emitted. */
   stop: string[];
+  /** Report log-probabilities: absent = none; N = the sampled token plus N alternatives (0..20) per token. */
+  logprobs?: number;
+}
+
+/** One token's log-probability (natural log) with its text and UTF-8 bytes (Ollama `api.TokenLogprob`). */
+export interface RunnerTokenLogprob {
+  /** The token's text (lossy UTF-8 decode of `bytes`). */
+  token: string;
+  logprob: number;
+  /** The token piece's bytes (may be an incomplete UTF-8 sequence). */
+  bytes: number[];
+}
+
+/** The sampled token's logprob and the most likely alternatives, most likely first (Ollama `api.Logprob`). */
+export interface RunnerLogprob extends RunnerTokenLogprob {
+  topLogprobs: RunnerTokenLogprob[];
 }
 
 /** Prompt/generation counts and durations of one finished generation. */
@@ -56,7 +81,7 @@ export interface RunnerTimings {
  * Errors arrive as Observable errors (domain errors); a cancelled generation never emits `done`.
  */
 export type RunnerEvent =
-  | { kind: 'token'; text: string; token: number }
+  | { kind: 'token'; text: string; token: number; logprob?: RunnerLogprob }
   | { kind: 'done'; reason: 'stop' | 'length'; timings: RunnerTimings };
 
 /** A chat message for the model's own chat template. */
@@ -74,7 +99,14 @@ export interface RunnerModelInfo {
   bos: number;
   /** Whether the GGUF carries a chat template. */
   hasChatTemplate: boolean;
+  /** Whether the model is an embedding model (GGUF `<arch>.pooling_type`): its context only embeds. */
+  embeddingModel?: boolean;
 }
+
+/** A chat render request for the model's Jinja template (binding.d.ts NativeChatRequest). */
+export type RunnerChatRequest = NativeChatRequest;
+/** What renderChat returns: prompt, grammar, triggers, stops, thinking flag and an output parser. */
+export type RunnerChatRender = NativeChatRender;
 
 export interface Runner {
   readonly spec: RunnerSpec;
@@ -95,7 +127,27 @@ export interface Runner {
    * @throws InvalidRequestError `template error: …` when the template rejects the conversation.
    */
   applyChatTemplate(messages: RunnerChatMessage[], options: { addGenerationPrompt: boolean }): string;
-  /** Cancels running generations and frees the model. Idempotent. */
+  /**
+   * Renders a chat with the GGUF Jinja template through llama.cpp common/chat (native mode, §8.1): tools, thinking and
+   * a JSON schema; returns the prompt plus grammar/triggers/stops and a parser for the output.
+   * @throws InvalidRequestError `template error: …`
+   */
+  renderChat(request: RunnerChatRequest): RunnerChatRender;
+  /** What the GGUF Jinja template supports (tool calls, thinking); all false without a template. */
+  chatCapabilities(): { tools: boolean; thinking: boolean };
+  /**
+   * A GBNF grammar for a JSON Schema (JSON text), llama.cpp json_schema_to_grammar.
+   * @throws InvalidRequestError when the schema cannot be converted.
+   */
+  jsonSchemaToGrammar(schema: string): string;
+  /**
+   * Embeds inputs (token ids, each non-empty and at most `slotContext` tokens) in ONE engine call, which batches
+   * them; returns one pooled vector per input, in order, NOT normalized. A generation model gets a separate embedding
+   * context on first use (mean pooling unless the GGUF says otherwise).
+   * @throws ContextLengthExceededError, InvalidRequestError, InternalError.
+   */
+  embed(inputs: number[][]): Promise<Float32Array[]>;
+  /** Cancels running generations and frees the model (and its contexts). Idempotent. */
   close(): Promise<void>;
 }
 

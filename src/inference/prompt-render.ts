@@ -1,0 +1,219 @@
+import type { NativeChatRequestMessage, NativeChatTool } from '../../binding';
+import { InvalidRequestError } from '../common/errors';
+import { ResolvedModel } from '../models';
+import { PreparedPrompt } from './completion.service';
+import { afterThinkingTrigger, formatGrammar } from './format';
+import { ChatMessage, OutputFormat, ToolDefinition } from './generation.types';
+import { GoTemplateHandle, GoTemplatesApi, loadGoTemplates, thinkingTags } from './go-template.port';
+import { NativeOutputParser, RenderedOutputParser } from './output-parser';
+import { Runner } from './runner/runner';
+
+/**
+ * Shared pieces of prompt rendering for generate and chat (reference/ollama-api.md §8): think resolution, image
+ * markers, tool/message conversion for the native (Jinja) renderer, and the native render → PreparedPrompt step.
+ */
+
+/** Ollama's runner error for images sent to a model without a vision projector (400 here; Ollama: 500). */
+export const NO_VISION_MESSAGE = 'this model is missing data required for image input';
+
+/**
+ * Whether thinking is on for a request (§4.3): an explicit `think` wins (levels count as on); absent means on for
+ * models with the thinking capability.
+ */
+export function thinkingEnabled(think: boolean | string | undefined, model: ResolvedModel): boolean {
+  if (think === undefined) return model.capabilities.includes('thinking');
+  return think === true || (typeof think === 'string' && think !== '');
+}
+
+/** The level string for templates (`.ThinkLevel`, `reasoning_effort`): `true` ⇒ "medium", false/absent ⇒ "". */
+export function thinkLevel(think: boolean | string | undefined): string {
+  if (typeof think === 'string') return think;
+  return think === true ? 'medium' : '';
+}
+
+/** Throws the no-vision error when any image is sent to a model without the vision capability. */
+export function checkImages(model: ResolvedModel, imageCount: number): void {
+  if (imageCount > 0 && !model.capabilities.includes('vision')) {
+    throw new InvalidRequestError(NO_VISION_MESSAGE, 'images');
+  }
+}
+
+/**
+ * Strips `<think>…</think>` blocks from assistant messages before the last user message (§3.3 step 6, applied to
+ * every thinking-capable model whose tags are `<think>`/`</think>`).
+ */
+export function stripEarlierThinking(messages: ChatMessage[]): ChatMessage[] {
+  let lastUser = -1;
+  messages.forEach((m, i) => {
+    if (m.role === 'user') lastUser = i;
+  });
+  return messages.map((m, i) =>
+    m.role === 'assistant' && i < lastUser && m.content.includes('</think>')
+      ? { ...m, content: m.content.replace(/<think>[\s\S]*?<\/think>\s*/g, '') }
+      : m,
+  );
+}
+
+/** Domain messages → common/chat messages (arguments as JSON text). */
+export function toNativeMessages(messages: ChatMessage[]): NativeChatRequestMessage[] {
+  return messages.map((m) => ({
+    role: m.role,
+    content: m.content,
+    ...(m.thinking ? { reasoningContent: m.thinking } : {}),
+    ...(m.toolCalls
+      ? {
+          toolCalls: m.toolCalls.map((c) => ({
+            ...(c.id ? { id: c.id } : {}),
+            name: c.function.name,
+            arguments: JSON.stringify(c.function.arguments),
+          })),
+        }
+      : {}),
+    ...(m.toolName ? { toolName: m.toolName } : {}),
+    ...(m.toolCallId ? { toolCallId: m.toolCallId } : {}),
+  }));
+}
+
+/** Wire tool definitions → common/chat tools (parameters as JSON Schema text). */
+export function toNativeTools(tools: ToolDefinition[] | undefined): NativeChatTool[] | undefined {
+  if (!tools || tools.length === 0) return undefined;
+  return tools.map((t) => ({
+    name: t.function?.name ?? '',
+    description: t.function?.description ?? '',
+    parameters: JSON.stringify(t.function?.parameters ?? { type: 'object', properties: {} }),
+  }));
+}
+
+/** What a native render needs besides the messages. */
+export interface NativeRenderOptions {
+  tools?: ToolDefinition[];
+  think: boolean | string | undefined;
+  thinking: boolean;
+  format?: OutputFormat;
+}
+
+/**
+ * Renders messages in native mode (§8.1: the GGUF Jinja template through llama.cpp common/chat) into the prompt text
+ * and everything but the tokens of a PreparedPrompt: the render's grammar (lazy tool-call grammar) or the `format`
+ * grammar, stops, preserved tokens and the render's output parser. With thinking on, a format grammar is applied
+ * lazily from the end of the thinking block (pattern trigger after `</think>`) instead of Ollama's two phases (§9).
+ */
+export function renderNative(
+  runner: Runner,
+  messages: ChatMessage[],
+  opts: NativeRenderOptions,
+): { text: string; prompt: Omit<PreparedPrompt, 'tokens'> } {
+  const level = thinkLevel(opts.think);
+  const render = runner.renderChat({
+    messages: toNativeMessages(messages),
+    tools: toNativeTools(opts.tools),
+    enableThinking: opts.thinking,
+    addGenerationPrompt: true,
+    templateKwargs: {
+      enable_thinking: JSON.stringify(opts.thinking),
+      ...(typeof opts.think === 'string' ? { reasoning_effort: JSON.stringify(level) } : {}),
+    },
+  });
+  const base: Omit<PreparedPrompt, 'tokens'> = {
+    stops: render.additionalStops,
+    preservedTokens: render.preservedTokens,
+    parser: new NativeOutputParser(render.parser),
+  };
+  if (opts.format) {
+    const grammar = formatGrammar(opts.format, (s) => runner.jsonSchemaToGrammar(s));
+    if (render.thinking) {
+      return {
+        text: render.prompt,
+        prompt: { ...base, grammar, grammarLazy: true, grammarTriggers: [afterThinkingTrigger('</think>')] },
+      };
+    }
+    return { text: render.prompt, prompt: { ...base, grammar } };
+  }
+  if (render.grammar) {
+    return {
+      text: render.prompt,
+      prompt: {
+        ...base,
+        grammar: render.grammar,
+        grammarLazy: render.grammarLazy,
+        grammarTriggers: render.grammarTriggers,
+        ...(!render.grammarLazy && render.generationPrompt ? { grammarPrefill: render.generationPrompt } : {}),
+      },
+    };
+  }
+  return { text: render.prompt, prompt: base };
+}
+
+/** What a rendered-mode (Go template) render needs besides the messages. */
+export interface GoRenderOptions extends NativeRenderOptions {
+  /** Fill-in-the-middle: `.Prompt` / `.Suffix` (generate with `suffix`). */
+  fim?: { prompt: string; suffix: string };
+}
+
+/**
+ * Renders with a Go template (rendered mode, §8.1/§8.2) and sets up Ollama's own output parsing: thinking split with
+ * the tags inferred from the template (starting inside thinking when the prompt ends with the open tag), tool calls
+ * with the template's tool-call tag. `format` → a grammar; with thinking on it is applied lazily after the close tag.
+ * @throws InvalidRequestError `template error: …` when the template fails.
+ */
+export function renderGo(
+  api: GoTemplatesApi,
+  template: GoTemplateHandle,
+  runner: Runner,
+  messages: ChatMessage[],
+  opts: GoRenderOptions,
+): { text: string; prompt: Omit<PreparedPrompt, 'tokens'> } {
+  let text: string;
+  try {
+    text = api.renderPrompt(template, {
+      messages,
+      ...(opts.tools ? { tools: opts.tools } : {}),
+      think: opts.thinking,
+      thinkLevel: opts.thinking ? thinkLevel(opts.think === undefined ? true : opts.think) : '',
+      isThinkSet: opts.think !== undefined,
+      ...(opts.fim ? { prompt: opts.fim.prompt, suffix: opts.fim.suffix } : {}),
+    });
+  } catch (err) {
+    throw new InvalidRequestError(`template error: ${(err as Error).message}`, 'template', { cause: err });
+  }
+  const tags = opts.thinking ? thinkingTags(api, template) : undefined;
+  const thinkingParser = tags
+    ? new api.ThinkingParser(tags.open, tags.close, text.trimEnd().endsWith(tags.open))
+    : undefined;
+  const toolParser = opts.tools && opts.tools.length > 0 ? new api.ToolCallParser(template, opts.tools) : undefined;
+  const tag = toolParser?.tag;
+  const prompt: Omit<PreparedPrompt, 'tokens'> = {
+    ...(thinkingParser || toolParser ? { parser: new RenderedOutputParser(thinkingParser, toolParser) } : {}),
+    // Ollama passes the tool-call tag as a preserved token so a control token like <tool_call> arrives as text (§8.5).
+    ...(tag && tag !== '{' && tag !== '[' ? { preservedTokens: [tag] } : {}),
+  };
+  if (opts.format) {
+    const grammar = formatGrammar(opts.format, (s) => runner.jsonSchemaToGrammar(s));
+    if (tags) {
+      return {
+        text,
+        prompt: { ...prompt, grammar, grammarLazy: true, grammarTriggers: [afterThinkingTrigger(tags.close)] },
+      };
+    }
+    return { text, prompt: { ...prompt, grammar } };
+  }
+  return { text, prompt };
+}
+
+/**
+ * The parsed Go template a request uses (request `template` over the Modelfile TEMPLATE), or undefined when there is
+ * none or the engine is not available (native mode then).
+ * @throws InvalidRequestError `template error: …` when the template does not parse.
+ */
+export function goTemplateFor(
+  text: string | undefined,
+): { api: GoTemplatesApi; template: GoTemplateHandle } | undefined {
+  if (!text) return undefined;
+  const api = loadGoTemplates();
+  if (!api) return undefined;
+  try {
+    return { api, template: api.GoTemplate.parse(text) };
+  } catch (err) {
+    throw new InvalidRequestError(`template error: ${(err as Error).message}`, 'template', { cause: err });
+  }
+}
