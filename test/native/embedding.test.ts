@@ -66,8 +66,9 @@ for (const [name, path] of [
         assertClose(batched[i], single, 1e-4, `input ${i}`);
       }
       const reversed = await ctx.embed([...inputs].reverse());
-      for (let i = 0; i < inputs.length; i++)
+      for (let i = 0; i < inputs.length; i++) {
         assertClose(reversed[inputs.length - 1 - i], batched[i], 1e-4, `rev ${i}`);
+      }
     });
 
     it('embeds many inputs in one call and concurrent calls', async () => {

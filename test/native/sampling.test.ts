@@ -144,8 +144,9 @@ describe('logprobs', () => {
       assert.ok(top.every((t) => t.logprob <= 0 && t.bytes instanceof Uint8Array));
       assert.equal(top[0].token, e.token);
       assert.ok(Math.abs(top[0].logprob - e.logprob) < 1e-6);
-      if (e.text !== '')
+      if (e.text !== '') {
         assert.equal(Buffer.from(e.bytes).toString('utf8').replace(/^ /, ''), e.text.replace(/^ /, ''));
+      }
     }
     // Probabilities of the alternatives sum to at most 1.
     const mass = (r.tokenEvents[0].topLogprobs ?? []).reduce((s, t) => s + Math.exp(t.logprob), 0);
