@@ -26,7 +26,7 @@ export class DaemonConfig {
   numParallel = 1;
   /** OLLAMA_CONTEXT_LENGTH: default num_ctx in tokens; 0 = unset (the daemon then uses 4096). */
   contextLength = 0;
-  /** OLLAMA_MAX_LOADED_MODELS: cap on resident models; 0 = automatic (3 on CPU). Not enforced yet. */
+  /** OLLAMA_MAX_LOADED_MODELS: cap on resident models; 0 = automatic (3 on CPU), enforced by SchedulerService. */
   maxLoadedModels = 0;
   /** OLLAMA_MAX_QUEUE: pending-load queue size before 503. */
   maxQueue = 512;
