@@ -208,6 +208,13 @@ export interface NativeContextParams {
   /** KV cache element type: 'f16' (default), 'q8_0', 'q4_0'. */
   typeK?: string;
   typeV?: string;
+  /**
+   * Vision projector (an "mmproj" GGUF made for this model, e.g. an Ollama `application/vnd.ollama.image.projector`
+   * layer): loaded with mtmd_init_from_file on the JS thread while the context is created, freed with the context.
+   * Enables `images` in tasks. A missing or mismatched file (its output width must equal the model's n_embd) throws
+   * LLAMA_MODEL_LOAD_FAILED.
+   */
+  projectorPath?: string;
 }
 
 /** Sampling parameters of one task (Ollama option names in camelCase; defaults applied by the TS layer). */
@@ -256,8 +263,21 @@ export interface NativeGrammarTrigger {
 
 /** One generation request for a slot. */
 export interface NativeTaskParams {
-  /** Prompt token ids (non-empty). */
+  /** Prompt token ids (non-empty). Ignored when `images` is given (pass an empty Int32Array). */
   tokens: Int32Array;
+  /**
+   * Images (needs a context with `projectorPath`): encoded image files (PNG, JPEG, BMP, GIF, ... decoded by stb_image
+   * through mtmd_helper_bitmap_init_from_buf), one per media marker in `prompt`, in order. With `images` the prompt
+   * is given as TEXT in `prompt` instead of `tokens`; it is tokenized at submit by mtmd_tokenize (add BOS as the
+   * vocabulary says, control tokens parsed) and each image becomes the projector's image tokens (tiny-mmproj: 4).
+   * The task always starts on a cleared slot (no KV prefix reuse across images); `timings.promptN`/`promptTotal`
+   * count text plus image positions. Throws LLAMA_INVALID_ARGUMENT at submit when the context has no projector, an
+   * image cannot be decoded, the marker count differs from the image count, or the prompt does not end with text
+   * after its last image; LLAMA_EXCEED_CONTEXT when text plus images exceed the slot.
+   */
+  images?: Uint8Array[];
+  /** With `images`: the prompt text, containing the media marker '<__media__>' (mtmd_default_marker) once per image. */
+  prompt?: string;
   /** Maximum tokens to generate; -1 = until EOG or the slot's context is full. */
   nPredict: number;
   sampling: NativeSamplingParams;

@@ -168,15 +168,36 @@ Context::Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(inf
                "llama_init_from_model failed (out of memory, or an unsupported combination such as a quantized "
                "V cache without flash attention)");
   }
+  mtmd_context* mtmd = nullptr;
+  if (!params.projector_path.empty()) {
+    mtmd_context_params mp = mtmd_context_params_default();
+    mp.n_threads = cp.n_threads_batch;
+    mp.print_timings = false;
+    mp.warmup = false;
+    mp.flash_attn_type = cp.flash_attn_type;
+    try {
+      mtmd = mtmd_init_from_file(params.projector_path.c_str(), handle, mp);
+    } catch (...) {
+      mtmd = nullptr;  // clip throws on malformed files; reported below
+    }
+    if (mtmd == nullptr) {
+      llama_free(ctx);
+      ThrowError(env, ErrorCode::kModelLoadFailed,
+                 "cannot load the projector " + params.projector_path +
+                     " (missing file, not an mmproj GGUF, or its embedding size does not match the model)");
+    }
+  }
   try {
     sink_ = EventSink::Create(
         env, "llamad.context", [this](Napi::Env e, std::vector<EngineEvent>& events) { Dispatch(e, events); },
         [this](Napi::Env e) { OnSinkFinalized(e); });
     sink_->Unref(env);
     std::shared_ptr<EventSink> sink = sink_;
-    engine_ = std::make_unique<Engine>(ctx, static_cast<int32_t>(params.n_ctx / params.n_parallel),
-                                       [sink](std::vector<EngineEvent>&& events) { sink->Post(std::move(events)); });
+    engine_ = std::make_unique<Engine>(
+        ctx, static_cast<int32_t>(params.n_ctx / params.n_parallel),
+        [sink](std::vector<EngineEvent>&& events) { sink->Post(std::move(events)); }, mtmd);
   } catch (...) {
+    if (!engine_ && mtmd != nullptr) mtmd_free(mtmd);
     if (sink_) {
       sink_->Detach();
       sink_->Release();

@@ -125,6 +125,8 @@ ContextParams ToContextParams(Napi::Env env, Napi::Value value) {
   }
   params.type_k = ToKvType(env, obj.Get("typeK"), "params.typeK");
   params.type_v = ToKvType(env, obj.Get("typeV"), "params.typeV");
+  Napi::Value projector = obj.Get("projectorPath");
+  if (!IsMissing(projector)) params.projector_path = ToString(env, projector, "params.projectorPath");
   params.embeddings = ToOptionalBool(env, obj.Get("embeddings"), "params.embeddings", false);
   Napi::Value pooling = obj.Get("poolingType");
   if (!IsMissing(pooling)) {
@@ -149,7 +151,24 @@ ContextParams ToContextParams(Napi::Env env, Napi::Value value) {
 TaskParams ToTaskParams(Napi::Env env, Napi::Value value) {
   TaskParams params;
   Napi::Object obj = ToObject(env, value, "task");
-  params.tokens = ToTokens(env, obj.Get("tokens"), "task.tokens");
+  Napi::Value images = obj.Get("images");
+  if (!IsMissing(images)) {
+    // Media task: `prompt` (text with media markers) replaces `tokens`; each image is an encoded file.
+    if (!images.IsArray()) Invalid(env, "task.images must be an array of Uint8Array");
+    Napi::Array array = images.As<Napi::Array>();
+    for (uint32_t i = 0; i < array.Length(); ++i) {
+      Napi::Value item = array.Get(i);
+      if (!item.IsTypedArray() || item.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+        Invalid(env, "task.images[" + std::to_string(i) + "] must be a Uint8Array");
+      }
+      Napi::Uint8Array bytes = item.As<Napi::Uint8Array>();
+      params.images.emplace_back(reinterpret_cast<const char*>(bytes.Data()), bytes.ElementLength());
+    }
+    params.media_text = ToString(env, obj.Get("prompt"), "task.prompt");
+    params.has_media = true;
+  } else {
+    params.tokens = ToTokens(env, obj.Get("tokens"), "task.tokens");
+  }
   params.n_predict =
       static_cast<int32_t>(RequiredInt(env, obj, "nPredict", "task.", -1, std::numeric_limits<int32_t>::max()));
 

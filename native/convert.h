@@ -35,6 +35,7 @@ struct ContextParams {
   ggml_type type_v = GGML_TYPE_F16;
   bool embeddings = false;
   enum llama_pooling_type pooling = LLAMA_POOLING_TYPE_UNSPECIFIED;
+  std::string projector_path;  // mmproj GGUF for images ('' = none)
 };
 
 ModelParams ToModelParams(Napi::Env env, Napi::Value value);

@@ -6,6 +6,8 @@
 #include <new>
 #include <utility>
 
+#include "mtmd-helper.h"
+
 namespace llamad {
 
 namespace {
@@ -17,8 +19,9 @@ thread_local const std::atomic<bool>* tls_aborting = nullptr;
 
 }  // namespace
 
-Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink)
+Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, mtmd_context* mtmd)
     : ctx_(ctx),
+      mtmd_(mtmd),
       model_(llama_get_model(ctx)),
       vocab_(llama_model_get_vocab(model_)),
       memory_(llama_get_memory(ctx)),
@@ -42,6 +45,7 @@ Engine::~Engine() {
   RequestStop();
   Join();
   llama_batch_free(batch_);
+  if (mtmd_ != nullptr) mtmd_free(mtmd_);
 }
 
 const std::vector<llama_token>& Engine::EogTokens() {
@@ -53,10 +57,72 @@ const std::vector<llama_token>& Engine::EogTokens() {
   return eog_tokens_;
 }
 
+void Engine::PrepareMedia(TaskParams& params) {
+  if (mtmd_ == nullptr) {
+    throw LlamaError(ErrorCode::kInvalidArgument,
+                     "images need a context created with a projector (params.projectorPath)");
+  }
+  struct BitmapList {
+    std::vector<mtmd_bitmap*> items;
+    ~BitmapList() {
+      for (mtmd_bitmap* b : items) mtmd_bitmap_free(b);
+    }
+  } bitmaps;
+  for (size_t i = 0; i < params.images.size(); ++i) {
+    const std::string& bytes = params.images[i];
+    mtmd_helper_bitmap_wrapper w =
+        mtmd_helper_bitmap_init_from_buf(mtmd_, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
+                                         false, mtmd_helper_init_opt_default());
+    if (w.video_ctx != nullptr) mtmd_helper_video_free(w.video_ctx);
+    if (w.bitmap == nullptr) {
+      throw LlamaError(ErrorCode::kInvalidArgument,
+                       "images[" + std::to_string(i) + "] is not a decodable image (PNG, JPEG, BMP, GIF, ...)");
+    }
+    bitmaps.items.push_back(w.bitmap);
+  }
+  auto media = std::make_shared<MediaPrompt>();
+  media->chunks = mtmd_input_chunks_init();
+  mtmd_input_text text{params.media_text.c_str(), params.media_text.size(), true, true};
+  const int32_t rc = mtmd_tokenize(mtmd_, media->chunks, &text,
+                                   const_cast<const mtmd_bitmap* const*>(bitmaps.items.data()), bitmaps.items.size());
+  if (rc == 1) {
+    throw LlamaError(ErrorCode::kInvalidArgument, "the prompt's media markers (" + std::string(mtmd_default_marker()) +
+                                                      ") do not match the " + std::to_string(params.images.size()) +
+                                                      " image(s)");
+  }
+  if (rc != 0)
+    throw LlamaError(ErrorCode::kInvalidArgument,
+                     "image preprocessing failed (mtmd_tokenize status " + std::to_string(rc) + ")");
+  const size_t n_chunks = mtmd_input_chunks_size(media->chunks);
+  params.tokens.clear();
+  for (size_t c = 0; c < n_chunks; ++c) {
+    const mtmd_input_chunk* chunk = mtmd_input_chunks_get(media->chunks, c);
+    if (mtmd_input_chunk_get_type(chunk) == MTMD_INPUT_CHUNK_TYPE_TEXT) {
+      size_t n = 0;
+      const llama_token* tokens = mtmd_input_chunk_get_tokens_text(chunk, &n);
+      params.tokens.insert(params.tokens.end(), tokens, tokens + n);
+      media->text_tokens.insert(media->text_tokens.end(), tokens, tokens + n);
+    } else {
+      params.tokens.insert(params.tokens.end(), static_cast<size_t>(mtmd_input_chunk_get_n_pos(chunk)),
+                           LLAMA_TOKEN_NULL);
+    }
+  }
+  const mtmd_input_chunk* last = n_chunks > 0 ? mtmd_input_chunks_get(media->chunks, n_chunks - 1) : nullptr;
+  if (last == nullptr || mtmd_input_chunk_get_type(last) != MTMD_INPUT_CHUNK_TYPE_TEXT ||
+      mtmd_input_chunk_get_n_tokens(last) == 0) {
+    throw LlamaError(ErrorCode::kInvalidArgument, "the prompt must end with text after its last image");
+  }
+  params.media = std::move(media);
+  params.images.clear();
+  params.images.shrink_to_fit();
+}
+
 uint32_t Engine::Submit(TaskParams params) {
   if (stop_requested_.load()) throw LlamaError(ErrorCode::kDisposed, "context is disposed");
+  if (params.has_media) PrepareMedia(params);
   if (params.tokens.empty()) throw LlamaError(ErrorCode::kInvalidArgument, "tokens must not be empty");
   for (llama_token token : params.tokens) {
+    if (params.media && token == LLAMA_TOKEN_NULL) continue;  // an image position
     if (token < 0 || token >= n_vocab_) {
       throw LlamaError(ErrorCode::kInvalidArgument,
                        "token id " + std::to_string(token) + " is out of range [0, " + std::to_string(n_vocab_) + ")");
@@ -363,6 +429,28 @@ void Engine::EmitCancelledQueued(const Task& task) {
 
 void Engine::StartTask(std::unique_ptr<Task> task) {
   const std::vector<llama_token>& prompt = task->params.tokens;
+  if (task->params.media) {
+    // Media task: the idle slot caching the least; its sequence is cleared (no KV reuse across images), and the whole
+    // prompt is evaluated by EvalMedia at the start of the next step.
+    Slot* slot = nullptr;
+    for (Slot& s : slots_) {
+      if (s.state == Slot::State::kIdle && (slot == nullptr || s.cache.size() < slot->cache.size())) slot = &s;
+    }
+    llama_memory_seq_rm(memory_, slot->seq_id, -1, -1);
+    slot->cache.clear();
+    slot->n_prompt_done = 0;
+    slot->stream = std::make_unique<TextStream>(task->params.stop);
+    slot->pending = -1;
+    slot->n_generated = 0;
+    slot->output_index = -1;
+    slot->timings = Timings();
+    slot->timings.prompt_total = static_cast<int32_t>(prompt.size());
+    slot->timings.prompt_n = static_cast<int32_t>(prompt.size());
+    slot->prompt_started = false;
+    slot->task = std::move(task);
+    slot->state = Slot::State::kPrefill;
+    return;
+  }
   // The idle slot that already holds the longest prefix of this prompt; on ties the one caching the least.
   Slot* best = nullptr;
   size_t best_prefix = 0;
@@ -444,11 +532,58 @@ int32_t Engine::BuildBatch() {
   return batch_.n_tokens;
 }
 
+void Engine::EvalMedia(Slot& slot) {
+  const TaskParams& params = slot.task->params;
+  slot.prompt_started = true;
+  slot.prompt_start = Clock::now();
+  batch_slots_.clear();
+  batch_tasks_.assign(1, slot.task.get());  // a cancel aborts the decodes of this prompt
+  llama_pos n_past = 0;
+  const int32_t rc =
+      mtmd_helper_eval_chunks(mtmd_, ctx_, params.media->chunks, 0, slot.seq_id, n_batch_, true, &n_past);
+  aborting_.store(false);
+  batch_tasks_.clear();
+  if (rc != 0) {
+    llama_memory_seq_rm(memory_, slot.seq_id, -1, -1);
+    slot.cache.clear();
+    if (slot.task->cancelled.load() || stop_requested_.load()) {
+      Finish(slot, StopReason::kCancelled);
+    } else {
+      Fail(slot, ErrorCode::kDecodeFailed,
+           "evaluating the prompt with images failed (mtmd_helper_eval_chunks status " + std::to_string(rc) + ")");
+    }
+    return;
+  }
+  slot.cache = params.tokens;
+  slot.cache.resize(static_cast<size_t>(n_past), LLAMA_TOKEN_NULL);
+  slot.n_prompt_done = params.tokens.size();
+  slot.timings.prompt_ns = Nanoseconds(Clock::now() - slot.prompt_start);
+  slot.task->sampler->AcceptPrompt(params.media->text_tokens);
+  if (params.n_predict == 0) {
+    Finish(slot, StopReason::kLength);
+    return;
+  }
+  slot.state = Slot::State::kGenerate;
+  slot.output_index = -1;  // the last output of the last decode: the prompt's last token
+  llama_token token = LLAMA_TOKEN_NULL;
+  try {
+    token = slot.task->sampler->Sample(ctx_, -1);
+  } catch (const std::exception& e) {
+    Fail(slot, ErrorCode::kDecodeFailed, std::string("sampling failed: ") + e.what());
+    return;
+  }
+  ProcessToken(slot, token);
+}
+
 void Engine::Step(bool stopping) {
   for (Slot& slot : slots_) {
     if (slot.task && (stopping || slot.task->cancelled.load())) Finish(slot, StopReason::kCancelled);
   }
   if (stopping) return;
+  // Media prompts first, one slot at a time, outside the shared batch (mtmd decodes image embeddings itself).
+  for (Slot& slot : slots_) {
+    if (slot.state == Slot::State::kPrefill && slot.task && slot.task->params.media) EvalMedia(slot);
+  }
   if (BuildBatch() == 0) return;
 
   const int32_t rc = llama_decode(ctx_, batch_);

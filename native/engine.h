@@ -72,8 +72,11 @@ class Engine {
  public:
   // `n_ctx_slot`: tokens each slot may hold; capped at llama_n_ctx_seq(ctx) (llama.cpp rounds its per-sequence size
   // up to a multiple of 256, the engine keeps to what was asked for).
-  Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink);
-  ~Engine();  // RequestStop() + Join()
+  //
+  // `mtmd`: the projector of a vision model (mtmd_init_from_file on the same llama_model), or null. The engine owns it
+  // and frees it after the decode thread exited; media tasks need it.
+  Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, mtmd_context* mtmd = nullptr);
+  ~Engine();  // RequestStop() + Join(), then mtmd_free
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -84,7 +87,13 @@ class Engine {
   // Any thread. Validates `params`, builds its sampler and queues it; returns the task id (> 0).
   // Throws LlamaError: kInvalidArgument (empty prompt, token out of range, bad grammar), kExceedContext (prompt
   // longer than the slot context), kDisposed (after RequestStop).
+  // A media task (`params.has_media`) is tokenized here with mtmd (images decoded, `media_text` split at the media
+  // markers): kInvalidArgument when the engine has no projector, an image cannot be decoded, the number of markers
+  // differs from the number of images, or the prompt does not end with text.
   uint32_t Submit(TaskParams params);
+
+  // Whether a projector was given (media tasks accepted).
+  bool has_projector() const { return mtmd_ != nullptr; }
 
   // Any thread. Queues an embedding job (embedding contexts): the decode thread packs the inputs into batches, one
   // sequence each, and emits one kEmbed event with a pooled vector per input (or kError). Returns the job id (> 0,
@@ -121,6 +130,8 @@ class Engine {
   void AddLogprobs(const Slot& slot, EngineEvent& event);
   void Step(bool stopping);
   void StartTask(std::unique_ptr<Task> task);
+  void PrepareMedia(TaskParams& params);
+  void EvalMedia(Slot& slot);
   int32_t BuildBatch();
   void HandleDecodeFailure(int32_t rc);
   void RepairAfterPartialDecode();
@@ -135,6 +146,7 @@ class Engine {
   static bool AbortCallback(void* data);
 
   llama_context* ctx_;
+  mtmd_context* mtmd_;  // owned, may be null
   const llama_model* model_;
   const llama_vocab* vocab_;
   llama_memory_t memory_;

@@ -8,6 +8,7 @@
 #include "engine.h"
 #include "errors.h"
 #include "llama.h"
+#include "mtmd-helper.h"
 
 namespace llamad {
 
@@ -55,7 +56,10 @@ void Finalize(napi_env /*env*/, void* finalize_data, void* /*hint*/) {
 
 }  // namespace
 
-void InstallLogCallback() { llama_log_set(&LogCallback, nullptr); }
+void InstallLogCallback() {
+  llama_log_set(&LogCallback, nullptr);
+  mtmd_helper_log_set(&LogCallback, nullptr);  // mtmd/clip and the mtmd helpers log through the same callback
+}
 
 Napi::Value SetLogger(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();

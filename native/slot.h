@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "llama.h"
+#include "mtmd.h"
 #include "sampler.h"
 #include "text_stream.h"
 
@@ -17,10 +18,32 @@ namespace llamad {
 
 using Clock = std::chrono::steady_clock;
 
+// A multimodal prompt tokenized by mtmd_tokenize: text and image chunks, evaluated with mtmd_helper_eval_chunks.
+// Owns the chunks (freed with the object). Built on the JS thread at submit, read only by the decode thread.
+struct MediaPrompt {
+  MediaPrompt() = default;
+  ~MediaPrompt() {
+    if (chunks != nullptr) mtmd_input_chunks_free(chunks);
+  }
+  MediaPrompt(const MediaPrompt&) = delete;
+  MediaPrompt& operator=(const MediaPrompt&) = delete;
+
+  mtmd_input_chunks* chunks = nullptr;
+  std::vector<llama_token> text_tokens;  // the text chunks' tokens in order (penalty history)
+};
+
 // One generation request (binding.d.ts NativeTaskParams).
 struct TaskParams {
-  std::vector<llama_token> tokens;  // prompt, non-empty
-  int32_t n_predict = -1;           // max tokens to generate; negative: until EOG or the slot context is full
+  // Prompt, non-empty. For a media task: one entry per KV position of the evaluated prompt, the text tokens with
+  // LLAMA_TOKEN_NULL at image positions (so prefix matching never reuses across images), filled by Engine::Submit.
+  std::vector<llama_token> tokens;
+  // Media task (binding.d.ts NativeTaskParams.prompt/images): the prompt text with mtmd media markers and the encoded
+  // image files (PNG/JPEG/... bytes), one per marker. `media` is set by Engine::Submit from them.
+  bool has_media = false;
+  std::string media_text;
+  std::vector<std::string> images;
+  std::shared_ptr<MediaPrompt> media;
+  int32_t n_predict = -1;  // max tokens to generate; negative: until EOG or the slot context is full
   SamplingParams sampling;
   std::vector<std::string> stop;  // stop strings
   bool ignore_eos = false;

@@ -487,6 +487,141 @@ async function makeModel(spec: ModelSpec, dir: string, force: boolean): Promise<
   return file;
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// Vision projector (mmproj) for tiny-llama-spm: a llava-style CLIP encoder + MLP projector (clip.projector_type "mlp")
+
+/** Shape of a random llava-1.5-style projector (vendor/llama.cpp/tools/mtmd/clip.cpp, models/llava.cpp). */
+interface ProjectorShape {
+  /** Square input side in pixels, multiple of patchSize; images are resized (padded) to it. */
+  imageSize: number;
+  patchSize: number;
+  /** Vision transformer width, heads, FFN width, blocks (llava uses all but the last block). */
+  nEmbd: number;
+  nHead: number;
+  nFf: number;
+  nLayer: number;
+  /** Hidden width of the MLP projector (mm.0 → GELU → mm.2). */
+  nProjHidden: number;
+  /** Output width: the text model's n_embd (mtmd rejects a mismatch). */
+  nEmbdText: number;
+}
+
+export const TINY_MMPROJ = {
+  file: 'tiny-mmproj.gguf',
+  name: 'tiny-mmproj',
+  /** (32 / 16)^2 = 4 image tokens per image, 128 wide: matches tiny-llama-spm (and tiny-qwen2). */
+  shape: {
+    imageSize: 32,
+    patchSize: 16,
+    nEmbd: 32,
+    nHead: 2,
+    nFf: 64,
+    nLayer: 2,
+    nProjHidden: 64,
+    nEmbdText: TINY_LLAMA.nEmbd,
+  } satisfies ProjectorShape,
+};
+
+function projectorTensors(s: ProjectorShape): TensorPlan[] {
+  const e = s.nEmbd;
+  const nPatches = (s.imageSize / s.patchSize) ** 2;
+  // ggml shapes (ne0 first): conv kernel [patch, patch, 3 channels, n_embd]; linear weights [in, out].
+  const out: TensorPlan[] = [
+    { name: 'v.patch_embd.weight', shape: [s.patchSize, s.patchSize, 3, e], init: 'normal' },
+    { name: 'v.position_embd.weight', shape: [e, nPatches], init: 'normal', f32: true },
+    { name: 'v.pre_ln.weight', shape: [e], init: 'ones' },
+    { name: 'v.pre_ln.bias', shape: [e], init: 'zeros' },
+  ];
+  for (let i = 0; i < s.nLayer; i++) {
+    const b = `v.blk.${i}`;
+    for (const t of ['attn_q', 'attn_k', 'attn_v', 'attn_out']) {
+      out.push({ name: `${b}.${t}.weight`, shape: [e, e], init: 'normal' });
+      out.push({ name: `${b}.${t}.bias`, shape: [e], init: 'zeros' });
+    }
+    for (const t of ['ln1', 'ln2']) {
+      out.push({ name: `${b}.${t}.weight`, shape: [e], init: 'ones' });
+      out.push({ name: `${b}.${t}.bias`, shape: [e], init: 'zeros' });
+    }
+    out.push(
+      { name: `${b}.ffn_up.weight`, shape: [e, s.nFf], init: 'normal' },
+      { name: `${b}.ffn_up.bias`, shape: [s.nFf], init: 'zeros' },
+      { name: `${b}.ffn_down.weight`, shape: [s.nFf, e], init: 'normal' },
+      { name: `${b}.ffn_down.bias`, shape: [e], init: 'zeros' },
+    );
+  }
+  out.push(
+    { name: 'mm.0.weight', shape: [e, s.nProjHidden], init: 'normal' },
+    { name: 'mm.0.bias', shape: [s.nProjHidden], init: 'zeros' },
+    { name: 'mm.2.weight', shape: [s.nProjHidden, s.nEmbdText], init: 'normal' },
+    { name: 'mm.2.bias', shape: [s.nEmbdText], init: 'zeros' },
+  );
+  return out;
+}
+
+/**
+ * Writes tiny-mmproj.gguf: the GGUF keys clip.cpp requires for a vision "mlp" projector (general.architecture "clip",
+ * clip.has_vision_encoder, clip.vision.* hyper-parameters, image_mean/std) and N(0, WEIGHT_STD) F16 matrices.
+ */
+async function makeProjector(dir: string, force: boolean): Promise<string> {
+  const spec = TINY_MMPROJ;
+  const file = join(dir, spec.file);
+  const specHash = sha256(JSON.stringify({ spec, std: WEIGHT_STD, version: GENERATOR_VERSION }));
+  const current = force ? undefined : isUpToDate(file, specHash);
+  if (current) {
+    report('reused', file, current.parameterCount);
+    return file;
+  }
+  const started = performance.now();
+  const s = spec.shape;
+  const plans = projectorTensors(s);
+  const parameterCount = plans.reduce((n, p) => n + elementCount(p.shape), 0);
+  const f32Array = (key: string, value: number[]): GgufKv => ({
+    key,
+    type: GgufValueType.ARRAY,
+    itemType: GgufValueType.FLOAT32,
+    value,
+  });
+  const kvs: GgufKv[] = [
+    { key: 'general.architecture', type: GgufValueType.STRING, value: 'clip' },
+    { key: 'general.name', type: GgufValueType.STRING, value: spec.name },
+    u32('general.file_type', FILE_TYPE_F16),
+    { key: 'clip.projector_type', type: GgufValueType.STRING, value: 'mlp' },
+    { key: 'clip.has_vision_encoder', type: GgufValueType.BOOL, value: true },
+    { key: 'clip.use_gelu', type: GgufValueType.BOOL, value: true },
+    u32('clip.vision.image_size', s.imageSize),
+    u32('clip.vision.patch_size', s.patchSize),
+    u32('clip.vision.embedding_length', s.nEmbd),
+    u32('clip.vision.feed_forward_length', s.nFf),
+    u32('clip.vision.block_count', s.nLayer),
+    u32('clip.vision.attention.head_count', s.nHead),
+    f32('clip.vision.attention.layer_norm_epsilon', 1e-5),
+    u32('clip.vision.projection_dim', s.nEmbdText),
+    f32Array('clip.vision.image_mean', [0.48145466, 0.4578275, 0.40821073]),
+    f32Array('clip.vision.image_std', [0.26862954, 0.26130258, 0.27577711]),
+  ];
+  const modelSeed = fnv1a(`${spec.name}:${GENERATOR_VERSION}`);
+  const tensors: GgufTensorSpec[] = plans.map((p) => {
+    const matrix = p.shape.length >= 2 && !p.f32;
+    const seed = fnv1a(`${modelSeed}:${p.name}`);
+    return {
+      name: p.name,
+      shape: p.shape,
+      type: matrix ? GGML_TYPE_F16 : GGML_TYPE_F32,
+      fill: (out: Buffer) => {
+        if (p.init === 'zeros') return;
+        if (matrix) return fillNormalF16(out, seed);
+        const floats = new Float32Array(out.buffer, out.byteOffset, out.length >>> 2);
+        if (p.init === 'ones') floats.fill(1);
+        else fillNormalF32(floats, WEIGHT_STD, seed);
+      },
+    };
+  });
+  await writeGguf(file, kvs, tensors);
+  writeStamp(file, specHash, parameterCount);
+  report('made', file, parameterCount, (performance.now() - started) / 1000);
+  return file;
+}
+
 /** Quantizes the bench F16 model with the native addon (bench-1b-q4_0.gguf). */
 async function makeQuantized(dir: string, force: boolean): Promise<void> {
   const source = join(dir, BENCH_Q4_0.source);
@@ -567,7 +702,7 @@ async function main(): Promise<void> {
   const wanted = (file: string, group: ModelSpec['group']): boolean =>
     opts.only ? opts.only.has(file) : group === 'tiny' || opts.bench;
   if (opts.only) {
-    const known = new Set([...MODEL_SPECS.map((s) => s.file), BENCH_Q4_0.file]);
+    const known = new Set([...MODEL_SPECS.map((s) => s.file), TINY_MMPROJ.file, BENCH_Q4_0.file]);
     const unknown = [...opts.only].filter((f) => !known.has(f));
     if (unknown.length > 0) throw new Error(`unknown model ${unknown.join(', ')} (known: ${[...known].join(', ')})`);
   }
@@ -575,6 +710,10 @@ async function main(): Promise<void> {
     if (!wanted(spec.file, spec.group)) continue;
     mkdirSync(dirs[spec.group], { recursive: true });
     await makeModel(spec, dirs[spec.group], opts.force);
+  }
+  if (wanted(TINY_MMPROJ.file, 'tiny')) {
+    mkdirSync(dirs.tiny, { recursive: true });
+    await makeProjector(dirs.tiny, opts.force);
   }
   if (wanted(BENCH_Q4_0.file, 'bench')) await makeQuantized(dirs.bench, opts.force);
 }

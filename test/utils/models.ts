@@ -17,7 +17,10 @@ export const TINY_BERT = join(MODELS_DIR, 'tiny-bert.gguf');
 /** nomic-bert arch (embeddings, RoPE), same vocabulary, context 2048, mean pooling, 128-dim output. */
 export const TINY_NOMIC_BERT = join(MODELS_DIR, 'tiny-nomic-bert.gguf');
 
-const ALL = [TINY_LLAMA_SPM, TINY_QWEN2, TINY_BERT, TINY_NOMIC_BERT];
+/** Vision projector (mmproj, clip "mlp") for the 128-wide tiny llama models: 32×32 input, 4 image tokens. */
+export const TINY_MMPROJ = join(MODELS_DIR, 'tiny-mmproj.gguf');
+
+const ALL = [TINY_LLAMA_SPM, TINY_QWEN2, TINY_BERT, TINY_NOMIC_BERT, TINY_MMPROJ];
 
 /**
  * Makes sure the tiny test models exist: when one is missing, runs the generator (dist/scripts/make-test-models.js,
