@@ -17,6 +17,7 @@ import {
 } from './prompt-render';
 import { Runner } from './runner/runner';
 import { SchedulerService } from './scheduler.service';
+import { toMediaPrompt, withImageMarkers } from './media-prompt';
 
 /**
  * /api/chat in domain terms (reference/ollama-api.md §3.3): validation in Ollama's order, load/unload shortcuts,
@@ -117,6 +118,16 @@ export class ChatService {
     };
     const go = goTemplateFor(model.template);
     if (model.template && !go) this.completion.noteTemplateFallback(model);
+    const images = messages.flatMap((m) => m.images ?? []);
+    if (images.length > 0) {
+      // Images: `[img-N]` markers (the Go renderer adds them; native mode gets them here) become media markers, and
+      // the engine evaluates the text and images itself; no message dropping or truncation (too long → 400 there).
+      const r = go
+        ? renderGo(go.api, go.template, runner, messages, opts)
+        : renderNative(runner, withImageMarkers(messages), opts);
+      const media = toMediaPrompt(r.text, images);
+      if (media) return { ...r.prompt, tokens: tokenizePrompt(runner, media.prompt), media };
+    }
     const render = (list: ChatMessage[]) => {
       const r = go ? renderGo(go.api, go.template, runner, list, opts) : renderNative(runner, list, opts);
       return { ...r.prompt, tokens: tokenizePrompt(runner, r.text) };

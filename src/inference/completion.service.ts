@@ -7,6 +7,7 @@ import { ResolvedModel } from '../models';
 import type { NativeGrammarTrigger } from '../../binding';
 import { GenerationEvent, GenerationMetrics, Logprob } from './generation.types';
 import { EffectiveOptions, resolveOptions } from './options';
+import { MediaPrompt } from './media-prompt';
 import { isEmptyDelta, OutputParser } from './output-parser';
 import { Runner, RunnerSpec } from './runner/runner';
 import { SchedulerService } from './scheduler.service';
@@ -26,6 +27,8 @@ export interface PreparedPrompt {
   stops?: string[];
   /** Splits the output into content / thinking / tool calls; absent = everything is content. */
   parser?: OutputParser;
+  /** The prompt as text with media markers plus the images, when the request has images (`tokens` then only count). */
+  media?: MediaPrompt;
 }
 
 /** One completion to run. */
@@ -86,7 +89,12 @@ export class CompletionService {
     });
     return {
       options: effective,
-      spec: { modelPath: model.modelPath, numParallel: this.config.numParallel, ...effective.load },
+      spec: {
+        modelPath: model.modelPath,
+        numParallel: this.config.numParallel,
+        ...effective.load,
+        ...(model.projectorPaths.length > 0 ? { projectorPath: model.projectorPaths[0] } : {}),
+      },
     };
   }
 
@@ -110,6 +118,7 @@ export class CompletionService {
           lease.runner
             .generate({
               tokens: prompt.tokens,
+              ...(prompt.media ? { media: prompt.media } : {}),
               // §4.1: -1 = unbounded, capped at 10 × num_ctx.
               numPredict: s.numPredict < 0 ? 10 * numCtx : s.numPredict,
               stop: [...s.stop, ...(prompt.stops ?? []).filter((x) => x !== '' && !s.stop.includes(x))],

@@ -10,6 +10,7 @@ import { fitPrompt, tokenizePrompt } from './prompt.builder';
 import { checkImages, goTemplateFor, renderGo, renderNative, thinkingEnabled } from './prompt-render';
 import { Runner } from './runner/runner';
 import { SchedulerService } from './scheduler.service';
+import { toMediaPrompt, withImageMarkers } from './media-prompt';
 
 /** Ollama's text when `think` is asked of a model without the capability (§5.2): the name as sent, Go-quoted. */
 export function thinkingUnsupported(model: string): UnsupportedCapabilityError {
@@ -143,7 +144,7 @@ export class GenerateService {
           text = r.text;
           extra = r.prompt;
         } else if (runner.info.hasChatTemplate) {
-          const r = renderNative(runner, messages, opts);
+          const r = renderNative(runner, withImageMarkers(messages), opts);
           text = r.text;
           extra = r.prompt;
         } else {
@@ -152,6 +153,11 @@ export class GenerateService {
         }
       }
       if (cmd.context && cmd.context.length > 0) text = runner.detokenize(cmd.context) + text;
+    }
+    const media = toMediaPrompt(text, cmd.images ?? []);
+    if (media) {
+      // Images are evaluated by the engine from the text (no truncation: a prompt that does not fit is a 400 there).
+      return { ...extra, tokens: tokenizePrompt(runner, media.prompt), media };
     }
     const tokens = tokenizePrompt(runner, text);
     const fitted = fitPrompt(tokens, runner, options, cmd.truncate);

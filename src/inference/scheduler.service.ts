@@ -446,6 +446,7 @@ export function sameSpec(a: RunnerSpec, b: RunnerSpec): boolean {
     a.numThread === b.numThread &&
     (a.numGpu === b.numGpu || a.numGpu < 0 || b.numGpu < 0) &&
     (a.mainGpu ?? 0) === (b.mainGpu ?? 0) &&
-    (a.useMmap ?? true) === (b.useMmap ?? true)
+    (a.useMmap ?? true) === (b.useMmap ?? true) &&
+    (a.projectorPath ?? '') === (b.projectorPath ?? '')
   );
 }

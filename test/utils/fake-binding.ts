@@ -19,6 +19,10 @@ import type {
   NativeTokenLogprob,
 } from '../../binding';
 
+/** Prompt length of a task in fake tokens: its tokens, or for a media task one per prompt character plus 4 per image. */
+function fakePromptLength(params: NativeTaskParams): number {
+  return params.images ? (params.prompt ?? '').length + 4 * params.images.length : params.tokens.length;
+}
 /** What a fake task does: emit these pieces, then end with `reason` (or fail with `error` after the pieces). */
 export interface FakeScript {
   /** Text pieces, one token event each (token ids are 1000 + index). */
@@ -365,9 +369,10 @@ export class FakeContextHandle implements NativeContext {
     if (this.disposed) throw nativeError('LLAMA_DISPOSED', 'context is disposed');
     if (this.params.embeddings) throw nativeError('LLAMA_INVALID_ARGUMENT', 'embedding context cannot generate');
     const slotCtx = Math.floor(this.params.nCtx / this.slots);
-    if (params.tokens.length === 0) throw nativeError('LLAMA_INVALID_ARGUMENT', 'empty prompt');
-    if (params.tokens.length >= slotCtx) {
-      throw nativeError('LLAMA_EXCEED_CONTEXT', `prompt of ${params.tokens.length} tokens does not fit ${slotCtx}`);
+    const promptLength = fakePromptLength(params);
+    if (promptLength === 0) throw nativeError('LLAMA_INVALID_ARGUMENT', 'empty prompt');
+    if (promptLength >= slotCtx) {
+      throw nativeError('LLAMA_EXCEED_CONTEXT', `prompt of ${promptLength} tokens does not fit ${slotCtx}`);
     }
     this.binding.submitted.push(params);
     const task: FakeTask = { id: this.nextId++, params, onEvent, done: false };
@@ -413,8 +418,8 @@ export class FakeContextHandle implements NativeContext {
         taskId: task.id,
         reason,
         timings: {
-          promptN: task.params.tokens.length,
-          promptTotal: task.params.tokens.length,
+          promptN: fakePromptLength(task.params),
+          promptTotal: fakePromptLength(task.params),
           promptNs: 1_000_000,
           predictedN: i,
           predictedNs: 2_000_000 * i,

@@ -118,6 +118,7 @@ export class LlamaRunner implements Runner {
               nBatch: spec.numBatch,
               nParallel: spec.numParallel,
               ...(spec.numThread > 0 ? { nThreads: spec.numThread } : {}),
+              ...(spec.projectorPath ? { projectorPath: spec.projectorPath } : {}),
             },
       );
       const info: RunnerModelInfo = {
@@ -143,7 +144,8 @@ export class LlamaRunner implements Runner {
       let finished = false;
       let taskId: number | undefined;
       const task: NativeTaskParams = {
-        tokens: Int32Array.from(request.tokens),
+        tokens: request.media ? new Int32Array(0) : Int32Array.from(request.tokens),
+        ...(request.media ? { prompt: request.media.prompt, images: request.media.images } : {}),
         nPredict: request.numPredict,
         sampling: { ...request.sampling },
         stop: request.stop,

@@ -13,6 +13,8 @@ export interface RunnerSpec extends LoadOptions {
   modelPath: string;
   /** Slots (sequences decoded together); the KV cache holds numCtx × numParallel tokens. */
   numParallel: number;
+  /** Absolute path of a vision projector blob (mmproj GGUF, manifest layer `application/vnd.ollama.image.projector`). */
+  projectorPath?: string;
 }
 
 /** Sampling parameters of one generation (binding.d.ts NativeSamplingParams). */
@@ -49,6 +51,12 @@ export interface RunnerRequest {
   stop: string[];
   /** Report log-probabilities: absent = none; N = the sampled token plus N alternatives (0..20) per token. */
   logprobs?: number;
+  /**
+   * A prompt with images (needs a runner whose spec has `projectorPath`): replaces `tokens` as the prompt (which
+   * then only serve counting); `prompt` holds the media marker `<__media__>` once per image (media-prompt.ts).
+   * Undecodable images, or a marker/image count mismatch, are InvalidRequestError.
+   */
+  media?: { prompt: string; images: Uint8Array[] };
 }
 
 /** One token's log-probability (natural log) with its text and UTF-8 bytes (Ollama `api.TokenLogprob`). */

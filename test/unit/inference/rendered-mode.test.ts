@@ -183,9 +183,13 @@ describe('rendered mode (Go TEMPLATE)', () => {
         ],
       }),
     );
-    const prompt = text(bed.binding.submitted[0].tokens);
-    assert.ok(prompt.includes('[img-1]first [img-0] then'), prompt);
-    assert.ok(prompt.includes('[img-2]again'), prompt);
+    // [img-N] markers become the engine's media marker, the images (base64-decoded) follow the markers' order
+    const task = bed.binding.submitted[0];
+    const prompt = task.prompt ?? '';
+    assert.ok(prompt.includes('<__media__>first <__media__> then'), prompt);
+    assert.ok(prompt.includes('<__media__>again'), prompt);
+    assert.equal(task.images?.length, 3);
+    assert.equal(Buffer.from(task.images![0]).toString(), 'hi');
   });
 
   it('falls back to native mode when no Go engine is available', async () => {
