@@ -4,3 +4,4 @@ export * from './model-name';
 export * from './model.types';
 export * from './modelfile.parser';
 export * from './manifest';
+export * from './model-store.repository';

@@ -3,9 +3,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, open, readFile, readdir, rename, rm, rmdir, stat, utimes } from 'node:fs/promises';
 import { dirname, join, sep } from 'node:path';
-import { Transform } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { InternalError } from '../common/errors';
+import { DigestMismatchError, InternalError } from '../common/errors';
 import { DaemonConfig } from '../config';
 import { goJsonEncode, isDigest, Manifest } from './manifest';
 import { ModelName } from './model-name';
@@ -115,6 +115,7 @@ export class ModelStoreRepository {
     });
     try {
       await pipeline(createReadStream(sourcePath), hasher, createWriteStream(tmp, { mode: 0o644 }));
+      await fsyncFile(tmp);
       const digest = `sha256:${hash.digest('hex')}`;
       await this.commitBlob(tmp, digest);
       return { digest, size };
@@ -122,6 +123,91 @@ export class ModelStoreRepository {
       await rm(tmp, { force: true });
       throw err;
     }
+  }
+
+  /**
+   * Streams an uploaded body into the store (POST /api/blobs/:digest, §3.10): written to a temporary file in blobs/
+   * while hashed, fsynced, compared with `expected`, then renamed. Nothing is buffered in memory.
+   * @param expected `sha256:<hex>` (lower-case hex).
+   * @returns the blob and whether it was new (false when an identical blob already existed).
+   * @throws DigestMismatchError (400) `digest mismatch, expected "sha256:…", got "sha256:…"` (the temporary file is
+   *   removed); stream/disk errors as they are (the temporary file is removed).
+   */
+  async receiveBlob(body: Readable, expected: string): Promise<StoredBlob & { created: boolean }> {
+    await mkdir(this.blobsDir, { recursive: true });
+    const tmp = this.tempBlobPath();
+    try {
+      const { digest, size } = await hashCopy(body, tmp);
+      if (digest !== expected) {
+        throw new DigestMismatchError(expected, digest);
+      }
+      const existed = (await this.blobSize(digest)) !== null;
+      await this.commitBlob(tmp, digest);
+      return { digest, size, created: !existed };
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
+  }
+
+  /**
+   * A fresh temporary path inside blobs/ (created if needed) for producers that write a file themselves (the
+   * quantizer); hand it to adoptTempFile() when complete, or remove it.
+   */
+  async newTempBlobPath(): Promise<string> {
+    await mkdir(this.blobsDir, { recursive: true });
+    return this.tempBlobPath();
+  }
+
+  private tempBlobPath(): string {
+    return join(this.blobsDir, tempName());
+  }
+
+  /**
+   * Turns a complete temporary file from newTempBlobPath() into a blob: hashes it (streamed), fsyncs, renames.
+   * The temporary file is gone afterwards, whatever happens.
+   */
+  async adoptTempFile(tmp: string): Promise<StoredBlob> {
+    try {
+      const hash = createHash('sha256');
+      let size = 0;
+      for await (const chunk of createReadStream(tmp)) {
+        hash.update(chunk as Buffer);
+        size += (chunk as Buffer).length;
+      }
+      await fsyncFile(tmp);
+      const digest = `sha256:${hash.digest('hex')}`;
+      await this.commitBlob(tmp, digest);
+      return { digest, size };
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
+  }
+
+  /**
+   * Startup hygiene (Ollama's Serve, reference §7.7): deletes files in blobs/ whose name is not a blob name
+   * (`sha256-<64 hex>`) — interrupted uploads, imports, quantizations, downloads — when older than `maxAgeMs`.
+   * Valid blobs are never touched here, referenced or not.
+   * @returns the file names removed.
+   */
+  async removeStaleTempFiles(maxAgeMs: number, now = Date.now()): Promise<string[]> {
+    let entries: string[];
+    try {
+      entries = await readdir(this.blobsDir);
+    } catch {
+      return [];
+    }
+    const removed: string[] = [];
+    for (const entry of entries) {
+      if (/^sha256-[0-9a-f]{64}$/.test(entry)) continue;
+      const path = join(this.blobsDir, entry);
+      const info = await stat(path).catch(() => null);
+      if (!info?.isFile() || now - info.mtimeMs < maxAgeMs) continue;
+      await rm(path, { force: true });
+      removed.push(entry);
+    }
+    return removed;
   }
 
   /** Writes bytes as a blob (template, system, params, messages, license, config layers). */
@@ -332,4 +418,30 @@ async function writeFileSynced(path: string, data: Buffer): Promise<void> {
   } finally {
     await handle.close();
   }
+}
+
+/** fsyncs a written file so that a rename after a crash never exposes a truncated blob. */
+async function fsyncFile(path: string): Promise<void> {
+  const handle = await open(path, 'r+');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Streams `source` into a new file at `path` while hashing; fsyncs it. @returns `sha256:<hex>` and bytes. */
+async function hashCopy(source: Readable, path: string): Promise<StoredBlob> {
+  const hash = createHash('sha256');
+  let size = 0;
+  const hasher = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      hash.update(chunk);
+      size += chunk.length;
+      cb(null, chunk);
+    },
+  });
+  await pipeline(source, hasher, createWriteStream(path, { mode: 0o644 }));
+  await fsyncFile(path);
+  return { digest: `sha256:${hash.digest('hex')}`, size };
 }

@@ -11,23 +11,27 @@ import { CreateModelCommand, CreateProgress, ListedModel, ModelInfo, ModelsServi
 const MESSAGE_ROLES = new Set(['system', 'user', 'assistant']);
 
 /**
- * CreateRequestDto → CreateModelCommand. `name` is accepted for `model`.
- * @throws InvalidRequestError for features not supported yet (quantize, adapters), bad message roles or
- *   non-string `files` digests.
+ * CreateRequestDto → CreateModelCommand (reference/ollama-api.md §3.9). `name` is accepted for `model`, `quantization`
+ * for `quantize`; `files` and `adapters` values must be non-empty strings (their format is checked by the service).
+ * @throws InvalidRequestError bad message roles, non-string digests (`invalid digest format`), a non-string
+ *   `quantization`.
  */
 export function fromCreateRequest(dto: CreateRequestDto): CreateModelCommand {
-  if (dto.quantize || dto.quantization) throw new InvalidRequestError('quantization is not supported yet', 'quantize');
-  if (dto.adapters && Object.keys(dto.adapters).length > 0) {
-    throw new InvalidRequestError('adapters are not supported yet', 'adapters');
-  }
-  let files: Record<string, string> | undefined;
-  if (dto.files) {
-    files = {};
-    for (const [name, digest] of Object.entries(dto.files)) {
-      if (typeof digest !== 'string' || digest === '') throw new InvalidRequestError('invalid digest format', 'files');
-      files[name] = digest;
+  const digests = (map: Record<string, unknown> | undefined, field: string): Record<string, string> | undefined => {
+    if (!map) return undefined;
+    const out: Record<string, string> = {};
+    for (const [name, digest] of Object.entries(map)) {
+      if (typeof digest !== 'string' || digest === '') throw new InvalidRequestError('invalid digest format', field);
+      out[name] = digest;
     }
+    return out;
+  };
+  const files = digests(dto.files, 'files');
+  const adapters = digests(dto.adapters, 'adapters');
+  if (dto.quantization !== undefined && dto.quantization !== null && typeof dto.quantization !== 'string') {
+    throw new InvalidRequestError('quantization must be a string', 'quantize');
   }
+  const quantize = dto.quantize || (typeof dto.quantization === 'string' ? dto.quantization : '') || undefined;
   let messages: ModelfileMessage[] | undefined;
   if (dto.messages) {
     messages = dto.messages.map((m) => {
@@ -48,6 +52,8 @@ export function fromCreateRequest(dto: CreateRequestDto): CreateModelCommand {
     parameters: dto.parameters,
     messages,
     license: dto.license,
+    adapters,
+    quantize,
   };
 }
 

@@ -1,10 +1,20 @@
-import { Injectable, Logger } from '@nestjs/common';
-import { stat } from 'node:fs/promises';
+import { Inject, Injectable, Logger, OnModuleInit, Optional } from '@nestjs/common';
+import { rm, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { isAbsolute, resolve as resolvePath } from 'node:path';
+import type { Readable } from 'node:stream';
 import { defer, Observable, Subject } from 'rxjs';
-import { InternalError, InvalidRequestError, ModelNotFoundError } from '../common/errors';
+import type { NativeBinding, NativeQuantType } from '../../binding';
+import { DaemonError, InternalError, InvalidRequestError, ModelNotFoundError } from '../common/errors';
 import { decodeOptions, formatParams, OptionMap, sanitizeStoredParams } from '../common/options';
+import { mapNativeError, NATIVE_BINDING, NativeBindingLoader } from '../native';
+import {
+  blobReference,
+  checkGoTemplate,
+  checkQuantizableSource,
+  parseQuantizeType,
+  requireDigest,
+} from './create-support';
 import { formatParameterCount, GgufFile, GgufFormatError, isGgufFile, modelDetails, readGguf } from './gguf';
 import { buildManifest, buildModelConfig, goJsonEncode, ManifestLayer, MediaType, ModelConfig } from './manifest';
 import { ModelName } from './model-name';
@@ -49,6 +59,10 @@ export interface CreateModelCommand {
   parameters?: Record<string, unknown>;
   messages?: ModelfileMessage[];
   license?: string | string[];
+  /** Adapter file name → `sha256:<hex>` of an uploaded blob (JSON form; at most one). */
+  adapters?: Record<string, string>;
+  /** Quantization target (`q4_K_M`, `Q8_0`, …; case-insensitive); accepted with both forms. */
+  quantize?: string;
 }
 
 /** The base a new model is built on. */
@@ -56,6 +70,9 @@ type CreateBase =
   | { kind: 'file'; path: string; gguf: GgufFile }
   | { kind: 'blob'; digest: string; size: number; gguf: GgufFile }
   | { kind: 'model'; model: ResolvedModel };
+
+/** A LoRA adapter to store as an `application/vnd.ollama.image.adapter` layer. */
+type CreateAdapter = { kind: 'file'; path: string } | { kind: 'blob'; digest: string; size: number };
 
 /** A validated create request: every check that can fail with 4xx has run. */
 export interface CreatePlan {
@@ -72,6 +89,14 @@ export interface CreatePlan {
   renderer?: string;
   parser?: string;
   requires?: string;
+  /** Replaces any inherited adapter. */
+  adapter?: CreateAdapter;
+  /** Vision projectors (Modelfile FROM lines after the first, GGUF `general.architecture` "clip"); replace inherited ones. */
+  projectors?: CreateAdapter[];
+  /** Re-quantize the weights to this type (the source is F16/BF16/F32, checked). */
+  quantize?: { type: NativeQuantType; from: string };
+  /** Which request form: the JSON form gets Ollama's quantization records, the spec's keeps its fixed list. */
+  form: 'modelfile' | 'json';
 }
 
 /** One progress record of /api/create (spec §2 "Progress record"). */
@@ -84,6 +109,9 @@ export interface CreateProgress {
 
 /** Ollama's message for a FROM file that is not GGUF (reference/ollama-api.md §5.2). */
 export const NOT_GGUF_MESSAGE = 'supplied file was not in GGUF format';
+
+/** Temporary files in blobs/ older than this are interrupted writes, deleted at startup (§7.7). */
+export const STALE_TEMP_AGE_MS = 60 * 60 * 1000;
 
 /** A FROM value that names a file rather than a model: absolute, explicitly relative, home-relative or *.gguf. */
 function looksLikePath(from: string): boolean {
@@ -149,7 +177,7 @@ function toJsonValue(v: unknown): unknown {
  * (ARCHITECTURE.md §4 ModelsModule). Exported to InferenceModule through `resolve()`.
  */
 @Injectable()
-export class ModelsService {
+export class ModelsService implements OnModuleInit {
   private readonly logger = new Logger(ModelsService.name);
   /** GGUF facts per weights digest; blobs are immutable, so entries never go stale. */
   private readonly facts = new Map<string, Promise<ModelFacts>>();
@@ -160,7 +188,44 @@ export class ModelsService {
   /** Emits after each successful delete (the scheduler unloads the weights: reference/ollama-api.md §3.12). */
   readonly deleted$: Observable<DeletedModel> = this.deletions.asObservable();
 
-  constructor(private readonly store: ModelStoreRepository) {}
+  constructor(
+    private readonly store: ModelStoreRepository,
+    @Optional() @Inject(NATIVE_BINDING) private readonly loadBinding?: NativeBindingLoader,
+  ) {}
+
+  /** Startup: removes interrupted temporary files older than an hour from blobs/ (§7.7); valid blobs stay. */
+  async onModuleInit(): Promise<void> {
+    const removed = await this.store.removeStaleTempFiles(STALE_TEMP_AGE_MS).catch((err: unknown) => {
+      this.logger.warn(`cannot clean blobs/: ${(err as Error).message}`);
+      return [];
+    });
+    if (removed.length > 0) this.logger.log(`removed ${removed.length} stale temporary file(s) from blobs/`);
+  }
+
+  /**
+   * HEAD /api/blobs/:digest (§3.10).
+   * @throws InvalidRequestError `invalid digest format`; ModelNotFoundError (404) `blob "sha256:…" not found`.
+   */
+  async checkBlob(digest: string): Promise<void> {
+    const d = requireDigest(digest);
+    if ((await this.store.blobSize(d)) === null) throw new ModelNotFoundError(d, `blob "${d}" not found`);
+  }
+
+  /**
+   * POST /api/blobs/:digest (§3.10): streams `body` into the store, verified against the digest. When the blob
+   * already exists the body is drained and discarded.
+   * @returns true when the blob was created (201), false when it already existed (200).
+   * @throws InvalidRequestError `invalid digest format`; DigestMismatchError (400, temp file removed).
+   */
+  async receiveBlob(digest: string, body: Readable): Promise<boolean> {
+    const d = requireDigest(digest);
+    if ((await this.store.blobSize(d)) !== null) {
+      body.resume();
+      return false;
+    }
+    const { created } = await this.store.receiveBlob(body, d);
+    return created;
+  }
 
   /**
    * POST /api/copy (§3.11): copies the source manifest to the destination name; blobs are shared. An existing
@@ -441,8 +506,12 @@ export class ModelsService {
    * Validates a create request and finds its base, before any progress is streamed, so that every client mistake
    * is a plain 4xx response (reference/ollama-api.md §3.9, §5.2).
    * @throws InvalidRequestError: `model is required`, `invalid model name`, Modelfile grammar errors naming the line,
-   *   `neither 'from' or 'files' was specified`, `supplied file was not in GGUF format`, a missing FROM file,
-   *   unsupported commands (ADAPTER, DRAFT, extra FROM), bad parameters.
+   *   `neither 'from' or 'files' was specified`, `invalid digest format`, `blob "sha256:…" not found`,
+   *   `supplied file was not in GGUF format`, a missing FROM/ADAPTER file, `only one adapter is currently supported`,
+   *   `template error: …`, `quantization is only supported for F16, BF16 and F32 models`,
+   *   `unsupported quantization type X - supported types are …`, unsupported commands (DRAFT, an extra FROM that
+   *   is not a clip projector), bad parameters. FROM / `from` / `files` may be a local GGUF, an existing model or an
+   *   uploaded blob (`@sha256:…`, `sha256:…`); `quantize` works with either form.
    * @throws ModelNotFoundError when FROM names a model that is not in the store.
    */
   async prepareCreate(cmd: CreateModelCommand): Promise<CreatePlan> {
@@ -452,12 +521,20 @@ export class ModelsService {
 
     let from: string;
     let files: Record<string, string> | undefined;
-    const plan: Omit<CreatePlan, 'base' | 'baseLabel'> = { name };
+    let adapter: string | undefined;
+    const plan: Omit<CreatePlan, 'base' | 'baseLabel'> = {
+      name,
+      form: cmd.modelfile !== undefined ? 'modelfile' : 'json',
+    };
     if (cmd.modelfile !== undefined) {
       const file = parseModelfile(cmd.modelfile);
-      if (file.adapters.length > 0) throw new InvalidRequestError('ADAPTER is not supported yet');
+      if (file.adapters.length > 1) throw new InvalidRequestError('only one adapter is currently supported');
+      adapter = file.adapters[0];
       if (file.draft !== undefined) throw new InvalidRequestError('DRAFT is not supported yet');
-      if (file.extraFrom.length > 0) throw new InvalidRequestError('only one FROM is supported (no projectors yet)');
+      if (file.extraFrom.length > 0) {
+        plan.projectors = [];
+        for (const extra of file.extraFrom) plan.projectors.push(await this.resolveProjector(extra));
+      }
       from = file.from;
       plan.template = file.template;
       plan.system = file.system;
@@ -480,20 +557,59 @@ export class ModelsService {
       if (cmd.parameters) plan.parameters = decodeOptions(cmd.parameters);
       if (cmd.messages) plan.messages = cmd.messages;
       if (cmd.license !== undefined) plan.licenses = Array.isArray(cmd.license) ? cmd.license : [cmd.license];
+      const adapters = Object.values(cmd.adapters ?? {});
+      if (adapters.length > 1) throw new InvalidRequestError('only one adapter is currently supported');
+      if (adapters.length === 1) adapter = blobReference(adapters[0]) ?? requireDigest(adapters[0], 'adapters');
     }
+    if (plan.template !== undefined) checkGoTemplate(plan.template);
+    if (adapter !== undefined) plan.adapter = await this.resolveAdapter(adapter);
+    const quantizeType = cmd.quantize ? parseQuantizeType(cmd.quantize) : undefined;
 
     if (files) {
       const entries = Object.entries(files);
       if (entries.length !== 1) throw new InvalidRequestError('only one model file is supported');
       const [fileName, digest] = entries[0];
-      if (!/^sha256[:-][0-9a-f]{64}$/i.test(digest)) throw new InvalidRequestError('invalid digest format');
-      const normalized = `sha256:${digest.slice(7).toLowerCase()}`;
-      const size = await this.store.blobSize(normalized);
-      if (size === null) throw new InvalidRequestError(`blob "${normalized}" not found`);
-      const gguf = await this.readCreateGguf(this.store.blobPath(normalized));
-      return { ...plan, baseLabel: fileName, base: { kind: 'blob', digest: normalized, size, gguf } };
+      const base = await this.blobBase(requireDigest(digest, 'files'));
+      return this.withQuantize({ ...plan, baseLabel: fileName, base }, quantizeType);
     }
-    return { ...plan, baseLabel: from, base: await this.resolveBase(from) };
+    return this.withQuantize({ ...plan, baseLabel: from, base: await this.resolveBase(from) }, quantizeType);
+  }
+
+  /** Adds the quantization step after checking the source's file type and that the addon can be loaded. */
+  private withQuantize(plan: CreatePlan, type: NativeQuantType | undefined): CreatePlan {
+    if (!type) return plan;
+    const from = plan.base.kind === 'model' ? plan.base.model.facts.fileType : modelDetails(plan.base.gguf).fileType;
+    checkQuantizableSource(from);
+    this.nativeBinding(); // fail before any progress is streamed when the addon cannot be loaded
+    return { ...plan, quantize: { type, from: from.toUpperCase() } };
+  }
+
+  /** An uploaded blob as a GGUF base. @throws InvalidRequestError `blob "sha256:…" not found`, not GGUF. */
+  private async blobBase(digest: string): Promise<CreateBase> {
+    const size = await this.store.blobSize(digest);
+    if (size === null) throw new InvalidRequestError(`blob "${digest}" not found`);
+    const gguf = await this.readCreateGguf(this.store.blobPath(digest));
+    return { kind: 'blob', digest, size, gguf };
+  }
+
+  /**
+   * ADAPTER / `adapters`: an uploaded blob (`@sha256:…`, `sha256:…`) or a local file; either must be GGUF (LoRA
+   * GGUFs only; safetensors adapters are not converted).
+   * @throws InvalidRequestError blob not found, file missing, `supplied file was not in GGUF format`.
+   */
+  private async resolveAdapter(value: string): Promise<CreateAdapter> {
+    const digest = blobReference(value);
+    if (digest) {
+      const size = await this.store.blobSize(digest);
+      if (size === null) throw new InvalidRequestError(`blob "${digest}" not found`);
+      await this.readCreateGguf(this.store.blobPath(digest));
+      return { kind: 'blob', digest, size };
+    }
+    const path = resolvePath(expandHome(value));
+    const info = await stat(path).catch(() => null);
+    if (!info?.isFile()) throw new InvalidRequestError(`ADAPTER file "${value}" does not exist`);
+    await this.readCreateGguf(path);
+    return { kind: 'file', path };
   }
 
   /** Reads a GGUF that is to become a model layer; any failure is the client's (400). */
@@ -509,6 +625,8 @@ export class ModelsService {
 
   /** FROM: a GGUF path (when it exists or looks like a path) or else an existing local model. */
   private async resolveBase(from: string): Promise<CreateBase> {
+    const digest = blobReference(from);
+    if (digest) return this.blobBase(digest);
     const path = resolvePath(expandHome(from));
     const info = await stat(path).catch(() => null);
     if (info?.isDirectory()) {
@@ -523,7 +641,8 @@ export class ModelsService {
   }
 
   /**
-   * Runs a validated create: copies the weights into the blob store (streamed and hashed), writes the template,
+   * Runs a validated create: copies (or quantizes) the weights into the blob store (streamed and hashed), stores the
+   * adapter, writes the template,
    * system, params, messages and license layers, the config blob and finally the manifest (atomically). Emits the
    * spec's progress records in order: `parsing modelfile`, `looking for base model <from>`, `copying layers`,
    * `setting system instructions`, `success` (the controller adds `done`). Cold: nothing happens until subscribed.
@@ -538,7 +657,9 @@ export class ModelsService {
         emit('parsing modelfile');
         emit(`looking for base model ${plan.baseLabel}`);
         emit('copying layers');
-        const { layers, config } = await this.baseLayers(plan);
+        const { layers, config } = await this.baseLayers(plan, emit);
+        if (plan.adapter) await this.applyAdapter(plan.adapter, layers);
+        if (plan.projectors) await this.applyProjectors(plan.projectors, layers);
         emit('setting system instructions');
         await this.applyOverrides(this.withAutodetectedTemplate(plan), layers);
         const configBlob = await this.store.writeBlob(goJsonEncode(config));
@@ -580,21 +701,41 @@ export class ModelsService {
     return { ...plan, template: detected.template, parameters: { ...params, ...plan.parameters } };
   }
 
-  /** The weights layer (plus inherited layers for a model base) and the config to write. */
-  private async baseLayers(plan: CreatePlan): Promise<{ layers: ManifestLayer[]; config: ModelConfig }> {
+  /**
+   * The weights layer (plus inherited layers for a model base) and the config to write. With `quantize`, the source
+   * weights go through `binding.quantize` (a native worker thread) into a temporary file in blobs/, which is then
+   * hashed and renamed; the unquantized source is not stored. Emits Ollama's `quantizing <from> model to <to>` and
+   * `verifying conversion` records for the JSON form only.
+   */
+  private async baseLayers(
+    plan: CreatePlan,
+    emit: (status: string) => void,
+  ): Promise<{ layers: ManifestLayer[]; config: ModelConfig }> {
     const { base } = plan;
     const overrides = { renderer: plan.renderer, parser: plan.parser, requires: plan.requires };
     if (base.kind === 'model') {
       const from = base.model.shortName;
       // Like Ollama's parseFromModel: every inherited layer names its immediate source model.
-      const layers = base.model.manifest.layers.map((l) => ({ ...l, from }));
+      const layers: ManifestLayer[] = base.model.manifest.layers.map((l) => ({ ...l, from }));
       const config: ModelConfig = { ...base.model.config };
       for (const [k, v] of Object.entries(overrides)) if (v) config[k] = v;
+      if (plan.quantize) {
+        const { blob, fileType } = await this.quantizeInto(base.model.modelPath, plan, emit);
+        const at = layers.findIndex((l) => l.mediaType === MediaType.MODEL);
+        layers[at] = { mediaType: MediaType.MODEL, ...blob };
+        config.file_type = fileType;
+      }
       return { layers, config: buildModelConfigFrom(config) };
     }
-    const blob =
-      base.kind === 'file' ? await this.store.importFile(base.path) : { digest: base.digest, size: base.size };
-    const details = modelDetails(base.gguf);
+    const sourcePath = base.kind === 'file' ? base.path : this.store.blobPath(base.digest);
+    let blob: { digest: string; size: number };
+    let fileType = modelDetails(base.gguf).fileType;
+    if (plan.quantize) {
+      ({ blob, fileType } = await this.quantizeInto(sourcePath, plan, emit));
+    } else {
+      blob = base.kind === 'file' ? await this.store.importFile(base.path) : { digest: base.digest, size: base.size };
+    }
+    const details = { ...modelDetails(base.gguf), fileType };
     const config = buildModelConfig({
       format: 'gguf',
       family: details.architecture,
@@ -604,6 +745,102 @@ export class ModelsService {
       ...overrides,
     });
     return { layers: [{ mediaType: MediaType.MODEL, ...blob }], config };
+  }
+
+  /**
+   * Quantizes `sourcePath` to `plan.quantize.type` into a new blob (temp file in blobs/ → hashed → renamed; the
+   * temp file is removed on failure) and reads back its file type.
+   * @throws InternalError when the addon cannot be loaded or llama.cpp fails (LLAMA_QUANTIZE_FAILED).
+   */
+  private async quantizeInto(
+    sourcePath: string,
+    plan: CreatePlan,
+    emit: (status: string) => void,
+  ): Promise<{ blob: { digest: string; size: number }; fileType: string }> {
+    const q = plan.quantize!;
+    if (plan.form === 'json') emit(`quantizing ${q.from} model to ${q.type}`);
+    const binding = this.nativeBinding();
+    const tmp = await this.store.newTempBlobPath();
+    try {
+      await binding.quantize(sourcePath, tmp, { type: q.type });
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err instanceof DaemonError ? err : mapNativeError(err);
+    }
+    if (plan.form === 'json') emit('verifying conversion');
+    let fileType: string;
+    try {
+      fileType = modelDetails(await readGguf(tmp)).fileType;
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw new InternalError(`quantized model cannot be read: ${(err as Error).message}`, { cause: err });
+    }
+    const blob = await this.store.adoptTempFile(tmp);
+    this.logger.log(`quantized ${sourcePath} to ${q.type} (${blob.digest})`);
+    return { blob, fileType };
+  }
+
+  /**
+   * The addon, for quantization.
+   * @throws InternalError (500) `quantization needs the native addon: <loader's reason>`.
+   */
+  private nativeBinding(): NativeBinding {
+    try {
+      if (!this.loadBinding) throw new Error('no native binding configured');
+      return this.loadBinding();
+    } catch (err) {
+      throw new InternalError(`quantization needs the native addon: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  /** Stores the adapter blob (a file is imported; an uploaded blob is used as is) and replaces inherited adapters. */
+  private async applyAdapter(adapter: CreateAdapter, layers: ManifestLayer[]): Promise<void> {
+    const blob =
+      adapter.kind === 'file'
+        ? await this.store.importFile(adapter.path)
+        : { digest: adapter.digest, size: adapter.size };
+    for (let i = layers.length - 1; i >= 0; i--) if (layers[i].mediaType === MediaType.ADAPTER) layers.splice(i, 1);
+    const at = layers.findIndex((l) => l.mediaType === MediaType.MODEL);
+    layers.splice(at + 1, 0, { mediaType: MediaType.ADAPTER, ...blob });
+  }
+
+  /**
+   * A further Modelfile FROM: a vision projector GGUF (uploaded blob or local file) whose `general.architecture` is
+   * "clip" (an mmproj file, loaded by the runner with the model).
+   * @throws InvalidRequestError missing file/blob, not GGUF, or a GGUF that is not a projector.
+   */
+  private async resolveProjector(value: string): Promise<CreateAdapter> {
+    const digest = blobReference(value);
+    let path: string;
+    let projector: CreateAdapter;
+    if (digest) {
+      const size = await this.store.blobSize(digest);
+      if (size === null) throw new InvalidRequestError(`blob "${digest}" not found`);
+      path = this.store.blobPath(digest);
+      projector = { kind: 'blob', digest, size };
+    } else {
+      path = resolvePath(expandHome(value));
+      const info = await stat(path).catch(() => null);
+      if (!info?.isFile()) throw new InvalidRequestError(`FROM file "${value}" does not exist`);
+      projector = { kind: 'file', path };
+    }
+    const gguf = await this.readCreateGguf(path);
+    if (gguf.metadata['general.architecture'] !== 'clip') {
+      throw new InvalidRequestError(
+        `only one FROM model is supported: "${value}" is not a vision projector (clip) GGUF`,
+      );
+    }
+    return projector;
+  }
+
+  /** Stores the projector blobs after the model layer (`application/vnd.ollama.image.projector`), replacing inherited ones. */
+  private async applyProjectors(projectors: CreateAdapter[], layers: ManifestLayer[]): Promise<void> {
+    for (let i = layers.length - 1; i >= 0; i--) if (layers[i].mediaType === MediaType.PROJECTOR) layers.splice(i, 1);
+    let at = layers.findIndex((l) => l.mediaType === MediaType.MODEL);
+    for (const p of projectors) {
+      const blob = p.kind === 'file' ? await this.store.importFile(p.path) : { digest: p.digest, size: p.size };
+      layers.splice(++at, 0, { mediaType: MediaType.PROJECTOR, ...blob });
+    }
   }
 
   /** Replaces (or, for params, merges into) the layers the request sets. Mutates `layers`. */

@@ -1,31 +1,85 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { InvalidRequestError } from '../errors';
 
+/** Routes whose body is a raw byte stream handed to the handler unparsed and without a size limit (§3.10). */
+export const RAW_BODY_ROUTE = /^\/api\/blobs\/[^/?]*\/?(?:\?.*)?$/;
+
 /**
  * Installs the daemon's body parser on Fastify: every request body, whatever its Content-Type (curl -d sends
  * form-encoded, ollama-js sends JSON), is parsed as JSON, as Ollama's handlers do (reference/ollama-api.md §1.1).
  * An empty body parses to `undefined` (the validation pipe answers `missing request body`); malformed JSON fails
  * with a 400 whose message is the parser's ("unexpected end of JSON input" style).
- * @param bodyLimit maximum body size in bytes (Fastify answers 413 beyond it).
+ * Exception: `POST /api/blobs/:digest` ({@link RAW_BODY_ROUTE}) gets the unread request stream as its body (any
+ * content type, no size limit): the handler streams it to disk.
+ * @param bodyLimit maximum body size in bytes (413 `Request body is too large` beyond it).
  */
 export function installJsonBodyParser(fastify: FastifyInstance, bodyLimit: number): void {
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser(
     '*',
-    { parseAs: 'string', bodyLimit },
-    (_req: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
-      const text = typeof body === 'string' ? body : body.toString('utf8');
-      if (text.trim() === '') {
-        done(null, undefined);
+    (req: FastifyRequest, payload: NodeJS.ReadableStream, done: (err: Error | null, body?: unknown) => void) => {
+      if (req.method === 'POST' && RAW_BODY_ROUTE.test(req.url)) {
+        done(null, payload);
         return;
       }
-      try {
-        done(null, JSON.parse(text));
-      } catch (err) {
-        done(new InvalidRequestError(describeJsonError(text, err as Error)));
-      }
+      readLimited(req, payload, bodyLimit).then(
+        (text) => {
+          if (text.trim() === '') {
+            done(null, undefined);
+            return;
+          }
+          try {
+            done(null, JSON.parse(text));
+          } catch (err) {
+            done(new InvalidRequestError(describeJsonError(text, err as Error)));
+          }
+        },
+        (err: Error) => done(err),
+      );
     },
   );
+}
+
+/** Fastify's own errors for an oversized or short body (the filter keeps their `statusCode`). */
+function bodyError(message: string, statusCode: number): Error {
+  return Object.assign(new Error(message), { statusCode });
+}
+
+/** Reads a whole body as UTF-8, failing with 413 beyond `limit` bytes (checked on Content-Length first). */
+function readLimited(req: FastifyRequest, payload: NodeJS.ReadableStream, limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length']);
+    if (!Number.isNaN(declared) && declared > limit) {
+      reject(bodyError('Request body is too large', 413));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let received = 0;
+    let failed = false;
+    const onData = (chunk: Buffer | string) => {
+      const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      received += buf.length;
+      if (received > limit) {
+        failed = true;
+        payload.removeListener('data', onData);
+        reject(bodyError('Request body is too large', 413));
+        return;
+      }
+      chunks.push(buf);
+    };
+    payload.on('data', onData);
+    payload.on('error', (err: Error) => {
+      if (!failed) reject(err);
+    });
+    payload.on('end', () => {
+      if (failed) return;
+      if (!Number.isNaN(declared) && declared !== received) {
+        reject(bodyError('Request body size did not match Content-Length', 400));
+        return;
+      }
+      resolve(Buffer.concat(chunks).toString('utf8'));
+    });
+  });
 }
 
 /**

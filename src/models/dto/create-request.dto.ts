@@ -23,14 +23,14 @@ export class CreateRequestDto {
   @GoString(S) from?: string;
   /** File name → `sha256:<hex>` of blobs in the store. */
   @GoMap(S) files?: Record<string, unknown>;
-  /** LoRA adapters: not supported yet (400). */
+  /** Adapter file name → `sha256:<hex>` of an uploaded LoRA GGUF blob (at most one). */
   @GoMap(S) adapters?: Record<string, unknown>;
   @GoString(S) template?: string;
   @GoStringOrStringArray(S) license?: string | string[];
   @GoString(S) system?: string;
   @GoMap(S) parameters?: Record<string, unknown>;
   @GoNestedArray(S, '[]api.Message', () => CreateMessageDto) messages?: CreateMessageDto[];
-  /** Quantization: not supported yet (400). */
+  /** Quantization target, case-insensitive (`q4_K_M`, `Q8_0`, …); also accepted with `modelfile`. */
   @GoString(S) quantize?: string;
   /** Deprecated alias of `quantize`. */
   @GoAny() quantization?: unknown;

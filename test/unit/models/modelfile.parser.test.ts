@@ -77,6 +77,25 @@ describe('parseModelfile commands', () => {
   });
 });
 
+describe('parseModelfile create-time values', () => {
+  it('keeps blob references, repeated LICENSE (quoted, multi-line) and adapters verbatim', () => {
+    const hex = 'a'.repeat(64);
+    const q = '"""';
+    const file = parseModelfile(
+      `# uploaded blobs\nFROM @sha256:${hex}\nADAPTER sha256-${hex}\nLICENSE MIT\nLICENSE ${q}Line 1\nLine 2${q}\n` +
+        `MESSAGE user "hi there"\nMESSAGE assistant ${q}hello\nagain${q}\nREQUIRES v0.14.0`,
+    );
+    assert.equal(file.from, `@sha256:${hex}`);
+    assert.deepEqual(file.adapters, [`sha256-${hex}`]);
+    assert.deepEqual(file.licenses, ['MIT', 'Line 1\nLine 2']);
+    assert.deepEqual(file.messages, [
+      { role: 'user', content: 'hi there' },
+      { role: 'assistant', content: 'hello\nagain' },
+    ]);
+    assert.equal(file.requires, '0.14.0');
+  });
+});
+
 describe('parseModelfile quoting and comments', () => {
   it('strips "…" and keeps inner spaces', () => {
     assert.equal(parseModelfile('FROM x\nSYSTEM "  spaced  "').system, '  spaced  ');

@@ -174,7 +174,7 @@ describe('ModelsService.create', () => {
     await rejectsWith(
       bed.models.prepareCreate({ model: 'x', modelfile: `FROM ${gguf}\nADAPTER ./a.gguf` }),
       InvalidRequestError,
-      'ADAPTER is not supported yet',
+      'ADAPTER file "./a.gguf" does not exist',
     );
     await rejectsWith(
       bed.models.prepareCreate({ model: 'x' }),
