@@ -8,6 +8,7 @@ import { ConfigModule, DaemonConfig } from './config';
 import { InferenceModule, RunnerFactory } from './inference';
 import { ModelsModule } from './models';
 import { NativeModule } from './native';
+import { RegistryModule } from './registry';
 
 /** What can be swapped when building the app (tests). */
 export interface AppOptions {
@@ -33,6 +34,7 @@ export class AppModule {
         CommonModule,
         ModelsModule,
         InferenceModule.forRoot(options.runnerFactory),
+        RegistryModule,
       ],
       controllers: [AppController],
       providers: [

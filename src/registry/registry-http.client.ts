@@ -1,0 +1,111 @@
+import { RegistryError } from '../common/errors';
+import { OLLAMA_API_VERSION } from '../app.controller';
+import { RegistryCredentials } from './registry-credentials';
+import { parseWwwAuthenticate } from './www-authenticate';
+
+/** Message Ollama gives when the registry still refuses after authentication (§6.2 step 6). */
+export const UNAUTHORIZED_MESSAGE = 'unauthorized: access denied';
+
+/** One registry request. Bodies are Buffers so a request can be replayed after an authentication challenge. */
+export interface RegistryRequest {
+  method: 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH';
+  url: string | URL;
+  headers?: Record<string, string>;
+  body?: Buffer;
+  signal?: AbortSignal;
+}
+
+/**
+ * An HTTP session with one registry host for the duration of one pull or push (reference/ollama-api.md §6.1–6.2).
+ * Sends `User-Agent`, remembers the `Authorization` it negotiated, and on `401`:
+ * - `Bearer realm,service,scope` → `GET <realm>?service=…&scope=…` (with Basic credentials when configured) →
+ *   `{"token"}` or `{"access_token"}` → retries once with `Authorization: Bearer <token>`;
+ * - `Basic` → retries once with the configured credentials.
+ * A second `401`, or a challenge that cannot be answered, fails with `unauthorized: access denied`.
+ * Credentials and tokens are never logged or put in error messages.
+ * Not done: Ollama's ed25519 key signing for registry.ollama.ai (§6.2 steps 3–4).
+ */
+export class RegistrySession {
+  private authorization: string | undefined;
+  readonly userAgent = `ollama/${OLLAMA_API_VERSION} (${process.arch === 'x64' ? 'amd64' : process.arch} ${process.platform}) llamad`;
+
+  constructor(
+    private readonly credentials: RegistryCredentials | undefined,
+    private readonly fetchImpl: typeof fetch = fetch,
+  ) {}
+
+  /**
+   * Sends a request, answering one authentication challenge. Redirects are followed (fetch drops `Authorization`
+   * on a cross-origin hop, as it should for pre-signed object-store URLs).
+   * @returns the response (any status other than an unanswerable 401; the caller checks it).
+   * @throws RegistryError `unauthorized: access denied` (status 401); network errors and aborts as thrown by fetch.
+   */
+  async fetch(req: RegistryRequest): Promise<Response> {
+    const first = await this.send(req);
+    if (first.status !== 401) return first;
+    const challenge = parseWwwAuthenticate(first.headers.get('www-authenticate'));
+    await first.body?.cancel().catch(() => undefined);
+    if (challenge?.scheme === 'bearer' && challenge.params.realm) {
+      const token = await this.fetchToken(challenge.params, req.signal);
+      this.authorization = `Bearer ${token}`;
+    } else if (challenge?.scheme === 'basic' && this.credentials) {
+      this.authorization = `Basic ${basic(this.credentials)}`;
+    } else {
+      throw new RegistryError(UNAUTHORIZED_MESSAGE, 401);
+    }
+    const second = await this.send(req);
+    if (second.status === 401) {
+      await second.body?.cancel().catch(() => undefined);
+      throw new RegistryError(UNAUTHORIZED_MESSAGE, 401);
+    }
+    return second;
+  }
+
+  private send(req: RegistryRequest): Promise<Response> {
+    const headers: Record<string, string> = { 'user-agent': this.userAgent, ...req.headers };
+    if (this.authorization) headers.authorization = this.authorization;
+    return this.fetchImpl(req.url, {
+      method: req.method,
+      headers,
+      body: req.body,
+      signal: req.signal,
+      redirect: 'follow',
+    });
+  }
+
+  /** The token endpoint step (§6.2 step 2/5). Basic credentials go along when configured. */
+  private async fetchToken(params: Record<string, string>, signal?: AbortSignal): Promise<string> {
+    let url: URL;
+    try {
+      url = new URL(params.realm);
+    } catch {
+      throw new RegistryError(UNAUTHORIZED_MESSAGE, 401);
+    }
+    if (params.service) url.searchParams.set('service', params.service);
+    for (const scope of (params.scope ?? '').split(' ').filter(Boolean)) url.searchParams.append('scope', scope);
+    const headers: Record<string, string> = { 'user-agent': this.userAgent };
+    if (this.credentials) headers.authorization = `Basic ${basic(this.credentials)}`;
+    const res = await this.fetchImpl(url, { headers, signal });
+    if (!res.ok) {
+      await res.body?.cancel().catch(() => undefined);
+      throw new RegistryError(UNAUTHORIZED_MESSAGE, 401);
+    }
+    const body = (await res.json().catch(() => null)) as { token?: unknown; access_token?: unknown } | null;
+    const token = body?.token ?? body?.access_token;
+    if (typeof token !== 'string' || token === '') throw new RegistryError(UNAUTHORIZED_MESSAGE, 401);
+    return token;
+  }
+}
+
+function basic(c: RegistryCredentials): string {
+  return Buffer.from(`${c.username}:${c.password}`, 'utf8').toString('base64');
+}
+
+/**
+ * Turns an unexpected registry status into Ollama's wording (§6.1): `<status>: <body>` (body trimmed, at most
+ * 512 characters). Consumes the body.
+ */
+export async function unexpectedStatus(res: Response): Promise<RegistryError> {
+  const text = (await res.text().catch(() => '')).trim().slice(0, 512);
+  return new RegistryError(`${res.status}: ${text}`, res.status);
+}
