@@ -1,4 +1,5 @@
 import { OptionMap } from '../common/options';
+import type { GgufModelDetails } from './gguf';
 import { Manifest, ModelConfig } from './manifest';
 import { ModelName } from './model-name';
 import { ModelfileMessage } from './modelfile.parser';
@@ -6,22 +7,8 @@ import { ModelfileMessage } from './modelfile.parser';
 /** What a model can do (reference/ollama-api.md §8.7); /api/show lists them in Ollama's order (see deriveCapabilities). */
 export type ModelCapability = 'completion' | 'embedding' | 'vision' | 'tools' | 'thinking' | 'insert';
 
-/** Facts read from a model's GGUF weights (cached per blob digest: blobs never change). */
-export interface ModelFacts {
-  /** general.architecture. */
-  architecture: string;
-  /** Number of weights. */
-  parameterCount: number;
-  /** Quantization level name, e.g. `F16`, `Q4_K_M`. */
-  fileType: string;
-  /** Training context, tokens. */
-  contextLength?: number;
-  /** Hidden size. */
-  embeddingLength?: number;
-  /** tokenizer.chat_template (Jinja). */
-  chatTemplate?: string;
-  /** `<arch>.pooling_type`, present on embedding models. */
-  poolingType?: number;
+/** Facts read from a model's GGUF weights (cached per blob digest: blobs never change): the GGUF details plus vision. */
+export interface ModelFacts extends GgufModelDetails {
   /** Whether the GGUF itself carries a vision encoder (`<arch>.vision.*` or `clip.*` keys). */
   vision?: boolean;
 }
