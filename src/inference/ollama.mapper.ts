@@ -278,6 +278,18 @@ class Accumulator {
   }
 }
 
+/** Folds a generation into one Accumulator, keeping the final (`done`) event for the metrics. */
+function accumulate(): OperatorFunction<GenerationEvent, Accumulator & { final?: GenerationEvent }> {
+  return reduce(
+    (acc, event) => {
+      acc.add(event);
+      if (event.kind === 'done') acc.final = event;
+      return acc;
+    },
+    Object.assign(new Accumulator(), { final: undefined as GenerationEvent | undefined }),
+  );
+}
+
 /**
  * `stream: false` for generate: one object with `response`/`thinking` concatenated, `tool_calls` and `logprobs`
  * concatenated, the rest from the final event (§3.2).
@@ -285,14 +297,7 @@ class Accumulator {
 export function toGenerateResponse(model: string): OperatorFunction<GenerationEvent, GenerateResponseWire> {
   return (source) =>
     source.pipe(
-      reduce(
-        (acc, event) => {
-          acc.add(event);
-          if (event.kind === 'done') acc.final = event;
-          return acc;
-        },
-        Object.assign(new Accumulator(), { final: undefined as GenerationEvent | undefined }),
-      ),
+      accumulate(),
       map((acc) => {
         const final = acc.final ?? ({ kind: 'done', reason: 'stop' } as GenerationEvent);
         return {
@@ -313,14 +318,7 @@ export function toGenerateResponse(model: string): OperatorFunction<GenerationEv
 export function toChatResponse(model: string): OperatorFunction<GenerationEvent, ChatResponseWire> {
   return (source) =>
     source.pipe(
-      reduce(
-        (acc, event) => {
-          acc.add(event);
-          if (event.kind === 'done') acc.final = event;
-          return acc;
-        },
-        Object.assign(new Accumulator(), { final: undefined as GenerationEvent | undefined }),
-      ),
+      accumulate(),
       map((acc) => {
         const final = acc.final ?? ({ kind: 'done', reason: 'stop' } as GenerationEvent);
         const chunk = toChatChunk(model, final);
