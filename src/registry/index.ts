@@ -7,3 +7,5 @@ export * from './registry-credentials';
 export * from './registry-http.client';
 export * from './blob-download';
 export * from './registry-files';
+export * from './ollama-key';
+export * from './registry-challenge';

@@ -2,6 +2,8 @@ import { RegistryError } from '../common/errors';
 import { OLLAMA_API_VERSION } from '../app.controller';
 import { RegistryCredentials } from './registry-credentials';
 import { parseWwwAuthenticate } from './www-authenticate';
+import { buildChallengeUrl, challengeSigningString, checkRealmHost } from './registry-challenge';
+import { Ed25519Identity, loadOrCreateIdentity } from './ollama-key';
 
 /** Message Ollama gives when the registry still refuses after authentication (§6.2 step 6). */
 export const UNAUTHORIZED_MESSAGE = 'unauthorized: access denied';
@@ -18,20 +20,31 @@ export interface RegistryRequest {
 /**
  * An HTTP session with one registry host for the duration of one pull or push (reference/ollama-api.md §6.1–6.2).
  * Sends `User-Agent`, remembers the `Authorization` it negotiated, and on `401`:
- * - `Bearer realm,service,scope` → `GET <realm>?service=…&scope=…` (with Basic credentials when configured) →
- *   `{"token"}` or `{"access_token"}` → retries once with `Authorization: Bearer <token>`;
+ * - `Bearer realm,service,scope` with Basic credentials configured for the host → `GET <realm>?service=…&scope=…`
+ *   with `Authorization: Basic …` (Docker/OCI token flow);
+ * - `Bearer realm,service,scope` without credentials → Ollama's key signing (§6.2 steps 2–4): `GET
+ *   <realm>?nonce=…&scope=…&service=…&ts=…` (realm host must equal the request host, else `realm host "<a>" does
+ *   not match original host "<b>"`), `Authorization: <base64 pubkey blob>:<base64 ed25519 signature of
+ *   "GET,<url>,<base64(hex(sha256("")))>">` with the key of ollama-key.ts (generated on first use);
+ * - either token flow: `{"token"}` or `{"access_token"}` → retries once with `Authorization: Bearer <token>`;
  * - `Basic` → retries once with the configured credentials.
- * A second `401`, or a challenge that cannot be answered, fails with `unauthorized: access denied`.
- * Credentials and tokens are never logged or put in error messages.
- * Not done: Ollama's ed25519 key signing for registry.ollama.ai (§6.2 steps 3–4).
+ * A second `401`, a refused token request, or a challenge that cannot be answered, fails with
+ * `unauthorized: access denied`. Credentials, tokens and signatures are never logged or put in error messages.
  */
 export class RegistrySession {
   private authorization: string | undefined;
   readonly userAgent = `ollama/${OLLAMA_API_VERSION} (${process.arch === 'x64' ? 'amd64' : process.arch} ${process.platform}) llamad`;
 
+  /**
+   * @param credentials Basic credentials for this host, if any.
+   * @param fetchImpl the fetch to use (tests).
+   * @param identity loads the ed25519 key for the signing flow; default `loadOrCreateIdentity()` ($OLLAMA_KEY_DIR
+   *   or ~/.ollama), called only when a Bearer challenge arrives without credentials.
+   */
   constructor(
     private readonly credentials: RegistryCredentials | undefined,
     private readonly fetchImpl: typeof fetch = fetch,
+    private readonly identity: () => Promise<Ed25519Identity> = () => loadOrCreateIdentity(),
   ) {}
 
   /**
@@ -46,7 +59,9 @@ export class RegistrySession {
     const challenge = parseWwwAuthenticate(first.headers.get('www-authenticate'));
     await first.body?.cancel().catch(() => undefined);
     if (challenge?.scheme === 'bearer' && challenge.params.realm) {
-      const token = await this.fetchToken(challenge.params, req.signal);
+      const token = this.credentials
+        ? await this.fetchToken(challenge.params, req.signal)
+        : await this.fetchSignedToken(challenge.params, req.url, req.signal);
       this.authorization = `Bearer ${token}`;
     } else if (challenge?.scheme === 'basic' && this.credentials) {
       this.authorization = `Basic ${basic(this.credentials)}`;
@@ -73,6 +88,26 @@ export class RegistrySession {
     });
   }
 
+  /**
+   * Ollama's key-signing token request (§6.2 steps 2–5).
+   * @throws RegistryError `realm host … does not match original host …`; `unauthorized: access denied` when the
+   *   token endpoint refuses or answers without a token; errors reading the key file as thrown.
+   */
+  private async fetchSignedToken(
+    params: Record<string, string>,
+    requestUrl: string | URL,
+    signal?: AbortSignal,
+  ): Promise<string> {
+    const url = buildChallengeUrl({ realm: params.realm, service: params.service, scope: params.scope });
+    checkRealmHost(url, requestUrl);
+    const identity = await this.identity();
+    const headers = {
+      'user-agent': this.userAgent,
+      authorization: identity.authorization(challengeSigningString(url)),
+    };
+    return this.readToken(await this.fetchImpl(url.toString(), { headers, signal }));
+  }
+
   /** The token endpoint step (§6.2 step 2/5). Basic credentials go along when configured. */
   private async fetchToken(params: Record<string, string>, signal?: AbortSignal): Promise<string> {
     let url: URL;
@@ -85,7 +120,11 @@ export class RegistrySession {
     for (const scope of (params.scope ?? '').split(' ').filter(Boolean)) url.searchParams.append('scope', scope);
     const headers: Record<string, string> = { 'user-agent': this.userAgent };
     if (this.credentials) headers.authorization = `Basic ${basic(this.credentials)}`;
-    const res = await this.fetchImpl(url, { headers, signal });
+    return this.readToken(await this.fetchImpl(url, { headers, signal }));
+  }
+
+  /** `{"token"}` or `{"access_token"}` of a token response; anything else is `unauthorized: access denied`. */
+  private async readToken(res: Response): Promise<string> {
     if (!res.ok) {
       await res.body?.cancel().catch(() => undefined);
       throw new RegistryError(UNAUTHORIZED_MESSAGE, 401);
