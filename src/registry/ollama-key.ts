@@ -123,8 +123,9 @@ export function parseOpenSshPrivateKey(pem: string): Ed25519KeyMaterial {
   const cipher = r.string();
   const kdf = r.string();
   r.bytes(); // kdf options
-  if (cipher !== 'none' || kdf !== 'none')
-    {throw new Error('invalid OpenSSH private key: encrypted keys are not supported');}
+  if (cipher !== 'none' || kdf !== 'none') {
+    throw new Error('invalid OpenSSH private key: encrypted keys are not supported');
+  }
   if (r.uint32() !== 1) throw new Error('invalid OpenSSH private key: expected exactly one key');
   const pubBlob = new WireReader(r.bytes());
   if (pubBlob.string() !== KEY_TYPE) throw new Error('invalid OpenSSH private key: not an ed25519 key');
