@@ -215,6 +215,23 @@ export interface NativeContextParams {
    * LLAMA_MODEL_LOAD_FAILED.
    */
   projectorPath?: string;
+  /**
+   * LoRA adapters applied to this context (e.g. Ollama `application/vnd.ollama.image.adapter` layers), in order. Each
+   * GGUF is loaded with llama_adapter_lora_init on the JS thread the first time a context of this model names it and
+   * stays cached per model and path until the model is disposed; then llama_set_adapters_lora attaches them to this
+   * context only (other contexts of the model are unaffected). A missing file, a GGUF that is not a LoRA adapter
+   * (`general.type` "adapter", `adapter.type` "lora"), another architecture, or tensor shapes that do not match the
+   * model throw LLAMA_MODEL_LOAD_FAILED naming the path; a malformed entry throws LLAMA_INVALID_ARGUMENT.
+   */
+  loraAdapters?: NativeLoraAdapter[];
+}
+
+/** One LoRA adapter of a context. */
+export interface NativeLoraAdapter {
+  /** Path of a LoRA GGUF made for the context's model (same architecture and tensor shapes). */
+  path: string;
+  /** Multiplier of the adapter's delta (`scale × alpha / rank × B·A`); default 1, 0 disables it, finite. */
+  scale?: number;
 }
 
 /** Sampling parameters of one task (Ollama option names in camelCase; defaults applied by the TS layer). */

@@ -6,6 +6,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "convert.h"
 #include "errors.h"
@@ -167,6 +168,27 @@ Context::Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(inf
     ThrowError(env, ErrorCode::kContextCreateFailed,
                "llama_init_from_model failed (out of memory, or an unsupported combination such as a quantized "
                "V cache without flash attention)");
+  }
+  if (!params.lora_adapters.empty()) {
+    // Load (or reuse the model's cached) adapters, then attach them to this context only.
+    std::vector<llama_adapter_lora*> adapters;
+    std::vector<float> scales;
+    try {
+      for (const LoraAdapterParam& entry : params.lora_adapters) {
+        adapters.push_back(model->LoraAdapter(env, entry.path));
+        scales.push_back(entry.scale);
+      }
+    } catch (...) {
+      llama_free(ctx);
+      throw;
+    }
+    const int32_t rc = llama_set_adapters_lora(ctx, adapters.data(), adapters.size(), scales.data());
+    if (rc != 0) {
+      llama_free(ctx);
+      ThrowError(env, ErrorCode::kModelLoadFailed,
+                 "llama_set_adapters_lora failed with status " + std::to_string(rc) + " for " +
+                     params.lora_adapters.front().path);
+    }
   }
   mtmd_context* mtmd = nullptr;
   if (!params.projector_path.empty()) {

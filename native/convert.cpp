@@ -127,6 +127,27 @@ ContextParams ToContextParams(Napi::Env env, Napi::Value value) {
   params.type_v = ToKvType(env, obj.Get("typeV"), "params.typeV");
   Napi::Value projector = obj.Get("projectorPath");
   if (!IsMissing(projector)) params.projector_path = ToString(env, projector, "params.projectorPath");
+  Napi::Value loras = obj.Get("loraAdapters");
+  if (!IsMissing(loras)) {
+    if (!loras.IsArray()) Invalid(env, "params.loraAdapters must be an array");
+    Napi::Array array = loras.As<Napi::Array>();
+    for (uint32_t i = 0; i < array.Length(); ++i) {
+      Napi::Value entry = array.Get(i);
+      if (!entry.IsObject()) Invalid(env, "params.loraAdapters[i] must be an object { path, scale? }");
+      Napi::Object item = entry.As<Napi::Object>();
+      LoraAdapterParam adapter;
+      adapter.path = ToString(env, item.Get("path"), "params.loraAdapters[i].path");
+      if (adapter.path.empty()) Invalid(env, "params.loraAdapters[i].path must not be empty");
+      Napi::Value scale = item.Get("scale");
+      if (!IsMissing(scale)) {
+        if (!scale.IsNumber()) Invalid(env, "params.loraAdapters[i].scale must be a number");
+        const double value = scale.As<Napi::Number>().DoubleValue();
+        if (!std::isfinite(value)) Invalid(env, "params.loraAdapters[i].scale must be finite");
+        adapter.scale = static_cast<float>(value);
+      }
+      params.lora_adapters.push_back(std::move(adapter));
+    }
+  }
   params.embeddings = ToOptionalBool(env, obj.Get("embeddings"), "params.embeddings", false);
   Napi::Value pooling = obj.Get("poolingType");
   if (!IsMissing(pooling)) {

@@ -22,6 +22,12 @@ struct ModelParams {
   bool vocab_only = false;
 };
 
+// One binding.d.ts NativeLoraAdapter: a LoRA GGUF and its scale (the adapter's delta is multiplied by it).
+struct LoraAdapterParam {
+  std::string path;
+  float scale = 1.0f;
+};
+
 // binding.d.ts NativeContextParams.
 struct ContextParams {
   uint32_t n_ctx = 0;
@@ -35,7 +41,8 @@ struct ContextParams {
   ggml_type type_v = GGML_TYPE_F16;
   bool embeddings = false;
   enum llama_pooling_type pooling = LLAMA_POOLING_TYPE_UNSPECIFIED;
-  std::string projector_path;  // mmproj GGUF for images ('' = none)
+  std::string projector_path;                   // mmproj GGUF for images ('' = none)
+  std::vector<LoraAdapterParam> lora_adapters;  // applied in order at context creation (empty = none)
 };
 
 ModelParams ToModelParams(Napi::Env env, Napi::Value value);

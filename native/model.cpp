@@ -1,6 +1,7 @@
 #include "model.h"
 
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <utility>
 
@@ -101,13 +102,39 @@ void Model::ReleaseNative() {
     load_->owner = nullptr;  // the loader finishes on its own; the env is gone by then
   }
   chat_templates_.Clear();
+  lora_adapters_.clear();
   if (model_ != nullptr) llama_model_free(model_);
   model_ = nullptr;
   state_ = State::kDisposed;
 }
 
+llama_adapter_lora* Model::LoraAdapter(Napi::Env env, const std::string& path) {
+  llama_model* model = RequireLoaded(env);
+  auto it = lora_adapters_.find(path);
+  if (it != lora_adapters_.end()) return it->second;
+  std::string reason;
+  llama_adapter_lora* adapter = nullptr;
+  try {
+    adapter = llama_adapter_lora_init(model, path.c_str());  // logs llama.cpp's reason on failure
+  } catch (const std::exception& e) {
+    reason = e.what();
+  } catch (...) {
+    reason = "unknown error";
+  }
+  if (adapter == nullptr) {
+    ThrowError(env, ErrorCode::kModelLoadFailed,
+               "cannot load the LoRA adapter " + path +
+                   (reason.empty() ? " (missing file, not a LoRA GGUF, another architecture, or shapes that do not "
+                                     "match the model)"
+                                   : ": " + reason));
+  }
+  lora_adapters_.emplace(path, adapter);
+  return adapter;
+}
+
 void Model::FreeModel(Napi::Env env) {
   chat_templates_.Clear();
+  lora_adapters_.clear();
   if (model_ == nullptr) return;
   llama_model_free(model_);
   model_ = nullptr;

@@ -5,6 +5,7 @@
 #include <napi.h>
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -59,6 +60,11 @@ class Model : public Napi::ObjectWrap<Model> {
   llama_model* RequireLoaded(Napi::Env env) const;
   bool vocab_only() const { return params_.vocab_only; }
 
+  // The LoRA adapter at `path` for this model, loaded on first use (llama_adapter_lora_init, JS thread) and cached
+  // per path until the model is freed (llama_model_free frees its adapters). Throws LLAMA_MODEL_LOAD_FAILED (with the
+  // path and llama.cpp's reason) for a missing file, a non-adapter GGUF, another architecture or mismatched shapes.
+  llama_adapter_lora* LoraAdapter(Napi::Env env, const std::string& path);
+
   void AddContext(Context* context) { contexts_.insert(context); }
   // A child context finished disposing (or was collected); may complete a pending dispose().
   void OnContextGone(Napi::Env env, Context* context);
@@ -101,6 +107,7 @@ class Model : public Napi::ObjectWrap<Model> {
   int64_t external_bytes_ = 0;
   std::shared_ptr<LoadState> load_;
   std::set<Context*> contexts_;
+  std::map<std::string, llama_adapter_lora*> lora_adapters_;  // path -> adapter owned by model_ (freed with it)
   ChatTemplateCache chat_templates_;  // parsed Jinja templates per override (renderChat, chatCapabilities)
   std::vector<Napi::Promise::Deferred> dispose_waiters_;
 };

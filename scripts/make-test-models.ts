@@ -622,6 +622,73 @@ async function makeProjector(dir: string, force: boolean): Promise<string> {
   return file;
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// LoRA adapter for tiny-llama-spm (vendor/llama.cpp/src/llama-adapter.cpp)
+
+/**
+ * tiny-llama-spm-lora.gguf: rank-4 LoRA over every attention and FFN-up matrix of tiny-llama-spm. Each adapted
+ * weight W (ggml shape [n_in, n_out]) gets `<name>.lora_a` shaped [n_in, rank] and `<name>.lora_b` shaped
+ * [rank, n_out] (ne0 first: llama.cpp checks W.ne0 == A.ne0, W.ne1 == B.ne1, A.ne1 == B.ne0), F32, N(0, LORA_STD),
+ * with alpha = rank (effective scale 1). The values are much larger than the base weights' 0.02 so that the delta
+ * B·A dominates and greedy output differs from the base model's.
+ */
+export const TINY_LLAMA_SPM_LORA = {
+  file: 'tiny-llama-spm-lora.gguf',
+  name: 'tiny-llama-spm-lora',
+  base: TINY_LLAMA,
+  rank: 4,
+  std: 0.5,
+  targets: ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_up'],
+};
+
+/** Writes tiny-llama-spm-lora.gguf (general.type "adapter", adapter.type "lora", adapter.lora.alpha) or reuses it. */
+async function makeLora(dir: string, force: boolean): Promise<string> {
+  const spec = TINY_LLAMA_SPM_LORA;
+  const file = join(dir, spec.file);
+  const specHash = sha256(JSON.stringify({ spec, version: GENERATOR_VERSION }));
+  const current = force ? undefined : isUpToDate(file, specHash);
+  if (current) {
+    report('reused', file, current.parameterCount);
+    return file;
+  }
+  const started = performance.now();
+  const shapes = new Map(llamaTensors(spec.base, 1).map((p) => [p.name, p.shape]));
+  const plans: { name: string; shape: number[] }[] = [];
+  for (let i = 0; i < spec.base.nLayer; i++) {
+    for (const t of spec.targets) {
+      const name = `blk.${i}.${t}.weight`;
+      const w = shapes.get(name);
+      if (!w) throw new Error(`tiny-llama-spm has no tensor ${name}`);
+      plans.push({ name: `${name}.lora_a`, shape: [w[0], spec.rank] });
+      plans.push({ name: `${name}.lora_b`, shape: [spec.rank, w[1]] });
+    }
+  }
+  const parameterCount = plans.reduce((n, p) => n + elementCount(p.shape), 0);
+  const kvs: GgufKv[] = [
+    { key: 'general.architecture', type: GgufValueType.STRING, value: 'llama' },
+    { key: 'general.type', type: GgufValueType.STRING, value: 'adapter' },
+    { key: 'general.name', type: GgufValueType.STRING, value: spec.name },
+    { key: 'adapter.type', type: GgufValueType.STRING, value: 'lora' },
+    f32('adapter.lora.alpha', spec.rank),
+  ];
+  const modelSeed = fnv1a(`${spec.name}:${GENERATOR_VERSION}`);
+  const tensors: GgufTensorSpec[] = plans.map((p) => ({
+    name: p.name,
+    shape: p.shape,
+    type: GGML_TYPE_F32,
+    fill: (out: Buffer) =>
+      fillNormalF32(
+        new Float32Array(out.buffer, out.byteOffset, out.length >>> 2),
+        spec.std,
+        fnv1a(`${modelSeed}:${p.name}`),
+      ),
+  }));
+  await writeGguf(file, kvs, tensors);
+  writeStamp(file, specHash, parameterCount);
+  report('made', file, parameterCount, (performance.now() - started) / 1000);
+  return file;
+}
+
 /** Quantizes the bench F16 model with the native addon (bench-1b-q4_0.gguf). */
 async function makeQuantized(dir: string, force: boolean): Promise<void> {
   const source = join(dir, BENCH_Q4_0.source);
@@ -702,7 +769,12 @@ async function main(): Promise<void> {
   const wanted = (file: string, group: ModelSpec['group']): boolean =>
     opts.only ? opts.only.has(file) : group === 'tiny' || opts.bench;
   if (opts.only) {
-    const known = new Set([...MODEL_SPECS.map((s) => s.file), TINY_MMPROJ.file, BENCH_Q4_0.file]);
+    const known = new Set([
+      ...MODEL_SPECS.map((s) => s.file),
+      TINY_MMPROJ.file,
+      TINY_LLAMA_SPM_LORA.file,
+      BENCH_Q4_0.file,
+    ]);
     const unknown = [...opts.only].filter((f) => !known.has(f));
     if (unknown.length > 0) throw new Error(`unknown model ${unknown.join(', ')} (known: ${[...known].join(', ')})`);
   }
@@ -714,6 +786,10 @@ async function main(): Promise<void> {
   if (wanted(TINY_MMPROJ.file, 'tiny')) {
     mkdirSync(dirs.tiny, { recursive: true });
     await makeProjector(dirs.tiny, opts.force);
+  }
+  if (wanted(TINY_LLAMA_SPM_LORA.file, 'tiny')) {
+    mkdirSync(dirs.tiny, { recursive: true });
+    await makeLora(dirs.tiny, opts.force);
   }
   if (wanted(BENCH_Q4_0.file, 'bench')) await makeQuantized(dirs.bench, opts.force);
 }

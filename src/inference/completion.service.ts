@@ -94,6 +94,7 @@ export class CompletionService {
         numParallel: this.config.numParallel,
         ...effective.load,
         ...(model.projectorPaths.length > 0 ? { projectorPath: model.projectorPaths[0] } : {}),
+        ...(model.adapterPaths.length > 0 ? { adapterPaths: model.adapterPaths } : {}),
       },
     };
   }

@@ -447,6 +447,7 @@ export function sameSpec(a: RunnerSpec, b: RunnerSpec): boolean {
     (a.numGpu === b.numGpu || a.numGpu < 0 || b.numGpu < 0) &&
     (a.mainGpu ?? 0) === (b.mainGpu ?? 0) &&
     (a.useMmap ?? true) === (b.useMmap ?? true) &&
-    (a.projectorPath ?? '') === (b.projectorPath ?? '')
+    (a.projectorPath ?? '') === (b.projectorPath ?? '') &&
+    (a.adapterPaths ?? []).join('\n') === (b.adapterPaths ?? []).join('\n')
   );
 }

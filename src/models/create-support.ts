@@ -98,3 +98,55 @@ export function checkGoTemplate(text: string): void {
     throw new InvalidRequestError(`template error: ${(err as Error).message}`, 'template');
   }
 }
+
+/**
+ * Approximate bits per weight of each quantization type (llama.cpp block sizes; the K-quant mixes (`_M`, `Q2_K`)
+ * averaged over a typical model). Only used to estimate quantization progress.
+ */
+const QUANT_BITS: Record<NativeQuantType, number> = {
+  F32: 32,
+  F16: 16,
+  BF16: 16,
+  Q8_0: 8.5,
+  Q6_K: 6.5625,
+  Q5_K_M: 5.7,
+  Q5_K_S: 5.5,
+  Q5_1: 6,
+  Q5_0: 5.5,
+  Q4_K_M: 4.9,
+  Q4_K_S: 4.5,
+  Q4_1: 5,
+  Q4_0: 4.5,
+  Q3_K_M: 3.9,
+  Q2_K: 2.9,
+};
+
+/**
+ * Estimated size in bytes of a quantized GGUF: the source size scaled by the target's bits per weight over the
+ * source's (`F32` 32, `F16`/`BF16` 16). Rough (norm vectors stay F32, K-quant mixes vary): progress only.
+ * @param sourceBytes size of the source GGUF, bytes (≥ 0).
+ * @param from the source file type (`F16`, `BF16`, `F32`, case-insensitive; anything else counts as 16 bits).
+ * @returns bytes, at least 1.
+ */
+export function estimateQuantizedSize(sourceBytes: number, from: string, to: NativeQuantType): number {
+  const fromBits = from.toUpperCase() === 'F32' ? 32 : 16;
+  return Math.max(1, Math.round((sourceBytes * QUANT_BITS[to]) / fromBits));
+}
+
+/** Ollama's placeholder digest of quantization progress records (`quantizing F16 model to Q4_0`). */
+export const QUANTIZE_PROGRESS_DIGEST = '0000000000000000000';
+
+/**
+ * A quantization's `completed` value: Ollama reports progress against the source layer's size (`total` = source
+ * bytes, `completed` = fraction done × total). The fraction is the output file's current size over its estimated
+ * final size, capped below 1 (the last record, sent when quantization finished, has completed = total).
+ * @param outputBytes current size of the output file, bytes.
+ * @param expectedBytes estimateQuantizedSize() of the output, bytes (> 0).
+ * @param total the source size, bytes.
+ * @returns an integer in [0, total - 1] (0 when total is 0).
+ */
+export function quantizeCompleted(outputBytes: number, expectedBytes: number, total: number): number {
+  if (total <= 0) return 0;
+  const fraction = Math.min(1, Math.max(0, outputBytes / expectedBytes));
+  return Math.min(total - 1, Math.floor(fraction * total));
+}

@@ -12,7 +12,10 @@ import {
   blobReference,
   checkGoTemplate,
   checkQuantizableSource,
+  estimateQuantizedSize,
   parseQuantizeType,
+  QUANTIZE_PROGRESS_DIGEST,
+  quantizeCompleted,
   requireDigest,
 } from './create-support';
 import { formatParameterCount, GgufFile, GgufFormatError, isGgufFile, modelDetails, readGguf } from './gguf';
@@ -106,6 +109,9 @@ export interface CreateProgress {
   total?: number;
   completed?: number;
 }
+
+/** How often the quantization output file is polled for progress records, ms. */
+const QUANTIZE_POLL_MS = 250;
 
 /** Ollama's message for a FROM file that is not GGUF (reference/ollama-api.md §5.2). */
 export const NOT_GGUF_MESSAGE = 'supplied file was not in GGUF format';
@@ -650,8 +656,8 @@ export class ModelsService implements OnModuleInit {
   create(plan: CreatePlan): Observable<CreateProgress> {
     return new Observable<CreateProgress>((sub) => {
       let cancelled = false;
-      const emit = (status: string) => {
-        if (!cancelled) sub.next({ status });
+      const emit = (record: string | CreateProgress) => {
+        if (!cancelled) sub.next(typeof record === 'string' ? { status: record } : record);
       };
       const run = async () => {
         emit('parsing modelfile');
@@ -709,7 +715,7 @@ export class ModelsService implements OnModuleInit {
    */
   private async baseLayers(
     plan: CreatePlan,
-    emit: (status: string) => void,
+    emit: (record: string | CreateProgress) => void,
   ): Promise<{ layers: ManifestLayer[]; config: ModelConfig }> {
     const { base } = plan;
     const overrides = { renderer: plan.renderer, parser: plan.parser, requires: plan.requires };
@@ -749,24 +755,51 @@ export class ModelsService implements OnModuleInit {
 
   /**
    * Quantizes `sourcePath` to `plan.quantize.type` into a new blob (temp file in blobs/ → hashed → renamed; the
-   * temp file is removed on failure) and reads back its file type.
+   * temp file is removed on failure) and reads back its file type. For the JSON form it streams Ollama's progress
+   * records `{status: "quantizing <from> model to <to>", digest: "0000000000000000000", total, completed}` (bytes:
+   * total = the source size, completed = total × output size so far / estimated output size, polled every
+   * QUANTIZE_POLL_MS since llama_model_quantize has no progress callback): one with completed 0 first, changed
+   * values while it runs, and one with completed = total when it finished.
    * @throws InternalError when the addon cannot be loaded or llama.cpp fails (LLAMA_QUANTIZE_FAILED).
    */
   private async quantizeInto(
     sourcePath: string,
     plan: CreatePlan,
-    emit: (status: string) => void,
+    emit: (record: string | CreateProgress) => void,
   ): Promise<{ blob: { digest: string; size: number }; fileType: string }> {
     const q = plan.quantize!;
-    if (plan.form === 'json') emit(`quantizing ${q.from} model to ${q.type}`);
+    const status = `quantizing ${q.from} model to ${q.type}`;
     const binding = this.nativeBinding();
     const tmp = await this.store.newTempBlobPath();
+    const total = plan.form === 'json' ? (await stat(sourcePath)).size : 0;
+    const expected = estimateQuantizedSize(total, q.from, q.type);
+    const progress = (completed: number) => emit({ status, digest: QUANTIZE_PROGRESS_DIGEST, total, completed });
+    let last = 0;
+    let timer: NodeJS.Timeout | undefined;
+    if (plan.form === 'json') {
+      progress(0);
+      timer = setInterval(() => {
+        stat(tmp).then(
+          (info) => {
+            const completed = quantizeCompleted(info.size, expected, total);
+            if (timer === undefined || completed <= last) return;
+            last = completed;
+            progress(completed);
+          },
+          () => undefined, // not created yet
+        );
+      }, QUANTIZE_POLL_MS);
+    }
     try {
       await binding.quantize(sourcePath, tmp, { type: q.type });
     } catch (err) {
       await rm(tmp, { force: true });
       throw err instanceof DaemonError ? err : mapNativeError(err);
+    } finally {
+      clearInterval(timer);
+      timer = undefined;
     }
+    if (plan.form === 'json') progress(total);
     if (plan.form === 'json') emit('verifying conversion');
     let fileType: string;
     try {

@@ -31,7 +31,23 @@ describe('create with quantize (real addon)', { skip: addon.skip }, () => {
       const model = `tiny-${type.toLowerCase()}`;
       const stream = await ollama.create({ model, from: 'base-f16', quantize: type.toLowerCase(), stream: true });
       const statuses: string[] = [];
-      for await (const p of stream) statuses.push(p.status);
+      const progress: { digest: string; total: number; completed: number }[] = [];
+      for await (const p of stream) {
+        // Consecutive progress records share one status: list it once.
+        if (statuses[statuses.length - 1] !== p.status) statuses.push(p.status);
+        if (p.status === `quantizing F16 model to ${type}`) progress.push(p);
+      }
+      // Ollama's quantization progress: placeholder digest, total = source bytes, completed 0 … total, non-decreasing.
+      const size = (await stat(TINY_LLAMA_SPM)).size;
+      assert.ok(progress.length >= 2, `${progress.length} progress records`);
+      for (const p of progress) {
+        assert.equal(p.digest, '0000000000000000000');
+        assert.equal(p.total, size);
+        assert.ok(p.completed >= 0 && p.completed <= p.total, JSON.stringify(p));
+      }
+      assert.equal(progress[0].completed, 0);
+      assert.equal(progress[progress.length - 1].completed, size);
+      for (let i = 1; i < progress.length; i++) assert.ok(progress[i].completed >= progress[i - 1].completed);
       assert.deepEqual(statuses, [
         'parsing modelfile',
         'looking for base model base-f16',

@@ -47,6 +47,12 @@ function eventLogprob(event: Extract<NativeEvent, { type: 'token' }>): RunnerLog
   };
 }
 
+/** The context parameter for the spec's LoRA adapters (none when it has none). */
+function loraParams(spec: RunnerSpec): Pick<NativeContextParams, 'loraAdapters'> {
+  const paths = spec.adapterPaths ?? [];
+  return paths.length > 0 ? { loraAdapters: paths.map((path) => ({ path, scale: 1 })) } : {};
+}
+
 /** Whether the GGUF metadata marks an embedding model (`<arch>.pooling_type`, reference/ollama-api.md §8.7). */
 function isEmbeddingModel(model: NativeModel): boolean {
   const meta = model.metadata();
@@ -55,7 +61,8 @@ function isEmbeddingModel(model: NativeModel): boolean {
 }
 
 /**
- * A Runner over the native addon: one Model and one Context with `numParallel` slots (n_ctx = numCtx × numParallel).
+ * A Runner over the native addon: one Model and one Context with `numParallel` slots (n_ctx = numCtx × numParallel),
+ * with the spec's LoRA adapters (`adapterPaths`) attached to every context it creates.
  * For an embedding model (GGUF `pooling_type`) that context is an embedding context (batch = ubatch = numCtx so an
  * input of a full slot fits one ubatch); a generation model asked to embed gets a second, embedding context on first
  * use (same slots and size), disposed with the runner.
@@ -87,6 +94,7 @@ export class LlamaRunner implements Runner {
       nParallel: spec.numParallel,
       embeddings: true,
       ...(spec.numThread > 0 ? { nThreads: spec.numThread } : {}),
+      ...loraParams(spec),
     };
   }
 
@@ -119,6 +127,7 @@ export class LlamaRunner implements Runner {
               nParallel: spec.numParallel,
               ...(spec.numThread > 0 ? { nThreads: spec.numThread } : {}),
               ...(spec.projectorPath ? { projectorPath: spec.projectorPath } : {}),
+              ...loraParams(spec),
             },
       );
       const info: RunnerModelInfo = {

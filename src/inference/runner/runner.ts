@@ -15,6 +15,12 @@ export interface RunnerSpec extends LoadOptions {
   numParallel: number;
   /** Absolute path of a vision projector blob (mmproj GGUF, manifest layer `application/vnd.ollama.image.projector`). */
   projectorPath?: string;
+  /**
+   * Absolute paths of LoRA adapter blobs (LoRA GGUFs, manifest layers `application/vnd.ollama.image.adapter`), applied
+   * with scale 1 to every context of the runner, in order; absent/empty = none. A missing or mismatched adapter fails
+   * the load (ModelLoadError).
+   */
+  adapterPaths?: string[];
 }
 
 /** Sampling parameters of one generation (binding.d.ts NativeSamplingParams). */

@@ -53,15 +53,24 @@ describe('ModelsService create: quantize, adapters, blobs, templates', () => {
   it('quantizes an F16 file into a new blob (JSON form records), the F16 source is not stored', async () => {
     const blob = await bed.store.importFile(gguf);
     const plan = await models.prepareCreate({ model: 'q8', files: { 'm.gguf': blob.digest }, quantize: 'q8_0' });
-    assert.deepEqual(await statuses(models, plan), [
-      'parsing modelfile',
-      'looking for base model m.gguf',
-      'copying layers',
-      'quantizing F16 model to Q8_0',
-      'verifying conversion',
-      'setting system instructions',
-      'success',
-    ]);
+    const records = await lastValueFrom(models.create(plan).pipe(toArray()));
+    // Quantization progress (Ollama's): completed 0 first, = total (the source size) last, under one status.
+    const progress = records.filter((r) => r.status === 'quantizing F16 model to Q8_0');
+    const total = (await stat(gguf)).size;
+    assert.deepEqual(progress[0], { status: progress[0].status, digest: '0000000000000000000', total, completed: 0 });
+    assert.deepEqual(progress.at(-1), { ...progress[0], completed: total });
+    assert.deepEqual(
+      records.map((r) => r.status).filter((st, i, all) => st !== all[i - 1]),
+      [
+        'parsing modelfile',
+        'looking for base model m.gguf',
+        'copying layers',
+        'quantizing F16 model to Q8_0',
+        'verifying conversion',
+        'setting system instructions',
+        'success',
+      ],
+    );
     assert.equal(quantizeCalls.length, 1);
     assert.equal(quantizeCalls[0].input, bed.store.blobPath(blob.digest));
     assert.equal(quantizeCalls[0].params.type, 'Q8_0');
