@@ -1,5 +1,5 @@
 import { Observable } from 'rxjs';
-import type { NativeChatRender, NativeChatRequest, NativeGrammarTrigger } from '../../../binding';
+import type { NativeChatRender, NativeChatRequest, NativeSamplingParams } from '../../../binding';
 import { LoadOptions } from '../options';
 
 /**
@@ -23,28 +23,11 @@ export interface RunnerSpec extends LoadOptions {
   adapterPaths?: string[];
 }
 
-/** Sampling parameters of one generation (binding.d.ts NativeSamplingParams). */
-export interface RunnerSampling {
-  temperature: number;
-  topK: number;
-  topP: number;
-  minP: number;
-  typicalP: number;
-  repeatPenalty: number;
-  repeatLastN: number;
-  presencePenalty: number;
-  frequencyPenalty: number;
-  seed: number;
-  /** GBNF grammar (structured output or tool calls); absent/empty = none. */
-  grammar?: string;
-  /** Apply the grammar only after a trigger matched (native tool-call grammars). */
-  grammarLazy?: boolean;
-  grammarTriggers?: NativeGrammarTrigger[];
-  /** Control tokens the grammar may produce as text. */
-  preservedTokens?: string[];
-  /** Text the prompt ends with that a non-lazy render grammar consumes first (binding grammarPrefill). */
-  grammarPrefill?: string;
-}
+/**
+ * Sampling parameters of one generation: exactly the addon's NativeSamplingParams (binding.d.ts), which the LlamaRunner
+ * passes through unchanged; fakes read the same shape.
+ */
+export type RunnerSampling = NativeSamplingParams;
 
 /** One generation request. */
 export interface RunnerRequest {
