@@ -104,19 +104,8 @@ export class ModelStoreRepository {
   async importFile(sourcePath: string): Promise<StoredBlob> {
     await mkdir(this.blobsDir, { recursive: true });
     const tmp = join(this.blobsDir, tempName());
-    const hash = createHash('sha256');
-    let size = 0;
-    const hasher = new Transform({
-      transform(chunk: Buffer, _enc, cb) {
-        hash.update(chunk);
-        size += chunk.length;
-        cb(null, chunk);
-      },
-    });
     try {
-      await pipeline(createReadStream(sourcePath), hasher, createWriteStream(tmp, { mode: 0o644 }));
-      await fsyncFile(tmp);
-      const digest = `sha256:${hash.digest('hex')}`;
+      const { digest, size } = await hashCopy(createReadStream(sourcePath), tmp);
       await this.commitBlob(tmp, digest);
       return { digest, size };
     } catch (err) {
