@@ -22,98 +22,118 @@ function waitForDrain(raw: ServerResponse): Promise<void> {
   });
 }
 
+/** How one streamed dialect frames its values: NDJSON lines, or SSE frames (OpenAI, Anthropic). */
+export interface StreamFraming<T> {
+  /** Content-Type of the response, e.g. `application/x-ndjson`, `text/event-stream`. */
+  contentType: string;
+  /** One value as the exact text written for it (a line, an SSE frame). */
+  encode(value: T): string;
+  /** The dialect's last frame for an error after the first value. */
+  encodeError(err: unknown): string;
+  /** Written after the last value on normal completion only (OpenAI's `data: [DONE]`). */
+  trailer?: string;
+}
+
+const streamLogger = new Logger('StreamResponder');
+
 /**
- * The one place that writes streamed HTTP responses (ARCHITECTURE.md §5 step 5). For NDJSON it:
+ * The one place that writes streamed HTTP responses (ARCHITECTURE.md §5 step 5), for every dialect. It:
  * - takes over the reply (`reply.hijack()`) and writes status + headers on the FIRST event only, so an error before
  *   the first event rejects the returned promise and the dialect's exception filter renders a normal JSON error;
- * - writes one JSON object per line and honours backpressure: when `write()` returns false it waits for 'drain'
- *   before taking the next value (values produced meanwhile queue in `concatMap`, errors and completion behind
- *   them);
+ * - writes each value as `framing.encode` says and honours backpressure: when `write()` returns false it waits for
+ *   'drain' before taking the next value (values produced meanwhile queue in `concatMap`, errors and completion
+ *   behind them);
  * - unsubscribes when the client closes the connection (which cancels generation and frees the slot);
- * - after headers, turns an error into the dialect's final error line and ends the response.
+ * - after headers, turns an error into the dialect's final error frame and ends the response.
+ * @returns resolves when the response has ended or the client left; rejects with the source's error when it failed
+ *   before its first event (nothing was written yet).
  */
+export function writeStream<T>(reply: FastifyReply, source$: Observable<T>, framing: StreamFraming<T>): Promise<void> {
+  const raw = reply.raw;
+  return new Promise<void>((resolve, reject) => {
+    let started = false;
+    let settled = false;
+
+    const finish = (err?: unknown) => {
+      if (settled) return;
+      settled = true;
+      raw.off('close', onClose);
+      if (err !== undefined) reject(err);
+      else resolve();
+    };
+    const onClose = () => {
+      if (raw.writableFinished) return;
+      // The client went away: cancel upstream work (the teardown chain reaches context.cancel()), and make sure
+      // the half-written response does not keep its socket (and server shutdown) waiting.
+      subscription.unsubscribe();
+      raw.destroy();
+      finish();
+    };
+    raw.on('close', onClose);
+
+    const start = () => {
+      if (started) return;
+      started = true;
+      const headers: Record<string, string | number | string[]> = {};
+      for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) headers[name] = value;
+      reply.hijack();
+      raw.writeHead(200, { ...headers, 'content-type': framing.contentType, 'cache-control': 'no-cache' });
+      raw.flushHeaders();
+    };
+    const write = (text: string): Promise<void> => {
+      if (raw.destroyed || raw.writableEnded) return Promise.resolve();
+      return raw.write(text) ? Promise.resolve() : waitForDrain(raw);
+    };
+    const end = () => {
+      if (!raw.writableEnded) raw.end();
+      finish();
+    };
+
+    const fail = (err: unknown): Promise<void> => {
+      if (!started) {
+        finish(err);
+        return Promise.resolve();
+      }
+      streamLogger.warn(`stream failed after it started: ${(err as Error)?.message ?? String(err)}`);
+      return write(framing.encodeError(err)).then(end);
+    };
+    // materialize() queues the error and completion behind the values still waiting for 'drain', so nothing
+    // already produced is dropped and the error frame is always the last frame.
+    const handle = (n: ObservableNotification<T>): Promise<void> => {
+      switch (n.kind) {
+        case 'N':
+          start();
+          return write(framing.encode(n.value as T));
+        case 'E':
+          return fail(n.error);
+        case 'C':
+          start();
+          return (framing.trailer ? write(framing.trailer) : Promise.resolve()).then(end);
+      }
+    };
+    const subscription: Subscription = source$
+      .pipe(
+        materialize(),
+        concatMap((n) => from(handle(n))),
+      )
+      .subscribe({ error: (err: unknown) => void fail(err) });
+    if (settled) subscription.unsubscribe();
+  });
+}
+
+/** Streams native-API responses: NDJSON through writeStream, and the one-object `stream: false` form. */
 @Injectable()
 export class StreamResponder {
-  private readonly logger = new Logger(StreamResponder.name);
-
   /**
-   * Streams `source$` as NDJSON (`application/x-ndjson`, reference/ollama-api.md §12.1).
+   * Streams `source$` as NDJSON (`application/x-ndjson`, reference/ollama-api.md §12.1): one JSON object per line.
    * @param encodeError builds the final line for an error after the first event (`{"error": "..."}` for Ollama).
-   * @returns resolves when the response has ended or the client left; rejects with the source's error when it
-   *   failed before its first event (nothing was written yet).
+   * @returns as writeStream.
    */
   ndjson<T>(reply: FastifyReply, source$: Observable<T>, encodeError: ErrorFrameEncoder): Promise<void> {
-    const raw = reply.raw;
-    return new Promise<void>((resolve, reject) => {
-      let started = false;
-      let settled = false;
-
-      const finish = (err?: unknown) => {
-        if (settled) return;
-        settled = true;
-        raw.off('close', onClose);
-        if (err !== undefined) reject(err);
-        else resolve();
-      };
-      const onClose = () => {
-        if (raw.writableFinished) return;
-        // The client went away: cancel upstream work (the teardown chain reaches context.cancel()), and make sure
-        // the half-written response does not keep its socket (and server shutdown) waiting.
-        subscription.unsubscribe();
-        raw.destroy();
-        finish();
-      };
-      raw.on('close', onClose);
-
-      const start = () => {
-        if (started) return;
-        started = true;
-        const headers: Record<string, string | number | string[]> = {};
-        for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) headers[name] = value;
-        reply.hijack();
-        raw.writeHead(200, { ...headers, 'content-type': 'application/x-ndjson', 'cache-control': 'no-cache' });
-        raw.flushHeaders();
-      };
-      const writeLine = (value: object): Promise<void> => {
-        if (raw.destroyed || raw.writableEnded) return Promise.resolve();
-        const ok = raw.write(`${JSON.stringify(value)}\n`);
-        return ok ? Promise.resolve() : waitForDrain(raw);
-      };
-
-      const fail = (err: unknown): Promise<void> => {
-        if (!started) {
-          finish(err);
-          return Promise.resolve();
-        }
-        this.logger.warn(`stream failed after it started: ${(err as Error)?.message ?? String(err)}`);
-        return writeLine(encodeError(err)).then(() => {
-          if (!raw.writableEnded) raw.end();
-          finish();
-        });
-      };
-      // materialize() queues the error and completion behind the values still waiting for 'drain', so nothing
-      // already produced is dropped and the error line is always the last line.
-      const handle = (n: ObservableNotification<T>): Promise<void> => {
-        switch (n.kind) {
-          case 'N':
-            start();
-            return writeLine(n.value as object);
-          case 'E':
-            return fail(n.error);
-          case 'C':
-            start();
-            if (!raw.writableEnded) raw.end();
-            finish();
-            return Promise.resolve();
-        }
-      };
-      const subscription: Subscription = source$
-        .pipe(
-          materialize(),
-          concatMap((n) => from(handle(n))),
-        )
-        .subscribe({ error: (err: unknown) => void fail(err) });
-      if (settled) subscription.unsubscribe();
+    return writeStream(reply, source$, {
+      contentType: 'application/x-ndjson',
+      encode: (value) => `${JSON.stringify(value)}\n`,
+      encodeError: (err) => `${JSON.stringify(encodeError(err))}\n`,
     });
   }
 
