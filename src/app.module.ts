@@ -3,6 +3,7 @@ import { APP_FILTER, APP_PIPE } from '@nestjs/core';
 import type { NativeBinding } from '../binding';
 import { AppController } from './app.controller';
 import { CommonModule } from './common/common.module';
+import { CompatModule } from './compat/compat.module';
 import { OllamaExceptionFilter, OllamaValidationPipe } from './common/http';
 import { ConfigModule, DaemonConfig } from './config';
 import { InferenceModule, RunnerFactory } from './inference';
@@ -21,11 +22,12 @@ export interface AppOptions {
 
 /**
  * Root module: Config and Native (global), Models, Inference; the global Ollama exception filter and validation
- * pipe. Compat (/v1) will be added as another module with its own filters.
+ * pipe; CompatModule (/v1, with its own controller-bound filters) shares the same InferenceModule.
  */
 @Module({})
 export class AppModule {
   static forRoot(options: AppOptions): DynamicModule {
+    const inference = InferenceModule.forRoot(options.runnerFactory);
     return {
       module: AppModule,
       imports: [
@@ -33,8 +35,9 @@ export class AppModule {
         NativeModule.forRoot(options.binding),
         CommonModule,
         ModelsModule,
-        InferenceModule.forRoot(options.runnerFactory),
+        inference,
         RegistryModule,
+        CompatModule.forRoot(inference),
       ],
       controllers: [AppController],
       providers: [

@@ -51,11 +51,29 @@ export class ChatService {
     }).pipe(switchMap((model) => this.run(cmd, model)));
   }
 
-  private run(cmd: ChatCommand, model: ResolvedModel): Observable<GenerationEvent> {
-    if (cmd.messages.length === 0 && cmd.keepAliveMs === 0) {
-      this.scheduler.expire(model.modelPath);
-      return of<GenerationEvent>({ kind: 'done', reason: 'unload' });
-    }
+  /**
+   * Prompt tokens the request would use (for count-tokens endpoints, e.g. Anthropic's /v1/messages/count_tokens):
+   * the same checks and render as chat() — loads the model through the scheduler for its template and tokenizer —
+   * but without dropping messages or truncating, and without generating. Emits one number (tokens), then completes.
+   * Errors as chat(); an empty `messages` is counted as an empty conversation.
+   */
+  countPromptTokens(cmd: ChatCommand): Observable<number> {
+    return defer(async () => {
+      if (!cmd.model) throw new InvalidRequestError('model is required', 'model');
+      return this.models.resolve(cmd.model);
+    }).pipe(
+      switchMap((model) => {
+        this.check(cmd, model);
+        const { spec } = this.completion.plan(model, cmd.options);
+        return this.scheduler.withRunner({ spec, keepAliveMs: cmd.keepAliveMs }, (lease) =>
+          defer(() => of(this.renderPrompt(cmd, model, lease.runner, ChatService.assembleMessages(cmd, model)).length)),
+        );
+      }),
+    );
+  }
+
+  /** Capability checks of chat(), in Ollama's order. */
+  private check(cmd: ChatCommand, model: ResolvedModel): void {
     if (!model.capabilities.includes('completion')) {
       throw new UnsupportedCapabilityError(`${JSON.stringify(cmd.model)} does not support chat`, 'completion');
     }
@@ -67,6 +85,29 @@ export class ChatService {
       model,
       cmd.messages.reduce((n, m) => n + (m.images?.length ?? 0), 0),
     );
+  }
+
+  /** Renders `messages` as buildPrompt does (Go template or native) and tokenizes, without fitting. */
+  private renderPrompt(cmd: ChatCommand, model: ResolvedModel, runner: Runner, messages: ChatMessage[]): number[] {
+    const opts = {
+      tools: cmd.tools,
+      think: cmd.think,
+      thinking: thinkingEnabled(cmd.think, model),
+      format: cmd.format,
+    };
+    const go = goTemplateFor(model.template);
+    const r = go
+      ? renderGo(go.api, go.template, runner, messages, opts)
+      : renderNative(runner, messages.some((m) => m.images?.length) ? withImageMarkers(messages) : messages, opts);
+    return tokenizePrompt(runner, r.text);
+  }
+
+  private run(cmd: ChatCommand, model: ResolvedModel): Observable<GenerationEvent> {
+    if (cmd.messages.length === 0 && cmd.keepAliveMs === 0) {
+      this.scheduler.expire(model.modelPath);
+      return of<GenerationEvent>({ kind: 'done', reason: 'unload' });
+    }
+    this.check(cmd, model);
     const base = {
       model,
       options: cmd.options,

@@ -1,0 +1,6 @@
+export * from './openai.controller';
+export * from './openai-error';
+export * from './openai-request.mapper';
+export * from './openai-response.mapper';
+export * from './openai.types';
+export * from './sse-writer';

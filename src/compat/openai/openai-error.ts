@@ -1,0 +1,72 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { DaemonError, ErrorCode } from '../../common/errors';
+import { toOllamaError } from '../../common/http';
+import { OpenAIErrorBody } from './openai.types';
+
+/** An error as the OpenAI dialect renders it: status, body, and whether the client should retry. */
+export interface OpenAIErrorRendering {
+  status: number;
+  body: OpenAIErrorBody;
+  /** false for deterministic 5xx (load failures, internal errors): the SDKs would otherwise send it 3 times. */
+  shouldRetry?: boolean;
+}
+
+/** OpenAI error `type` of a status (reference/ollama-api.md §5.3). */
+export function openAIErrorType(status: number): string {
+  if (status === 400) return 'invalid_request_error';
+  if (status === 404) return 'not_found_error';
+  return 'api_error';
+}
+
+/**
+ * Maps anything thrown on a /v1 route to the OpenAI error shape `{"error":{"message","type","param","code"}}` —
+ * the one place that decides this dialect's rendering. Statuses follow the native dialect (toOllamaError: domain
+ * codes, HttpExceptions, Fastify's statusCode); `param` is the InvalidRequestError's field when known, `code` is
+ * null. 5xx other than 503 (busy) get `shouldRetry: false`.
+ */
+export function toOpenAIError(err: unknown): OpenAIErrorRendering {
+  const { status, message } = toOllamaError(err);
+  const param = err instanceof DaemonError && 'param' in err && typeof err.param === 'string' ? err.param : null;
+  const transient = err instanceof DaemonError && err.code === ErrorCode.SERVER_BUSY;
+  return {
+    status,
+    body: { error: { message, type: openAIErrorType(status), param, code: null } },
+    ...(status >= 500 && status !== 503 && !transient ? { shouldRetry: false } : {}),
+  };
+}
+
+/** The in-band SSE payload for an error after streaming began: `{"error":{…}}` (the SDK raises APIError on it). */
+export function openAIErrorFrame(err: unknown): object {
+  return toOpenAIError(err).body;
+}
+
+/**
+ * Renders every error of the OpenAI controller (bound with @UseFilters, so it wins over the global Ollama filter):
+ * JSON body of toOpenAIError, `x-should-retry: false` on deterministic 5xx. When a stream already began, the SSE
+ * writer owns the error frame; this only ends the response.
+ */
+@Catch()
+export class OpenAIExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('HTTP');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const http = host.switchToHttp();
+    const reply = http.getResponse<FastifyReply>();
+    const request = http.getRequest<FastifyRequest>();
+    if (reply.raw.headersSent || reply.sent) {
+      this.logger.error(`error after the response started: ${(exception as Error)?.message ?? String(exception)}`);
+      if (!reply.raw.writableEnded) reply.raw.end();
+      return;
+    }
+    const { status, body, shouldRetry } = toOpenAIError(exception);
+    if (status >= 500) {
+      const stack = exception instanceof Error && !(exception instanceof HttpException) ? exception.stack : undefined;
+      this.logger.error(`${request.method} ${request.url} → ${status}: ${body.error.message}`, stack);
+    } else {
+      this.logger.debug(`${request.method} ${request.url} → ${status}: ${body.error.message}`);
+    }
+    if (shouldRetry === false) void reply.header('x-should-retry', 'false');
+    void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
+  }
+}

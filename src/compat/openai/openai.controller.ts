@@ -1,0 +1,104 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Res, UseFilters } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { ModelNotFoundError } from '../../common/errors';
+import { StreamResponder } from '../../common/http';
+import { ChatService, EmbedService, GenerateService } from '../../inference';
+import { ModelName, ModelsService } from '../../models';
+import { OpenAIExceptionFilter, openAIErrorFrame } from './openai-error';
+import {
+  fromOpenAIChatRequest,
+  fromOpenAICompletionRequest,
+  fromOpenAIEmbeddingRequest,
+  wantsStream,
+  wantsUsage,
+} from './openai-request.mapper';
+import {
+  fromListedModel,
+  fromResolvedModel,
+  newCompletionId,
+  toChatCompletion,
+  toChatCompletionChunks,
+  toCompletion,
+  toCompletionChunks,
+  toEmbeddingResponse,
+  unixNow,
+} from './openai-response.mapper';
+import { OpenAIEmbeddingResponse, OpenAIModel, OpenAIModelList } from './openai.types';
+import { writeSse } from './sse-writer';
+
+/**
+ * The OpenAI-compatible routes under /v1 (reference/ollama-api.md §12.2–§12.5). Thin: decode with the request
+ * mapper, call the domain services, encode with the response mapper; every error is rendered by
+ * OpenAIExceptionFilter as `{"error":{message,type,param,code}}`. Any `Authorization: Bearer` key is accepted and
+ * none is checked (the service spec: any dummy key).
+ */
+@Controller('v1')
+@UseFilters(OpenAIExceptionFilter)
+export class OpenAIController {
+  constructor(
+    private readonly chatService: ChatService,
+    private readonly generateService: GenerateService,
+    private readonly embedService: EmbedService,
+    private readonly models: ModelsService,
+    private readonly responder: StreamResponder,
+  ) {}
+
+  /**
+   * POST /v1/chat/completions: `chat.completion` (default) or, with `stream: true`, SSE `chat.completion.chunk`
+   * frames ending in `data: [DONE]`. 400 for invalid requests or capabilities, 404 for an unknown model.
+   */
+  @Post('chat/completions')
+  @HttpCode(200)
+  async chatCompletions(@Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
+    const cmd = fromOpenAIChatRequest(body, process.hrtime.bigint());
+    const meta = { id: newCompletionId('chatcmpl'), created: unixNow(), model: cmd.model };
+    const events$ = this.chatService.chat(cmd);
+    const withLogprobs = cmd.topLogprobs !== undefined;
+    if (!wantsStream(body as object)) {
+      await this.responder.json(reply, events$.pipe(toChatCompletion(meta, withLogprobs)));
+      return;
+    }
+    const includeUsage = wantsUsage(body as object);
+    await writeSse(reply, events$.pipe(toChatCompletionChunks(meta, { includeUsage, withLogprobs })), openAIErrorFrame);
+  }
+
+  /** POST /v1/completions: `text_completion` (default) or SSE chunks of the same shape ending in `data: [DONE]`. */
+  @Post('completions')
+  @HttpCode(200)
+  async completions(@Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
+    const cmd = fromOpenAICompletionRequest(body, process.hrtime.bigint());
+    const meta = { id: newCompletionId('cmpl'), created: unixNow(), model: cmd.model };
+    const events$ = this.generateService.generate(cmd);
+    if (!wantsStream(body as object)) {
+      await this.responder.json(reply, events$.pipe(toCompletion(meta)));
+      return;
+    }
+    await writeSse(reply, events$.pipe(toCompletionChunks(meta, wantsUsage(body as object))), openAIErrorFrame);
+  }
+
+  /** POST /v1/embeddings: one L2-normalized vector per input, as numbers or base64 little-endian float32. */
+  @Post('embeddings')
+  @HttpCode(200)
+  async embeddings(@Body() body: unknown): Promise<OpenAIEmbeddingResponse> {
+    const { command, encoding } = fromOpenAIEmbeddingRequest(body, process.hrtime.bigint());
+    const result = await this.embedService.embed(command);
+    return toEmbeddingResponse(command.model, result, encoding);
+  }
+
+  /** GET /v1/models: every local model, newest first; `data` is `[]` when there are none. */
+  @Get('models')
+  async listModels(): Promise<OpenAIModelList> {
+    const models = await this.models.list();
+    return {
+      object: 'list',
+      data: models.map((m) => fromListedModel(m, ModelName.parse(m.name)?.namespace ?? 'library')),
+    };
+  }
+
+  /** GET /v1/models/:model: the model with `id` as requested; 404 `model '<id>' not found` when unknown. */
+  @Get('models/:model')
+  async retrieveModel(@Param('model') id: string): Promise<OpenAIModel> {
+    const model = await this.models.resolve(id, () => ModelNotFoundError.notFoundMessage(id));
+    return fromResolvedModel(id, model);
+  }
+}

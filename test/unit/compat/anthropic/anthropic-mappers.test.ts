@@ -1,0 +1,145 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  AnthropicMessageAccumulator,
+  anthropicErrorType,
+  fromMessagesRequest,
+  toAnthropicError,
+} from '../../../../src/compat/anthropic';
+import { InvalidRequestError, ModelNotFoundError, ServerBusyError } from '../../../../src/common/errors';
+
+const T0 = BigInt(0);
+
+describe('fromMessagesRequest', () => {
+  it('maps system blocks, content blocks, tools, options and thinking', () => {
+    const cmd = fromMessagesRequest(
+      {
+        model: 'm',
+        max_tokens: 64,
+        system: [
+          { type: 'text', text: 'A' },
+          { type: 'text', text: 'B' },
+        ],
+        temperature: 0.5,
+        top_p: 0.9,
+        top_k: 20,
+        stop_sequences: ['END'],
+        thinking: { type: 'enabled', budget_tokens: 100 },
+        tool_choice: { type: 'auto' },
+        tools: [{ name: 'w', description: 'd', input_schema: { type: 'object' } }],
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'hi' },
+              { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAA' } },
+            ],
+          },
+          { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'w', input: { c: 1 } }] },
+          {
+            role: 'user',
+            content: [
+              { type: 'tool_result', tool_use_id: 't1', content: 'sunny' },
+              { type: 'text', text: 'ok?' },
+            ],
+          },
+        ],
+      },
+      T0,
+    );
+    assert.deepEqual(cmd.messages, [
+      { role: 'system', content: 'AB' },
+      { role: 'user', content: 'hi', images: ['AAA'] },
+      {
+        role: 'assistant',
+        content: '',
+        toolCalls: [{ id: 't1', function: { index: 0, name: 'w', arguments: { c: 1 } } }],
+      },
+      { role: 'tool', content: 'sunny', toolCallId: 't1', toolName: 'w' },
+      { role: 'user', content: 'ok?' },
+    ]);
+    assert.deepEqual(cmd.options, { num_predict: 64, temperature: 0.5, top_p: 0.9, top_k: 20, stop: ['END'] });
+    assert.equal(cmd.think, true);
+    assert.deepEqual(cmd.tools, [
+      { type: 'function', function: { name: 'w', description: 'd', parameters: { type: 'object' } } },
+    ]);
+  });
+
+  it('rejects missing max_tokens, model, messages and bad blocks with §5.4 texts', () => {
+    const err = (body: unknown, message: string) =>
+      assert.throws(
+        () => fromMessagesRequest(body, T0),
+        (e: unknown) => e instanceof InvalidRequestError && e.message === message,
+      );
+    err({ model: 'm', messages: [{ role: 'user', content: 'x' }] }, 'max_tokens is required and must be positive');
+    err(
+      { model: 'm', max_tokens: 0, messages: [{ role: 'user', content: 'x' }] },
+      'max_tokens is required and must be positive',
+    );
+    err({ max_tokens: 1, messages: [] }, 'model is required');
+    err({ model: 'm', max_tokens: 1, messages: [] }, 'messages is required');
+    err(
+      {
+        model: 'm',
+        max_tokens: 1,
+        messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'x' } }] }],
+      },
+      'invalid image source type: url. Only base64 images are supported.',
+    );
+    err(
+      {
+        model: 'm',
+        max_tokens: 1,
+        messages: [{ role: 'assistant', content: [{ type: 'tool_use', name: 'w', input: {} }] }],
+      },
+      "tool_use block missing required 'id' field",
+    );
+    assert.equal(fromMessagesRequest({ model: 'm', messages: [{ role: 'user', content: 'x' }] }, T0, false).model, 'm');
+  });
+});
+
+describe('response and error mapping', () => {
+  it('accumulates thinking, text, tool_use with stop_sequence null', () => {
+    const acc = new AnthropicMessageAccumulator('msg_x', 'm');
+    acc.add({ kind: 'delta', text: 'a', thinking: 't' });
+    acc.add({
+      kind: 'done',
+      reason: 'stop',
+      text: 'b',
+      toolCalls: [{ id: 'c', function: { index: 0, name: 'f', arguments: {} } }],
+      metrics: {
+        totalDurationNs: 0,
+        loadDurationNs: 0,
+        promptEvalCount: 4,
+        promptEvalDurationNs: 0,
+        evalCount: 2,
+        evalDurationNs: 0,
+      },
+    });
+    assert.deepEqual(acc.result(), {
+      id: 'msg_x',
+      type: 'message',
+      role: 'assistant',
+      model: 'm',
+      content: [
+        { type: 'thinking', thinking: 't' },
+        { type: 'text', text: 'ab' },
+        { type: 'tool_use', id: 'c', name: 'f', input: {} },
+      ],
+      stop_reason: 'tool_use',
+      stop_sequence: null,
+      usage: { input_tokens: 4, output_tokens: 2 },
+    });
+  });
+
+  it('maps errors to Anthropic types', () => {
+    assert.equal(anthropicErrorType(500), 'api_error');
+    const nf = toAnthropicError(new ModelNotFoundError('x'));
+    assert.equal(nf.status, 404);
+    assert.deepEqual(nf.body.error, { type: 'not_found_error', message: "model 'x' not found" });
+    assert.match(nf.body.request_id, /^req_[0-9a-f]{24}$/);
+    assert.equal(toAnthropicError(new ServerBusyError()).body.error.type, 'overloaded_error');
+    assert.equal(toAnthropicError(new InvalidRequestError('bad')).body.error.type, 'invalid_request_error');
+    assert.equal(toAnthropicError(new Error('boom')).body.error.type, 'api_error');
+  });
+});

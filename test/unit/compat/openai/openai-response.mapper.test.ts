@@ -1,0 +1,166 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { from, lastValueFrom, toArray } from 'rxjs';
+import { InternalError, InvalidRequestError, ModelNotFoundError, ServerBusyError } from '../../../../src/common/errors';
+import { toOpenAIError } from '../../../../src/compat/openai/openai-error';
+import {
+  toBase64Float32,
+  toChatCompletion,
+  toChatCompletionChunks,
+  toCompletionChunks,
+  toEmbeddingResponse,
+} from '../../../../src/compat/openai/openai-response.mapper';
+import type { GenerationEvent, GenerationMetrics } from '../../../../src/inference';
+
+const META = { id: 'chatcmpl-1', created: 100, model: 'm' };
+const METRICS: GenerationMetrics = {
+  totalDurationNs: 1,
+  loadDurationNs: 1,
+  promptEvalCount: 5,
+  promptEvalDurationNs: 1,
+  evalCount: 3,
+  evalDurationNs: 1,
+};
+const HEAD = {
+  id: 'chatcmpl-1',
+  object: 'chat.completion.chunk',
+  created: 100,
+  model: 'm',
+  system_fingerprint: 'fp_ollama',
+};
+
+async function chunks(events: GenerationEvent[], includeUsage = false) {
+  return lastValueFrom(
+    from(events).pipe(toChatCompletionChunks(META, { includeUsage, withLogprobs: false }), toArray()),
+  );
+}
+
+describe('OpenAI response mapper (§12.2–§12.4)', () => {
+  it('stream converter: golden chunk sequence (role first, reasoning split, finish, usage)', async () => {
+    const out = await chunks(
+      [
+        { kind: 'delta', text: 'He', thinking: 'think' },
+        { kind: 'delta', text: 'llo' },
+        { kind: 'delta', text: '' },
+        { kind: 'done', reason: 'stop', metrics: METRICS },
+      ],
+      true,
+    );
+    assert.deepEqual(out, [
+      {
+        ...HEAD,
+        choices: [{ index: 0, delta: { role: 'assistant', content: '', reasoning: 'think' }, finish_reason: null }],
+      },
+      { ...HEAD, choices: [{ index: 0, delta: { content: 'He' }, finish_reason: null }] },
+      { ...HEAD, choices: [{ index: 0, delta: { content: 'llo' }, finish_reason: null }] },
+      { ...HEAD, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
+      { ...HEAD, choices: [], usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 } },
+    ]);
+  });
+
+  it('stream converter: empty output still has a role chunk; tool calls → tool_calls with running index', async () => {
+    const empty = await chunks([{ kind: 'done', reason: 'length', metrics: METRICS }]);
+    assert.deepEqual(empty, [
+      { ...HEAD, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] },
+      { ...HEAD, choices: [{ index: 0, delta: {}, finish_reason: 'length' }] },
+    ]);
+    const tools = await chunks([
+      { kind: 'delta', text: '', toolCalls: [{ id: 'c1', function: { index: 0, name: 'a', arguments: { x: 1 } } }] },
+      { kind: 'done', reason: 'stop', toolCalls: [{ function: { index: 0, name: 'b', arguments: {} } }] },
+    ]);
+    assert.equal(tools.length, 3);
+    assert.deepEqual(tools[0].choices[0].delta.tool_calls, [
+      { id: 'c1', index: 0, type: 'function', function: { name: 'a', arguments: '{"x":1}' } },
+    ]);
+    const second = tools[1].choices[0].delta.tool_calls?.[0];
+    assert.equal(second?.index, 1);
+    assert.match(second?.id ?? '', /^call_[0-9a-f]{24}$/);
+    assert.equal(tools[2].choices[0].finish_reason, 'tool_calls');
+  });
+
+  it('non-stream fold: content, reasoning, tool calls, usage, logprobs', async () => {
+    const res = await lastValueFrom(
+      from<GenerationEvent[]>([
+        {
+          kind: 'delta',
+          text: 'a',
+          thinking: 't',
+          logprobs: [
+            { token: 'a', logprob: -0.5, bytes: [97], topLogprobs: [{ token: 'b', logprob: -1, bytes: [98] }] },
+          ],
+        },
+        { kind: 'done', reason: 'stop', text: 'b', metrics: METRICS },
+      ]).pipe(toChatCompletion(META, true)),
+    );
+    assert.deepEqual(res, {
+      id: 'chatcmpl-1',
+      object: 'chat.completion',
+      created: 100,
+      model: 'm',
+      system_fingerprint: 'fp_ollama',
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: 'ab', reasoning: 't' },
+          finish_reason: 'stop',
+          logprobs: {
+            content: [
+              { token: 'a', logprob: -0.5, bytes: [97], top_logprobs: [{ token: 'b', logprob: -1, bytes: [98] }] },
+            ],
+          },
+        },
+      ],
+      usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 },
+    });
+  });
+
+  it('completion chunks: text chunks, finish chunk, usage chunk', async () => {
+    const out = await lastValueFrom(
+      from<GenerationEvent[]>([
+        { kind: 'delta', text: 'x' },
+        { kind: 'done', reason: 'length', metrics: METRICS },
+      ]).pipe(toCompletionChunks({ ...META, id: 'cmpl-1' }, true), toArray()),
+    );
+    assert.deepEqual(
+      out.map((c) => [c.choices.map((ch) => [ch.text, ch.finish_reason]), c.usage?.total_tokens]),
+      [
+        [[['x', null]], undefined],
+        [[['', 'length']], undefined],
+        [[], 8],
+      ],
+    );
+  });
+
+  it('embeddings: base64 is little-endian float32', () => {
+    assert.equal(toBase64Float32([1, -2]), Buffer.from([0, 0, 0x80, 0x3f, 0, 0, 0, 0xc0]).toString('base64'));
+    const res = toEmbeddingResponse(
+      'm',
+      { embeddings: [[0.5]], totalDurationNs: 1, loadDurationNs: 1, promptEvalCount: 4 },
+      'float',
+    );
+    assert.deepEqual(res, {
+      object: 'list',
+      data: [{ object: 'embedding', embedding: [0.5], index: 0 }],
+      model: 'm',
+      usage: { prompt_tokens: 4, total_tokens: 4 },
+    });
+  });
+
+  it('errors: OpenAI shape, types by status, x-should-retry only on deterministic 5xx', () => {
+    assert.deepEqual(toOpenAIError(new InvalidRequestError('bad', 'messages')), {
+      status: 400,
+      body: { error: { message: 'bad', type: 'invalid_request_error', param: 'messages', code: null } },
+    });
+    assert.deepEqual(toOpenAIError(new ModelNotFoundError('x')), {
+      status: 404,
+      body: { error: { message: "model 'x' not found", type: 'not_found_error', param: null, code: null } },
+    });
+    const internal = toOpenAIError(new InternalError('boom'));
+    assert.equal(internal.status, 500);
+    assert.equal(internal.body.error.type, 'api_error');
+    assert.equal(internal.shouldRetry, false);
+    const busy = toOpenAIError(new ServerBusyError());
+    assert.equal(busy.status, 503);
+    assert.equal(busy.shouldRetry, undefined);
+  });
+});
