@@ -195,6 +195,7 @@ export class CompletionService {
                   ...(tail?.content ? { text: tail.content } : {}),
                   ...(tail?.thinking ? { thinking: tail.thinking } : {}),
                   ...(tail && tail.toolCalls.length > 0 ? { toolCalls: tail.toolCalls } : {}),
+                  ...(event.stopString !== undefined ? { stopSequence: event.stopString } : {}),
                 });
               },
               error: (err: unknown) => subscriber.error(err),

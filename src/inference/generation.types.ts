@@ -59,6 +59,8 @@ export type GenerationEvent =
       text?: string;
       thinking?: string;
       toolCalls?: ToolCall[];
+      /** The request's stop sequence that ended generation, when one matched. */
+      stopSequence?: string;
     };
 
 /** A chat message in domain form (roles as sent, lower-cased). */

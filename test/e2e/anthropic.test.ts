@@ -88,6 +88,28 @@ describe('Anthropic messages layer with the official SDK', { skip: addon.skip },
     }
   });
 
+  it('stop_sequences: a matched stop ends with stop_reason stop_sequence and the string (stream and not)', async () => {
+    const base = { model: 'qwen', max_tokens: 16, messages: [{ role: 'user' as const, content: 'Tell me a story' }] };
+    const text = (m: Anthropic.Message) => m.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+    const full = text(await client.messages.create(base));
+    // Two non-whitespace characters after the first one, so the stop cuts the output after at least one character.
+    const at = [...full].findIndex((_, i) => i >= 1 && /\S\S/.test(full.slice(i, i + 2)));
+    assert.ok(at >= 1, `greedy output too short for a stop sequence: ${JSON.stringify(full)}`);
+    const s = full.slice(at, at + 2);
+    const expected = full.slice(0, full.indexOf(s));
+
+    const msg = await client.messages.create({ ...base, stop_sequences: [s] });
+    assert.equal(msg.stop_reason, 'stop_sequence');
+    assert.equal(msg.stop_sequence, s);
+    assert.equal(text(msg), expected);
+    assert.ok(!text(msg).includes(s));
+
+    const final = await client.messages.stream({ ...base, stop_sequences: [s] }).finalMessage();
+    assert.equal(final.stop_reason, 'stop_sequence');
+    assert.equal(final.stop_sequence, s);
+    assert.equal(text(final), expected);
+  });
+
   it('count_tokens renders and tokenizes the request', async () => {
     const short = await client.messages.countTokens({ model: 'qwen', messages: [{ role: 'user', content: 'Hi' }] });
     const long = await client.messages.countTokens({

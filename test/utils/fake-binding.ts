@@ -29,6 +29,8 @@ export interface FakeScript {
   pieces: string[];
   /** How the task ends when it is not cancelled (default 'eog'). */
   reason?: Exclude<NativeStopReason, 'cancelled'>;
+  /** The stop string reported on `done` (set `reason: 'stop'` too, as the addon does). */
+  stopString?: string;
   /** Fail with an `error` event after the pieces instead of `done`. */
   error?: { code: NativeErrorCode; message: string };
   /** Milliseconds between events (default 0: one macrotask each). */
@@ -417,6 +419,7 @@ export class FakeContextHandle implements NativeContext {
         type: 'done',
         taskId: task.id,
         reason,
+        ...(reason !== 'length' && script.stopString !== undefined ? { stopString: script.stopString } : {}),
         timings: {
           promptN: fakePromptLength(task.params),
           promptTotal: fakePromptLength(task.params),

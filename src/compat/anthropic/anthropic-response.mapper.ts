@@ -5,7 +5,7 @@ import { AnthropicContentBlock, AnthropicMessage, AnthropicStopReason, Anthropic
 /**
  * stop_reason of a finished generation (reference/ollama-api.md §12.8): `tool_use` when any tool call was made,
  * `max_tokens` for `length`, `stop_sequence` when a stop sequence is known to have matched, else `end_turn`.
- * @param matchedStop the stop sequence that ended generation, when known (the runner does not report it today).
+ * @param matchedStop the stop sequence that ended generation, when one matched.
  */
 export function toStopReason(reason: DoneReason, hadToolCalls: boolean, matchedStop?: string): AnthropicStopReason {
   if (hadToolCalls) return 'tool_use';
@@ -32,7 +32,7 @@ export function toToolUseBlock(call: ToolCall): Extract<AnthropicContentBlock, {
 /**
  * Collects a whole generation into the non-streaming response: content blocks in the order thinking, text,
  * tool_use (empty ones left out; `content` is `[]` when the model produced nothing), stop_reason, `stop_sequence`
- * (null when none), usage in tokens.
+ * (the matched stop sequence, null when none), usage in tokens.
  */
 export class AnthropicMessageAccumulator {
   private text = '';
@@ -62,14 +62,15 @@ export class AnthropicMessageAccumulator {
     if (this.thinking) content.push({ type: 'thinking', thinking: this.thinking });
     if (this.text) content.push({ type: 'text', text: this.text });
     for (const call of this.toolCalls) content.push(toToolUseBlock(call));
+    const stopReason = toStopReason(this.done?.reason ?? 'stop', this.toolCalls.length > 0, this.done?.stopSequence);
     return {
       id: this.id,
       type: 'message',
       role: 'assistant',
       model: this.model,
       content,
-      stop_reason: toStopReason(this.done?.reason ?? 'stop', this.toolCalls.length > 0),
-      stop_sequence: null,
+      stop_reason: stopReason,
+      stop_sequence: stopReason === 'stop_sequence' ? (this.done?.stopSequence ?? null) : null,
       usage: toUsage(this.done?.metrics),
     };
   }

@@ -18,7 +18,7 @@ export function encodeSseFrame(f: SseFrame): string {
  * input tokens) and a `ping`; text and thinking open a block of their kind (closing the other), each delta is a
  * `text_delta` / `thinking_delta`; every tool call is a whole tool_use block (`content_block_start` with `input: {}`,
  * one complete `input_json_delta`, `content_block_stop`), de-duplicated by id; the `done` event closes the open block
- * and ends with `message_delta` (stop_reason, stop_sequence null, usage {input_tokens, output_tokens}) and
+ * and ends with `message_delta` (stop_reason, stop_sequence — the matched one or null, usage {input_tokens, output_tokens}) and
  * `message_stop`. finish() emits what is still missing when the source completed without `done`.
  */
 export class AnthropicStreamConverter {
@@ -48,10 +48,12 @@ export class AnthropicStreamConverter {
     for (const call of event.toolCalls ?? []) out.push(...this.toolUse(call));
     if (event.kind === 'done') {
       out.push(...this.closeBlock());
+      const stopReason = toStopReason(event.reason, this.hadToolCalls, event.stopSequence);
+      const stopSequence = stopReason === 'stop_sequence' ? (event.stopSequence ?? null) : null;
       out.push(
         frame({
           type: 'message_delta',
-          delta: { stop_reason: toStopReason(event.reason, this.hadToolCalls), stop_sequence: null },
+          delta: { stop_reason: stopReason, stop_sequence: stopSequence },
           usage: toUsage(event.metrics),
         }),
         frame({ type: 'message_stop' }),

@@ -177,6 +177,7 @@ export class LlamaRunner implements Runner {
             subscriber.next({
               kind: 'done',
               reason: event.reason === 'length' ? 'length' : 'stop',
+              ...(event.reason === 'stop' && event.stopString !== undefined ? { stopString: event.stopString } : {}),
               timings: {
                 promptEvalCount: event.timings.promptN,
                 promptEvalDurationNs: event.timings.promptNs,

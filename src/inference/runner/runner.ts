@@ -79,7 +79,13 @@ export interface RunnerTimings {
  */
 export type RunnerEvent =
   | { kind: 'token'; text: string; token: number; logprob?: RunnerLogprob }
-  | { kind: 'done'; reason: 'stop' | 'length'; timings: RunnerTimings };
+  | {
+      kind: 'done';
+      reason: 'stop' | 'length';
+      /** The stop string that matched, when generation ended on one. */
+      stopString?: string;
+      timings: RunnerTimings;
+    };
 
 /** A chat message for the model's own chat template. */
 export interface RunnerChatMessage {

@@ -132,6 +132,32 @@ describe('response and error mapping', () => {
     });
   });
 
+  it('reports the matched stop sequence', () => {
+    const acc = new AnthropicMessageAccumulator('msg_y', 'm');
+    acc.add({ kind: 'delta', text: 'Hello' });
+    acc.add({ kind: 'done', reason: 'stop', stopSequence: 'END' });
+    const r = acc.result();
+    assert.equal(r.stop_reason, 'stop_sequence');
+    assert.equal(r.stop_sequence, 'END');
+    assert.deepEqual(r.content, [{ type: 'text', text: 'Hello' }]);
+  });
+
+  it('a tool call wins over a stop sequence; length keeps max_tokens', () => {
+    const acc = new AnthropicMessageAccumulator('msg_z', 'm');
+    acc.add({
+      kind: 'done',
+      reason: 'stop',
+      stopSequence: 'END',
+      toolCalls: [{ id: 'c', function: { index: 0, name: 'f', arguments: {} } }],
+    });
+    assert.equal(acc.result().stop_reason, 'tool_use');
+    assert.equal(acc.result().stop_sequence, null);
+    const len = new AnthropicMessageAccumulator('msg_w', 'm');
+    len.add({ kind: 'done', reason: 'length' });
+    assert.equal(len.result().stop_reason, 'max_tokens');
+    assert.equal(len.result().stop_sequence, null);
+  });
+
   it('maps errors to Anthropic types', () => {
     assert.equal(anthropicErrorType(500), 'api_error');
     const nf = toAnthropicError(new ModelNotFoundError('x'));

@@ -75,6 +75,22 @@ describe('AnthropicStreamConverter (golden SSE)', () => {
     );
   });
 
+  it('stop_sequence on message_delta when a stop sequence matched', () => {
+    const sse = run([
+      { kind: 'delta', text: 'Hi' },
+      { kind: 'done', reason: 'stop', metrics, stopSequence: '\n\nHuman:' },
+    ]);
+    assert.equal(
+      sse,
+      START +
+        'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n' +
+        'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}\n\n' +
+        'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n' +
+        'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"\\n\\nHuman:"},"usage":{"input_tokens":7,"output_tokens":3}}\n\n' +
+        'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+    );
+  });
+
   it('finish() closes a stream that ended without done', () => {
     const c = new AnthropicStreamConverter('msg_1', 'm', 0);
     c.process({ kind: 'delta', text: 'x' });
