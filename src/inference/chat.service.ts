@@ -91,6 +91,7 @@ export class ChatService {
   private renderPrompt(cmd: ChatCommand, model: ResolvedModel, runner: Runner, messages: ChatMessage[]): number[] {
     const opts = {
       tools: cmd.tools,
+      toolChoice: cmd.toolChoice,
       think: cmd.think,
       thinking: thinkingEnabled(cmd.think, model),
       format: cmd.format,
@@ -153,6 +154,7 @@ export class ChatService {
     const messages = ChatService.assembleMessages(cmd, model);
     const opts = {
       tools: cmd.tools,
+      toolChoice: cmd.toolChoice,
       think: cmd.think,
       thinking: thinkingEnabled(cmd.think, model),
       format: cmd.format,

@@ -123,4 +123,10 @@ export interface ChatCommand extends InferenceCommandBase {
   messages: ChatMessage[];
   /** Tool definitions (need the tools capability). */
   tools?: ToolDefinition[];
+  /**
+   * 'required': the model must call one of `tools` (the compat layers' `tool_choice` "required"/"any" or a named
+   * tool, whose `tools` are then only that one). Enforced by the tool-call grammar in native (Jinja) mode; a Go
+   * template cannot force a call, so rendered mode treats it as 'auto'. Absent = 'auto'.
+   */
+  toolChoice?: 'auto' | 'required';
 }

@@ -87,6 +87,8 @@ export function toNativeTools(tools: ToolDefinition[] | undefined): NativeChatTo
 /** What a native render needs besides the messages. */
 export interface NativeRenderOptions {
   tools?: ToolDefinition[];
+  /** 'required' forces a tool call through the render's grammar (common_chat tool_choice). */
+  toolChoice?: 'auto' | 'required';
   think: boolean | string | undefined;
   thinking: boolean;
   format?: OutputFormat;
@@ -107,6 +109,7 @@ export function renderNative(
   const render = runner.renderChat({
     messages: toNativeMessages(messages),
     tools: toNativeTools(opts.tools),
+    ...(opts.toolChoice && opts.tools?.length ? { toolChoice: opts.toolChoice } : {}),
     enableThinking: opts.thinking,
     addGenerationPrompt: true,
     templateKwargs: {

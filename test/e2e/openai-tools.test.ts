@@ -188,4 +188,42 @@ describe('OpenAI /v1 tool calls (FakeBinding, openai client)', () => {
     const rendered = binding.renderRequests.at(-1)!;
     assert.ok(!rendered.tools || rendered.tools.length === 0);
   });
+
+  it("tool_choice 'required' and a named function reach the chat render as a required tool call", async () => {
+    binding.script = () => ({ pieces: ['<tool_call>{"name":"get_weather","arguments":{"city":"Oslo"}}</tool_call>'] });
+    const other = { type: 'function' as const, function: { name: 'get_time', parameters: { type: 'object' } } };
+    await client.chat.completions.create({
+      model: 'tooly',
+      messages: [{ role: 'user', content: 'Weather in Oslo?' }],
+      tools: [weather, other],
+      tool_choice: 'required',
+    });
+    let rendered = binding.renderRequests.at(-1)!;
+    assert.equal(rendered.toolChoice, 'required');
+    assert.deepEqual(
+      rendered.tools?.map((t) => t.name),
+      ['get_weather', 'get_time'],
+    );
+    await client.chat.completions.create({
+      model: 'tooly',
+      messages: [{ role: 'user', content: 'Weather in Oslo?' }],
+      tools: [weather, other],
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+    });
+    rendered = binding.renderRequests.at(-1)!;
+    assert.equal(rendered.toolChoice, 'required');
+    assert.deepEqual(
+      rendered.tools?.map((t) => t.name),
+      ['get_weather'],
+    );
+    await assert.rejects(
+      client.chat.completions.create({
+        model: 'tooly',
+        messages: [{ role: 'user', content: 'x' }],
+        tools: [weather],
+        tool_choice: { type: 'function', function: { name: 'nope' } },
+      }),
+      (err: unknown) => err instanceof OpenAI.BadRequestError,
+    );
+  });
 });

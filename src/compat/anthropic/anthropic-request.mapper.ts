@@ -172,9 +172,37 @@ function optionalNumber(body: Json, key: string): number | undefined {
 }
 
 /**
+ * Anthropic `tool_choice`: `{type:"auto"}`/absent → the model chooses; `{type:"any"}` → it must call a tool;
+ * `{type:"tool", name}` → it must call that tool (the others are dropped); `{type:"none"}` → no tools.
+ * @throws InvalidRequestError when `{type:"tool"}` names no tool of the request.
+ */
+export function applyToolChoice(
+  tools: ToolDefinition[] | undefined,
+  choice: unknown,
+): { tools?: ToolDefinition[]; toolChoice?: 'auto' | 'required' } {
+  if (!tools || tools.length === 0) return {};
+  if (!isObject(choice)) return { tools };
+  switch (choice.type) {
+    case 'none':
+      return {};
+    case 'any':
+      return { tools, toolChoice: 'required' };
+    case 'tool': {
+      const named = tools.filter((t) => t.function?.name === choice.name);
+      if (named.length === 0) {
+        throw new InvalidRequestError(`tool_choice names an unknown tool: ${String(choice.name)}`, 'tool_choice');
+      }
+      return { tools: named, toolChoice: 'required' };
+    }
+    default:
+      return { tools };
+  }
+}
+
+/**
  * A POST /v1/messages (or count_tokens) body → ChatCommand. `max_tokens` → num_predict, `temperature` / `top_p` /
- * `top_k` → options (no defaults injected), `stop_sequences` → stop, `system` → a leading system message;
- * `tool_choice` and `metadata` are accepted and ignored.
+ * `top_k` → options (no defaults injected), `stop_sequences` → stop, `system` → a leading system message,
+ * `tool_choice` → toolChoice (applyToolChoice); `metadata` is accepted and ignored.
  * @param requireMaxTokens false for count_tokens (which has no max_tokens).
  * @throws InvalidRequestError (400 invalid_request_error): `model is required`, `max_tokens is required and must be
  *   positive`, `messages is required`, and the block/option errors above.
@@ -207,11 +235,12 @@ export function fromMessagesRequest(body: unknown, startedAt: bigint, requireMax
     top_k: optionalNumber(body, 'top_k'),
     stop: body.stop_sequences,
   });
-  const tools = toToolDefinitions(body.tools);
+  const { tools, toolChoice } = applyToolChoice(toToolDefinitions(body.tools), body.tool_choice);
   return {
     model: body.model,
     messages,
     ...(tools ? { tools } : {}),
+    ...(toolChoice ? { toolChoice } : {}),
     options,
     think: decodeAnthropicThink(body),
     startedAt,

@@ -217,10 +217,26 @@ export function decodeReasoningEffort(value: unknown): boolean | string | undefi
   );
 }
 
-/** `tools` → definitions (function tools only); `tool_choice: "none"` drops them (the model then cannot call). */
-function decodeTools(tools: unknown, toolChoice: unknown): ToolDefinition[] | undefined {
-  if (!Array.isArray(tools) || tools.length === 0 || toolChoice === 'none') return undefined;
-  return (tools as unknown[]).filter(isObject).map((t) => t as ToolDefinition);
+/**
+ * `tools` + `tool_choice` → definitions (function tools only) and the choice: "none" drops the tools (the model then
+ * cannot call), "required" forces a call, `{"type":"function","function":{"name"}}` forces a call of that tool only,
+ * "auto"/absent lets the model choose.
+ * @throws InvalidRequestError when a named tool_choice names no tool of the request.
+ */
+function decodeTools(
+  tools: unknown,
+  toolChoice: unknown,
+): { tools?: ToolDefinition[]; toolChoice?: 'auto' | 'required' } {
+  if (!Array.isArray(tools) || tools.length === 0 || toolChoice === 'none') return {};
+  const defs = (tools as unknown[]).filter(isObject).map((t) => t as ToolDefinition);
+  if (toolChoice === 'required') return { tools: defs, toolChoice: 'required' };
+  if (isObject(toolChoice) && isObject(toolChoice.function) && typeof toolChoice.function.name === 'string') {
+    const name = toolChoice.function.name;
+    const named = defs.filter((t) => t.function?.name === name);
+    if (named.length === 0) throw new InvalidRequestError(`tool_choice names an unknown tool: ${name}`, 'tool_choice');
+    return { tools: named, toolChoice: 'required' };
+  }
+  return { tools: defs };
 }
 
 /** The sampling fields shared by chat and completions → the native option map (typed by the option table). */
@@ -269,11 +285,12 @@ export function fromOpenAIChatRequest(body: unknown, startedAt: bigint): ChatCom
   }
   const effort = isObject(req.reasoning) ? req.reasoning.effort : req.reasoning_effort;
   const think = decodeReasoningEffort(effort);
-  const tools = decodeTools(req.tools, req.tool_choice);
+  const { tools, toolChoice } = decodeTools(req.tools, req.tool_choice);
   return {
     model: modelOf(req.model),
     messages: decodeMessages(req.messages),
     ...(tools ? { tools } : {}),
+    ...(toolChoice ? { toolChoice } : {}),
     format: decodeResponseFormat(req.response_format),
     ...(think !== undefined ? { think } : {}),
     topLogprobs: req.logprobs === true ? ((top as number | undefined) ?? 0) : undefined,

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import {
   AnthropicMessageAccumulator,
   anthropicErrorType,
+  applyToolChoice,
   fromMessagesRequest,
   toAnthropicError,
 } from '../../../../src/compat/anthropic';
@@ -167,5 +168,46 @@ describe('response and error mapping', () => {
     assert.equal(toAnthropicError(new ServerBusyError()).body.error.type, 'overloaded_error');
     assert.equal(toAnthropicError(new InvalidRequestError('bad')).body.error.type, 'invalid_request_error');
     assert.equal(toAnthropicError(new Error('boom')).body.error.type, 'api_error');
+  });
+});
+
+describe('applyToolChoice (Anthropic tool_choice)', () => {
+  const tool = (name: string) => ({
+    type: 'function',
+    function: { name, parameters: { type: 'object', properties: {} } },
+  });
+  const tools = [tool('a'), tool('b')];
+  const names = (r: ReturnType<typeof applyToolChoice>) => r.tools?.map((t) => t.function?.name);
+
+  it('auto or absent keeps every tool with no forced call; none drops them', () => {
+    assert.deepEqual(applyToolChoice(tools, undefined), { tools });
+    assert.deepEqual(applyToolChoice(tools, { type: 'auto' }), { tools });
+    assert.deepEqual(applyToolChoice(tools, { type: 'none' }), {});
+    assert.deepEqual(applyToolChoice(undefined, { type: 'any' }), {});
+  });
+
+  it('any forces a call; tool forces that tool only; an unknown name is a 400', () => {
+    const any = applyToolChoice(tools, { type: 'any' });
+    assert.equal(any.toolChoice, 'required');
+    assert.deepEqual(names(any), ['a', 'b']);
+    const named = applyToolChoice(tools, { type: 'tool', name: 'b' });
+    assert.equal(named.toolChoice, 'required');
+    assert.deepEqual(names(named), ['b']);
+    assert.throws(() => applyToolChoice(tools, { type: 'tool', name: 'z' }), InvalidRequestError);
+  });
+
+  it('fromMessagesRequest carries the choice into the chat command', () => {
+    const cmd = fromMessagesRequest(
+      {
+        model: 'm',
+        max_tokens: 5,
+        messages: [{ role: 'user', content: 'x' }],
+        tools: [{ name: 'a', input_schema: { type: 'object' } }],
+        tool_choice: { type: 'any' },
+      },
+      0n,
+    );
+    assert.equal(cmd.toolChoice, 'required');
+    assert.equal(cmd.tools?.length, 1);
   });
 });
