@@ -19,6 +19,17 @@ import { Runner } from './runner/runner';
 import { SchedulerService } from './scheduler.service';
 import { toMediaPrompt, withImageMarkers } from './media-prompt';
 
+/** The render options of a chat request (tools, tool choice, thinking, format), shared by prompts and token counts. */
+function renderOptions(cmd: ChatCommand, model: ResolvedModel) {
+  return {
+    tools: cmd.tools,
+    toolChoice: cmd.toolChoice,
+    think: cmd.think,
+    thinking: thinkingEnabled(cmd.think, model),
+    format: cmd.format,
+  };
+}
+
 /**
  * /api/chat in domain terms (reference/ollama-api.md §3.3): validation in Ollama's order, load/unload shortcuts,
  * message assembly (Modelfile MESSAGE history and SYSTEM), rendering with the GGUF chat template, truncation,
@@ -89,13 +100,7 @@ export class ChatService {
 
   /** Renders `messages` as buildPrompt does (Go template or native) and tokenizes, without fitting. */
   private renderPrompt(cmd: ChatCommand, model: ResolvedModel, runner: Runner, messages: ChatMessage[]): number[] {
-    const opts = {
-      tools: cmd.tools,
-      toolChoice: cmd.toolChoice,
-      think: cmd.think,
-      thinking: thinkingEnabled(cmd.think, model),
-      format: cmd.format,
-    };
+    const opts = renderOptions(cmd, model);
     const go = goTemplateFor(model.template);
     const r = go
       ? renderGo(go.api, go.template, runner, messages, opts)
@@ -152,13 +157,7 @@ export class ChatService {
     options: EffectiveOptions,
   ): PreparedPrompt {
     const messages = ChatService.assembleMessages(cmd, model);
-    const opts = {
-      tools: cmd.tools,
-      toolChoice: cmd.toolChoice,
-      think: cmd.think,
-      thinking: thinkingEnabled(cmd.think, model),
-      format: cmd.format,
-    };
+    const opts = renderOptions(cmd, model);
     const go = goTemplateFor(model.template);
     if (model.template && !go) this.completion.noteTemplateFallback(model);
     const images = messages.flatMap((m) => m.images ?? []);
