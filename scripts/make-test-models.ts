@@ -251,6 +251,31 @@ interface TensorPlan {
   f32?: boolean;
 }
 
+/**
+ * The tensors of a planned model with their reproducible random contents: 2-D weights F16 N(0, WEIGHT_STD), 1-D
+ * (and `f32` matrices) F32 with `init` ones/zeros/normal; each tensor seeded from the model name, the generator
+ * version and its own name, so files are byte-identical across runs.
+ */
+function randomTensors(modelName: string, plans: TensorPlan[]): GgufTensorSpec[] {
+  const modelSeed = fnv1a(`${modelName}:${GENERATOR_VERSION}`);
+  return plans.map((p) => {
+    const matrix = p.shape.length >= 2 && !p.f32;
+    const seed = fnv1a(`${modelSeed}:${p.name}`);
+    return {
+      name: p.name,
+      shape: p.shape,
+      type: matrix ? GGML_TYPE_F16 : GGML_TYPE_F32,
+      fill: (out: Buffer) => {
+        if (p.init === 'zeros') return; // the buffer comes zeroed
+        if (matrix) return fillNormalF16(out, seed);
+        const floats = new Float32Array(out.buffer, out.byteOffset, out.length >>> 2);
+        if (p.init === 'ones') floats.fill(1);
+        else fillNormalF32(floats, WEIGHT_STD, seed);
+      },
+    };
+  });
+}
+
 function llamaTensors(s: LlamaShape, nVocab: number): TensorPlan[] {
   const headDim = s.nEmbd / s.nHead;
   const nKv = s.nHeadKv * headDim;
@@ -463,23 +488,7 @@ async function makeModel(spec: ModelSpec, dir: string, force: boolean): Promise<
     ...tokenizerKvs,
   ];
 
-  const modelSeed = fnv1a(`${spec.name}:${GENERATOR_VERSION}`);
-  const tensors: GgufTensorSpec[] = plans.map((p) => {
-    const matrix = p.shape.length >= 2 && !p.f32;
-    const seed = fnv1a(`${modelSeed}:${p.name}`);
-    return {
-      name: p.name,
-      shape: p.shape,
-      type: matrix ? GGML_TYPE_F16 : GGML_TYPE_F32,
-      fill: (out: Buffer) => {
-        if (p.init === 'zeros') return; // the buffer comes zeroed
-        if (matrix) return fillNormalF16(out, seed);
-        const floats = new Float32Array(out.buffer, out.byteOffset, out.length >>> 2);
-        if (p.init === 'ones') floats.fill(1);
-        else fillNormalF32(floats, WEIGHT_STD, seed);
-      },
-    };
-  });
+  const tensors = randomTensors(spec.name, plans);
 
   await writeGguf(file, kvs, tensors);
   writeStamp(file, specHash, parameterCount);
@@ -599,23 +608,7 @@ async function makeProjector(dir: string, force: boolean): Promise<string> {
     f32Array('clip.vision.image_mean', [0.48145466, 0.4578275, 0.40821073]),
     f32Array('clip.vision.image_std', [0.26862954, 0.26130258, 0.27577711]),
   ];
-  const modelSeed = fnv1a(`${spec.name}:${GENERATOR_VERSION}`);
-  const tensors: GgufTensorSpec[] = plans.map((p) => {
-    const matrix = p.shape.length >= 2 && !p.f32;
-    const seed = fnv1a(`${modelSeed}:${p.name}`);
-    return {
-      name: p.name,
-      shape: p.shape,
-      type: matrix ? GGML_TYPE_F16 : GGML_TYPE_F32,
-      fill: (out: Buffer) => {
-        if (p.init === 'zeros') return;
-        if (matrix) return fillNormalF16(out, seed);
-        const floats = new Float32Array(out.buffer, out.byteOffset, out.length >>> 2);
-        if (p.init === 'ones') floats.fill(1);
-        else fillNormalF32(floats, WEIGHT_STD, seed);
-      },
-    };
-  });
+  const tensors = randomTensors(spec.name, plans);
   await writeGguf(file, kvs, tensors);
   writeStamp(file, specHash, parameterCount);
   report('made', file, parameterCount, (performance.now() - started) / 1000);
