@@ -4,25 +4,14 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { createServer, IncomingMessage, request, ServerResponse } from 'node:http';
-import { AddressInfo, createServer as createNetServer } from 'node:net';
+import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { REPO_ROOT } from '../../src/native/load-binding';
 import { ensureTestModels, TINY_QWEN2 } from '../utils/models';
 import { postJson, readNdjson } from '../utils/ndjson';
-import { RegistryServer, registryMissing, startRegistry } from '../utils/registry-server';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createNetServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+import { freePort, RegistryServer, registryMissing, startRegistry } from '../utils/registry-server';
 
 async function sha256File(path: string): Promise<string> {
   const hash = createHash('sha256');

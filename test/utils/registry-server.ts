@@ -19,7 +19,8 @@ export interface RegistryServerOptions {
   basicAuth?: { username: string; password: string };
 }
 
-async function freePort(): Promise<number> {
+/** A free TCP port on 127.0.0.1 (bound, read, released). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createNetServer();
     srv.once('error', reject);

@@ -3,6 +3,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { DaemonError, ErrorCode } from '../errors';
 import { toOllamaError } from './ollama-error.mapper';
+import { endStartedResponse } from './stream-responder';
 
 const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
 
@@ -22,12 +23,8 @@ export class OllamaExceptionFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const reply = http.getResponse<FastifyReply>();
     const request = http.getRequest<FastifyRequest>();
-    if (reply.raw.headersSent || reply.sent) {
-      // Streaming already began: the StreamResponder owns the error line. Just make sure the response ends.
-      this.logger.error(`error after the response started: ${(exception as Error)?.message ?? String(exception)}`);
-      if (!reply.raw.writableEnded) reply.raw.end();
-      return;
-    }
+    // Streaming already began: writeStream owns the error line.
+    if (endStartedResponse(reply, exception, this.logger)) return;
     if (exception instanceof NotFoundException && this.isRouterNotFound(exception)) {
       const allowed = this.routeExistsForOtherMethod(request);
       void reply

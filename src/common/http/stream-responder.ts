@@ -121,6 +121,18 @@ export function writeStream<T>(reply: FastifyReply, source$: Observable<T>, fram
   });
 }
 
+/**
+ * For exception filters: when the response already started (a stream is under way, so writeStream owns the error
+ * frame), logs the error, ends the response if needed and returns true; returns false when nothing was sent yet and
+ * the filter should render its dialect's error body.
+ */
+export function endStartedResponse(reply: FastifyReply, exception: unknown, logger: Logger): boolean {
+  if (!reply.raw.headersSent && !reply.sent) return false;
+  logger.error(`error after the response started: ${(exception as Error)?.message ?? String(exception)}`);
+  if (!reply.raw.writableEnded) reply.raw.end();
+  return true;
+}
+
 /** Streams native-API responses: NDJSON through writeStream, and the one-object `stream: false` form. */
 @Injectable()
 export class StreamResponder {

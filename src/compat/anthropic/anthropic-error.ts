@@ -1,6 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { toOllamaError } from '../../common/http';
+import { endStartedResponse, toOllamaError } from '../../common/http';
 import { anthropicId } from './anthropic-ids';
 import { AnthropicErrorBody } from './anthropic.types';
 
@@ -55,10 +55,7 @@ export class AnthropicExceptionFilter implements ExceptionFilter {
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const reply = host.switchToHttp().getResponse<FastifyReply>();
-    if (reply.raw.headersSent || reply.sent) {
-      if (!reply.raw.writableEnded) reply.raw.end();
-      return;
-    }
+    if (endStartedResponse(reply, exception, this.logger)) return;
     const { status, body } = toAnthropicError(exception);
     if (status >= 500) this.logger.error(`${status}: ${body.error.message}`);
     void reply

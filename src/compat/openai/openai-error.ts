@@ -1,7 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DaemonError, ErrorCode } from '../../common/errors';
-import { toOllamaError } from '../../common/http';
+import { endStartedResponse, toOllamaError } from '../../common/http';
 import { OpenAIErrorBody } from './openai.types';
 
 /** An error as the OpenAI dialect renders it: status, body, and whether the client should retry. */
@@ -54,11 +54,7 @@ export class OpenAIExceptionFilter implements ExceptionFilter {
     const http = host.switchToHttp();
     const reply = http.getResponse<FastifyReply>();
     const request = http.getRequest<FastifyRequest>();
-    if (reply.raw.headersSent || reply.sent) {
-      this.logger.error(`error after the response started: ${(exception as Error)?.message ?? String(exception)}`);
-      if (!reply.raw.writableEnded) reply.raw.end();
-      return;
-    }
+    if (endStartedResponse(reply, exception, this.logger)) return;
     const { status, body, shouldRetry } = toOpenAIError(exception);
     if (status >= 500) {
       const stack = exception instanceof Error && !(exception instanceof HttpException) ? exception.stack : undefined;
