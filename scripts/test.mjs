@@ -35,9 +35,8 @@ if (files.length === 0) {
   process.exit(1);
 }
 // One file at a time: native and e2e tests load models, and the machine has 2 cores.
-const r = spawnSync(
-  process.execPath,
-  ['--test', '--test-concurrency=1', '--test-timeout=300000', ...extra, ...files],
-  { stdio: 'inherit', cwd: root },
-);
+const r = spawnSync(process.execPath, ['--test', '--test-concurrency=1', '--test-timeout=300000', ...extra, ...files], {
+  stdio: 'inherit',
+  cwd: root,
+});
 process.exit(r.status ?? 1);
