@@ -378,6 +378,13 @@ export interface NativeContextStats {
   activeSlots: number;
   /** Tasks waiting for a free slot. */
   queuedTasks: number;
+  /** llama_decode calls of generation steps so far. */
+  decodeSteps: number;
+  /**
+   * Compute graphs llama.cpp reused from the previous ubatch instead of rebuilding (llama_perf_context n_reused): a
+   * steady set of generating slots reuses one graph per step.
+   */
+  graphsReused: number;
   /** Bytes of the KV cache. */
   kvSize: number;
 }
@@ -397,10 +404,10 @@ export interface NativeContext {
   stats(): NativeContextStats;
   /**
    * Embeds inputs (token ids) on the decode thread of an embedding context, packing as many inputs per
-   * llama_encode/llama_decode as fit n_batch (one sequence each, up to nParallel sequences per batch), and returns one
-   * pooled vector per input, in order: n_embd_out floats, NOT normalized. Rejects LLAMA_INVALID_ARGUMENT (not an
-   * embedding context, an empty input), LLAMA_EXCEED_CONTEXT (an input longer than n_ubatch or the slot context),
-   * LLAMA_DISPOSED.
+   * llama_encode/llama_decode as fit n_batch (one sequence each, up to max(nParallel, 64) sequences per batch, over one
+   * unified KV stream cleared before each batch), and returns one pooled vector per input, in order: n_embd_out
+   * floats, NOT normalized. Rejects LLAMA_INVALID_ARGUMENT (not an embedding context, an empty input),
+   * LLAMA_EXCEED_CONTEXT (an input longer than n_ubatch or the slot context), LLAMA_DISPOSED.
    */
   embed(inputs: Int32Array[]): Promise<Float32Array[]>;
   /** Cancels every task, joins the decode thread and frees the context. Idempotent. */

@@ -17,6 +17,9 @@ namespace llamad {
 
 namespace {
 
+// Most sequences one embedding batch may hold (inputs of >= 8 tokens still fill a 512-token batch).
+constexpr uint32_t kEmbedSeqMax = 64;
+
 // Bytes of one row of `n` elements of `type`.
 int64_t RowBytes(ggml_type type, int64_t n) {
   const int64_t block = ggml_blck_size(type);
@@ -124,6 +127,31 @@ Napi::Function Context::Init(Napi::Env env) {
                      });
 }
 
+bool CpuThreadPools::Attach(llama_context* ctx, int32_t n_threads, int32_t n_threads_batch) {
+  Free();
+  ggml_threadpool_params generation = ggml_threadpool_params_default(n_threads);
+  ggml_threadpool_params batch = ggml_threadpool_params_default(n_threads_batch);
+  if (!ggml_threadpool_params_match(&generation, &batch)) {
+    batch_ = ggml_threadpool_new(&batch);
+    if (batch_ == nullptr) return false;
+    generation.paused = true;  // the batch pool runs first (prompt); ggml resumes this one on its first graph
+  }
+  generation_ = ggml_threadpool_new(&generation);
+  if (generation_ == nullptr) {
+    Free();
+    return false;
+  }
+  llama_attach_threadpool(ctx, generation_, batch_);
+  return true;
+}
+
+void CpuThreadPools::Free() {
+  if (generation_ != nullptr) ggml_threadpool_free(generation_);
+  if (batch_ != nullptr) ggml_threadpool_free(batch_);
+  generation_ = nullptr;
+  batch_ = nullptr;
+}
+
 Context::Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(info), data_(AddonData::Get(info.Env())) {
   Napi::Env env = info.Env();
   if (!info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(data_->model_constructor.Value())) {
@@ -152,14 +180,20 @@ Context::Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(inf
     cp.pooling_type = params.pooling;
     cp.n_ubatch = cp.n_batch;  // non-causal models need a whole sequence in one ubatch
   }
-  cp.n_seq_max = params.n_parallel;
+  // An embedding context runs one embed job at a time and clears its memory before each batch, so it packs as many
+  // whole inputs into one llama_decode as n_batch allows (up to kEmbedSeqMax sequences) over one unified KV stream;
+  // its slots are never used for generation (submit() refuses embedding contexts).
+  cp.n_seq_max = params.embeddings
+                     ? std::max(params.n_parallel, std::min<uint32_t>(kEmbedSeqMax, llama_max_parallel_sequences()))
+                     : params.n_parallel;
   const int32_t hardware = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   cp.n_threads = params.n_threads.value_or(hardware);
   cp.n_threads_batch = params.n_threads_batch.value_or(cp.n_threads);
   cp.flash_attn_type = params.flash_attn;
   cp.type_k = params.type_k;
   cp.type_v = params.type_v;
-  cp.kv_unified = false;  // one KV stream per slot: each slot gets n_ctx / n_parallel cells
+  // Generation: one KV stream per slot, each slot gets n_ctx / n_parallel cells.
+  cp.kv_unified = params.embeddings;
   cp.no_perf = true;
 
   llama_context* ctx = GuardJs(env, ErrorCode::kContextCreateFailed, "llama_init_from_model",
@@ -169,6 +203,8 @@ Context::Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(inf
                "llama_init_from_model failed (out of memory, or an unsupported combination such as a quantized "
                "V cache without flash attention)");
   }
+  // Best effort: without pools ggml still computes, with a thread start-up per graph.
+  thread_pools_.Attach(ctx, cp.n_threads, cp.n_threads_batch);
   if (!params.lora_adapters.empty()) {
     // Load (or reuse the model's cached) adapters, then attach them to this context only.
     std::vector<llama_adapter_lora*> adapters;
@@ -232,7 +268,7 @@ Context::Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(inf
   embeddings_ = params.embeddings;
   n_ctx_ = llama_n_ctx(ctx_);
   n_ctx_slot_ = static_cast<uint32_t>(engine_->n_ctx_slot());
-  n_parallel_ = static_cast<uint32_t>(engine_->n_slots());
+  n_parallel_ = params.embeddings ? params.n_parallel : static_cast<uint32_t>(engine_->n_slots());
   kv_bytes_ = EstimateKvBytes(handle, n_ctx_, params.type_k, params.type_v);
   if (kv_bytes_ > 0) {
     int64_t ignored = 0;
@@ -279,6 +315,7 @@ void Context::StopAndFree() {
     llama_free(ctx_);
     ctx_ = nullptr;
   }
+  thread_pools_.Free();
 }
 
 void Context::RequireActive(Napi::Env env) const {
@@ -419,6 +456,8 @@ Napi::Value Context::Stats(const Napi::CallbackInfo& info) {
   out.Set("nParallel", n_parallel_);
   out.Set("activeSlots", stats.active_slots);
   out.Set("queuedTasks", stats.queued_tasks);
+  out.Set("decodeSteps", stats.decode_steps);
+  out.Set("graphsReused", stats.graphs_reused);
   out.Set("kvSize", static_cast<double>(kv_bytes_));
   return out;
 }

@@ -13,11 +13,33 @@
 #include "addon_data.h"
 #include "engine.h"
 #include "event_sink.h"
+#include "ggml-cpu.h"
 #include "llama.h"
 
 namespace llamad {
 
 class Model;
+
+// Persistent ggml CPU thread pools of one llama_context, attached as llama-server attaches its own (common/common.cpp
+// common_threadpools): without them ggml creates and joins its worker threads for every graph it computes.
+// One pool when n_threads == n_threads_batch, else a generation pool (starts paused) and a batch pool.
+class CpuThreadPools {
+ public:
+  CpuThreadPools() = default;
+  CpuThreadPools(const CpuThreadPools&) = delete;
+  CpuThreadPools& operator=(const CpuThreadPools&) = delete;
+  ~CpuThreadPools() { Free(); }
+
+  // Creates the pools and attaches them to ctx. Returns false (and attaches nothing) when ggml cannot create them;
+  // the context then keeps ggml's per-graph threads.
+  bool Attach(llama_context* ctx, int32_t n_threads, int32_t n_threads_batch);
+  // Frees the pools. Call only after llama_free of the context they are attached to.
+  void Free();
+
+ private:
+  ggml_threadpool* generation_ = nullptr;
+  ggml_threadpool* batch_ = nullptr;
+};
 
 // new Context(model, params) creates the llama_context synchronously (throws LLAMA_CONTEXT_CREATE_FAILED,
 // LLAMA_INVALID_ARGUMENT, LLAMA_DISPOSED) and starts its decode thread.
@@ -65,6 +87,7 @@ class Context : public Napi::ObjectWrap<Context> {
 
   std::mutex native_mutex_;  // guards engine_ and ctx_ against the dispose worker and the env cleanup hook
   llama_context* ctx_ = nullptr;
+  CpuThreadPools thread_pools_;  // freed after ctx_
   std::unique_ptr<Engine> engine_;
   std::shared_ptr<EventSink> sink_;
 

@@ -203,15 +203,27 @@ void Engine::RunEmbedJob(const EmbedJob& job) {
     event.message = message;
     events_.push_back(std::move(event));
   };
-  std::vector<int32_t> last_index;  // batch index of each sequence's last token
-  for (size_t next = 0; next < job.inputs.size();) {
-    const size_t first = next;
+  std::vector<int32_t> last_index;   // batch index of each sequence's last token
+  std::vector<size_t> batch_inputs;  // input index of each sequence of the batch
+  std::vector<size_t> pending(job.inputs.size());
+  for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
+  // A causal model keeps the batch in its KV cache (one unified stream, cleared per batch): it must fit n_ctx.
+  const int32_t max_tokens =
+      memory_ != nullptr ? std::min(n_batch_, static_cast<int32_t>(llama_n_ctx_seq(ctx_))) : n_batch_;
+  while (!pending.empty()) {
     batch_.n_tokens = 0;
     last_index.clear();
-    // As many whole inputs as fit n_batch (= n_ubatch here) and n_seq_max; each gets its own sequence.
-    while (next < job.inputs.size() && static_cast<int32_t>(last_index.size()) < n_seq &&
-           batch_.n_tokens + static_cast<int32_t>(job.inputs[next].size()) <= n_batch_) {
-      const std::vector<llama_token>& input = job.inputs[next];
+    batch_inputs.clear();
+    // First fit, in input order: every pending input that still fits max_tokens (n_batch = n_ubatch here) and
+    // n_seq_max joins the batch as its own sequence; the others wait for the next batch.
+    std::vector<size_t> later;
+    for (size_t index : pending) {
+      const std::vector<llama_token>& input = job.inputs[index];
+      if (static_cast<int32_t>(last_index.size()) >= n_seq ||
+          batch_.n_tokens + static_cast<int32_t>(input.size()) > max_tokens) {
+        later.push_back(index);
+        continue;
+      }
       const llama_seq_id seq = static_cast<llama_seq_id>(last_index.size());
       for (size_t p = 0; p < input.size(); ++p) {
         const int32_t i = batch_.n_tokens++;
@@ -222,8 +234,9 @@ void Engine::RunEmbedJob(const EmbedJob& job) {
         batch_.logits[i] = 1;
       }
       last_index.push_back(batch_.n_tokens - 1);
-      ++next;
+      batch_inputs.push_back(index);
     }
+    pending.swap(later);
     if (last_index.empty()) {  // cannot happen: SubmitEmbed keeps inputs within n_ubatch = n_batch
       fail(ErrorCode::kExceedContext, "an input does not fit the batch");
       return;
@@ -245,10 +258,10 @@ void Engine::RunEmbedJob(const EmbedJob& job) {
                                 ? llama_get_embeddings_ith(ctx_, last_index[s])
                                 : llama_get_embeddings_seq(ctx_, static_cast<llama_seq_id>(s));
       if (vector == nullptr) {
-        fail(ErrorCode::kDecodeFailed, "no embeddings for input " + std::to_string(first + s));
+        fail(ErrorCode::kDecodeFailed, "no embeddings for input " + std::to_string(batch_inputs[s]));
         return;
       }
-      std::copy(vector, vector + n_embd_out_, result.embeddings.begin() + (first + s) * n_embd_out_);
+      std::copy(vector, vector + n_embd_out_, result.embeddings.begin() + batch_inputs[s] * n_embd_out_);
     }
   }
   events_.push_back(std::move(result));
@@ -270,6 +283,8 @@ EngineStats Engine::Stats() const {
   EngineStats stats;
   stats.active_slots = active_slots_.load();
   stats.queued_tasks = static_cast<int32_t>(queue_.size());
+  stats.decode_steps = decode_steps_.load();
+  stats.graphs_reused = graphs_reused_.load();
   return stats;
 }
 
@@ -497,16 +512,18 @@ int32_t Engine::BuildBatch() {
     batch_.logits[i] = logits ? 1 : 0;
     return i;
   };
-  // The next token of every generating slot first: generation latency does not wait for prompts.
+  // The next token of every generating slot first: generation latency does not wait for prompts. Always in slot
+  // order: the same sequences in the same order give the same ubatch, so llama.cpp reuses the previous step's graph
+  // (llm_graph_params::allow_reuse compares the sequence ids); a rotating order rebuilt it at every step.
   for (size_t k = 0; k < n && batch_.n_tokens < n_batch_; ++k) {
-    Slot& slot = slots_[(rotation_ + k) % n];
+    Slot& slot = slots_[k];
     if (slot.state != Slot::State::kGenerate) continue;
     slot.batch_first = add(slot.pending, static_cast<llama_pos>(slot.cache.size()), slot.seq_id, true);
     slot.batch_count = 1;
     slot.output_index = slot.batch_first;
     batch_slots_.push_back(&slot);
   }
-  // Then prompt chunks in the remaining room.
+  // Then prompt chunks in the remaining room, starting from a rotating slot so that no prompt starves.
   for (size_t k = 0; k < n && batch_.n_tokens < n_batch_; ++k) {
     Slot& slot = slots_[(rotation_ + k) % n];
     if (slot.state != Slot::State::kPrefill) continue;
@@ -589,6 +606,8 @@ void Engine::Step(bool stopping) {
   const int32_t rc = llama_decode(ctx_, batch_);
   aborting_.store(false);
   batch_tasks_.clear();
+  decode_steps_.fetch_add(1);
+  graphs_reused_.store(llama_perf_context(ctx_).n_reused);
   if (rc != 0) {
     HandleDecodeFailure(rc);
     return;

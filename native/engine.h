@@ -60,6 +60,8 @@ using EventSinkFn = std::function<void(std::vector<EngineEvent>&& events)>;
 struct EngineStats {
   int32_t active_slots = 0;
   int32_t queued_tasks = 0;
+  int32_t decode_steps = 0;   // llama_decode calls of generation steps
+  int32_t graphs_reused = 0;  // of their ubatches, how many reused the previous compute graph
 };
 
 // Owns the decode thread of a llama_context (not the context itself). After construction every llama call on `ctx`
@@ -179,6 +181,8 @@ class Engine {
   uint32_t next_task_id_ = 1;
   std::atomic<bool> stop_requested_{false};
   std::atomic<int32_t> active_slots_{0};
+  std::atomic<int32_t> decode_steps_{0};
+  std::atomic<int32_t> graphs_reused_{0};
 
   std::once_flag eog_once_;
   std::vector<llama_token> eog_tokens_;

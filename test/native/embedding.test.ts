@@ -81,6 +81,18 @@ for (const [name, path] of [
       assert.deepEqual(await ctx.embed([]), []);
     });
 
+    it('packs short inputs around long ones (first fit) and keeps the input order', async () => {
+      const long = (n: number): Int32Array => Int32Array.from({ length: n }, (_, i) => inputs[0][i % inputs[0].length]);
+      // Slots of 128 tokens, batches of 512: four 110-token inputs fill a batch but leave room for the short ones
+      // that come after the fifth, which waits for the next batch.
+      const mixed = [long(110), long(110), long(110), long(110), long(110), inputs[1], long(110), inputs[2]];
+      const batched = await ctx.embed(mixed);
+      for (let i = 0; i < mixed.length; i++) {
+        const [single] = await ctx.embed([mixed[i]]);
+        assertClose(batched[i], single, 1e-4, `mixed ${i}`);
+      }
+    });
+
     it('rejects bad inputs and submit()', async () => {
       const tooLong = new Int32Array(ctx.stats().nCtxSlot + 1).fill(inputs[0][1]);
       await assertRejectsCode(ctx.embed([inputs[0], tooLong]), 'LLAMA_EXCEED_CONTEXT');

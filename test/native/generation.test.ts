@@ -29,6 +29,8 @@ describe('generation on the tiny SPM llama', () => {
     assert.equal(stats.nParallel, 2);
     assert.equal(stats.activeSlots, 0);
     assert.equal(stats.queuedTasks, 0);
+    assert.equal(typeof stats.decodeSteps, 'number');
+    assert.equal(typeof stats.graphsReused, 'number');
     assert.ok(stats.kvSize > 0);
   });
 
@@ -90,6 +92,22 @@ describe('generation on the tiny SPM llama', () => {
     assert.equal(a.done.reason, 'length');
     assert.equal(b.done.reason, 'length');
     assert.ok(maxActive <= 2);
+  });
+
+  it('two generating slots reuse the compute graph from step to step', async () => {
+    const before = ctx.stats();
+    const other = model.tokenize('The quick brown fox', true, false);
+    await Promise.all([
+      runTask(ctx, { tokens: prompt, nPredict: 24, ignoreEos: true }),
+      runTask(ctx, { tokens: other, nPredict: 24, ignoreEos: true }),
+    ]);
+    const after = ctx.stats();
+    const steps = after.decodeSteps - before.decodeSteps;
+    const reused = after.graphsReused - before.graphsReused;
+    assert.ok(steps >= 24, `${steps} decode steps`);
+    // Both slots generate in lock-step for about 20 steps: only steps that change the batch's shape (a prompt joining,
+    // a slot finishing) may rebuild the graph. A batch order that changes every step reuses none.
+    assert.ok(reused >= steps - 8, `${reused} of ${steps} steps reused the graph`);
   });
 
   it('more tasks than slots wait in the FIFO queue and all complete', async () => {

@@ -462,6 +462,8 @@ export class FakeContextHandle implements NativeContext {
       nParallel: this.slots,
       activeSlots: this.active.size,
       queuedTasks: this.queue.filter((t) => !t.done).length,
+      decodeSteps: 0,
+      graphsReused: 0,
       kvSize: 0,
     };
   }
