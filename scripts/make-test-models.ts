@@ -4,8 +4,8 @@
  *
  * Usage: node dist/scripts/make-test-models.js [--bench] [--force] [--out DIR] [--only FILE[,FILE...]]
  *   (default)  the tiny models, into $LLAMAD_MODELS_DIR or test/fixtures/models/ (a few seconds)
- *   --bench    also bench-1b-f16.gguf (Llama-3.2-1B shape, ≈2.08 GB) and bench-1b-q4_0.gguf (quantized by the native
- *              addon) into .cache/models/
+ *   --bench    also bench-1b-f16.gguf (Llama-3.2-1B shape, ≈2.08 GB), bench-1b-q4_0.gguf (quantized by the native
+ *              addon) and bench-bert-f16.gguf (bge-small shape, ≈67 MB) into .cache/models/
  *   --force    regenerate even when an up-to-date file exists
  *   --out DIR  write every model into DIR
  *   --only F   make only the named files (e.g. tiny-llama-spm.gguf)
@@ -147,6 +147,23 @@ export const MODEL_SPECS: readonly ModelSpec[] = [
       rmsEps: 1e-5,
     },
     chatTemplate: LLAMA2_CHAT_TEMPLATE,
+  },
+  {
+    file: 'bench-bert-f16.gguf',
+    name: 'bench-bert',
+    group: 'bench',
+    vocab: 'ggml-vocab-bert-bge.gguf',
+    // bge-small-en-v1.5's shape (33M parameters), mean pooling.
+    shape: {
+      arch: 'bert',
+      nEmbd: 384,
+      nLayer: 12,
+      nHead: 12,
+      nFf: 1536,
+      contextLength: 512,
+      normEps: 1e-12,
+      poolingType: 1,
+    },
   },
 ];
 

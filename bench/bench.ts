@@ -1,0 +1,743 @@
+/**
+ * `npm run bench`: the daemon against llama.cpp's own llama-server, built from the same vendored tree with the same
+ * ggml flags (scripts/build-llama-server.mjs), on the same generated ~1B model (Q4_0) and thread count, in one run.
+ * Prints one table of medians with our figure, llama-server's and the ratio, and writes it to
+ * .cache/bench/last-run.md (+ .json) for docs/benchmarks.md. It is not a test and never fails CI.
+ *
+ * Usage: npm run bench -- [--runs N] [--streams 1,4,8,16] [--threads T] [--sections a,b,...] [--quick]
+ *   sections: single (decode, prompt eval, TTFT, overhead, cold start, RSS), multiturn, concurrency, embed
+ * Backend: LLAMAD_BACKEND (cpu|cuda|...) as for the addon build; on a GPU build both servers offload every layer.
+ * What is measured and why: docs/benchmarks.md.
+ */
+import { spawnSync } from 'node:child_process';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { availableParallelism, cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { REPO_ROOT } from '../src/native/load-binding';
+import {
+  decodeRate,
+  llamaChat,
+  llamaCompletion,
+  ollamaChat,
+  ollamaGenerate,
+  postJson,
+  ttft,
+  type StreamTiming,
+} from './clients';
+import { textOfTokens, words } from './prompts';
+import {
+  readRss,
+  startDaemon,
+  startLlamaServer,
+  stopServer,
+  llamaServerArgs,
+  type LlamaServerOptions,
+  type RunningServer,
+} from './servers';
+import { fmt, gaps, median, percentile, ratio } from './stats';
+
+const MiB = 1024 * 1024;
+const CACHE = join(REPO_ROOT, '.cache');
+const OUT_DIR = join(CACHE, 'bench');
+const MODEL_Q4 = join(CACHE, 'models', 'bench-1b-q4_0.gguf');
+const MODEL_BERT = join(CACHE, 'models', 'bench-bert-f16.gguf');
+/** The blob files the daemon's store holds for both models; llama-server is pointed at the same files. */
+const blobs = { q4: MODEL_Q4, bert: MODEL_BERT };
+const MAIN_JS = join(REPO_ROOT, 'dist', 'src', 'main.js');
+const PROMPT_TOKENS = 512;
+const DECODE_TOKENS = 128;
+const HISTORY_TOKENS = 1500;
+const SLOT_CTX = 4096;
+const STREAM_SLOT_CTX = 1024;
+const BATCH = 512;
+const EMBED_INPUTS = 256;
+
+/** One table row: a metric, both figures, how to read the ratio and the target it is held to. */
+interface Row {
+  section: string;
+  metric: string;
+  ours: number;
+  theirs: number;
+  unit: string;
+  digits: number;
+  /** 'ratio': ours ÷ theirs; 'delta': ours − theirs (in unit). */
+  compare: 'ratio' | 'delta' | 'none';
+  target: string;
+}
+
+interface Settings {
+  runs: number;
+  streams: number[];
+  threads: number;
+  sections: Set<string>;
+  backend: string;
+  gpu: boolean;
+}
+
+const rows: Row[] = [];
+const notes: string[] = [];
+
+function row(r: Omit<Row, 'digits' | 'compare' | 'target'> & Partial<Row>): void {
+  rows.push({ digits: 1, compare: 'ratio', target: '', ...r });
+}
+
+function log(msg: string): void {
+  process.stderr.write(`bench: ${msg}\n`);
+}
+
+function settings(): Settings {
+  const { values } = parseArgs({
+    options: {
+      runs: { type: 'string' },
+      streams: { type: 'string' },
+      threads: { type: 'string' },
+      sections: { type: 'string' },
+      quick: { type: 'boolean', default: false },
+    },
+  });
+  const backend = (process.env.LLAMAD_BACKEND ?? 'cpu').toLowerCase();
+  return {
+    runs: Number(values.runs ?? (values.quick ? 2 : 5)),
+    streams: (values.streams ?? (values.quick ? '1,8' : '1,4,8,16')).split(',').map(Number),
+    threads: Number(values.threads ?? availableParallelism()),
+    sections: new Set((values.sections ?? 'single,multiturn,concurrency,embed').split(',')),
+    backend,
+    gpu: backend !== 'cpu',
+  };
+}
+
+function sh(cmd: string, args: string[], inherit = true): string {
+  const r = spawnSync(cmd, args, {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', inherit ? 'inherit' : 'pipe'],
+  });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed: ${r.stderr ?? ''}`);
+  return r.stdout;
+}
+
+/** Compiles and runs bench/membw.c: read bandwidth (GB/s) per thread count. */
+function memoryBandwidth(threads: number): { threads: number; read_GBps: number }[] {
+  const bin = join(REPO_ROOT, 'build', 'bench', 'membw');
+  mkdirSync(join(REPO_ROOT, 'build', 'bench'), { recursive: true });
+  sh('cc', ['-O2', '-march=native', '-pthread', '-o', bin, join(REPO_ROOT, 'bench', 'membw.c')]);
+  return sh(bin, [String(threads)])
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { threads: number; read_GBps: number });
+}
+
+/** Sampling shared by both servers: Ollama's defaults spelled out for llama-server. */
+function sampling(seed: number): Record<string, number> {
+  return { temperature: 0.8, top_k: 40, top_p: 0.9, min_p: 0, repeat_penalty: 1, seed };
+}
+
+function ollamaOptions(s: Settings, seed: number, numCtx: number, numPredict: number): Record<string, unknown> {
+  return {
+    options: {
+      ...sampling(seed),
+      num_ctx: numCtx,
+      num_predict: numPredict,
+      num_thread: s.threads,
+      num_batch: BATCH,
+      ...(s.gpu ? { num_gpu: 999 } : {}),
+    },
+  };
+}
+
+function llamaOptions(seed: number, numPredict: number): Record<string, unknown> {
+  return { ...sampling(seed), n_predict: numPredict, cache_prompt: true };
+}
+
+function serverOptions(s: Settings, model: string, slots: number, slotCtx: number, log: string): LlamaServerOptions {
+  return {
+    bin: '',
+    model,
+    ctx: slots * slotCtx,
+    slots,
+    threads: s.threads,
+    batch: BATCH,
+    ubatch: BATCH,
+    gpuLayers: s.gpu ? 999 : 0,
+    log,
+  };
+}
+
+/**
+ * Registers `file` as model `name` and returns the path of the blob the store keeps for it (from /api/show's
+ * modelfile FROM line).
+ */
+async function createModel(base: string, name: string, file: string): Promise<string> {
+  const { json } = await postJson(`${base}/api/create`, { model: name, modelfile: `FROM ${file}\n`, stream: false });
+  if ((json as { status?: string }).status !== 'success') throw new Error(`create ${name}: ${JSON.stringify(json)}`);
+  const show = (await postJson(`${base}/api/show`, { model: name })).json as { modelfile: string };
+  const from = /^FROM (.+)$/m.exec(show.modelfile)?.[1];
+  if (!from || !existsSync(from)) throw new Error(`show ${name}: no blob path in ${show.modelfile.slice(0, 200)}`);
+  return from;
+}
+
+/**
+ * createModel unless the store already holds `name` made from the same source file (size and mtime recorded in
+ * `<store>/bench-sources.json`): importing 600 MB again would rewrite the blob and leave writeback I/O behind that
+ * disturbs the first measurements.
+ */
+async function ensureModel(base: string, store: string, name: string, file: string): Promise<string> {
+  const record = join(store, 'bench-sources.json');
+  const sources = (existsSync(record) ? JSON.parse(readFileSync(record, 'utf8')) : {}) as Record<string, unknown>;
+  const st = statSync(file);
+  const key = `${file}:${st.size}:${st.mtimeMs}`;
+  const blob = sources[name] as { key: string; blob: string } | undefined;
+  if (blob?.key === key && existsSync(blob.blob)) {
+    try {
+      await postJson(`${base}/api/show`, { model: name });
+      return blob.blob;
+    } catch {
+      // not in the store any more: create it again
+    }
+  }
+  const path = await createModel(base, name, file);
+  writeFileSync(record, JSON.stringify({ ...sources, [name]: { key, blob: path } }, null, 2));
+  return path;
+}
+
+/** Reads a file once so that an mmap of it finds every page in the page cache (cold start = load, not disk). */
+function warmPageCache(file: string): void {
+  const fd = openSync(file, 'r');
+  const buffer = Buffer.allocUnsafe(8 * MiB);
+  try {
+    while (readSync(fd, buffer, 0, buffer.length, null) > 0);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+async function unloadAll(base: string): Promise<void> {
+  const ps = (await (await fetch(`${base}/api/ps`)).json()) as { models: { name: string }[] };
+  for (const m of ps.models) await postJson(`${base}/api/generate`, { model: m.name, keep_alive: 0 });
+}
+
+interface Pair {
+  daemon: RunningServer;
+  llama: RunningServer;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Sections
+
+/** Single stream: prompt eval (512), decode (128), TTFT, overhead; cold start and RSS from the same processes. */
+async function singleStream(s: Settings, bin: string, store: string): Promise<void> {
+  const llamaLog = join(OUT_DIR, 'llama-server.log');
+  const daemonLog = join(OUT_DIR, 'daemon.log');
+  // Cold start, one process at a time, on the same file with its pages in the page cache (load work, not disk).
+  // The daemon is already running and loads on the first request (Ollama's model); llama-server loads at start-up,
+  // so its figure runs from spawn. The daemon's own process start is reported apart.
+  warmPageCache(blobs.q4);
+  const daemon = await startDaemon({
+    mainJs: MAIN_JS,
+    modelsDir: store,
+    numParallel: 1,
+    threads: s.threads,
+    log: daemonLog,
+  });
+  const daemonUp = performance.now() - daemon.spawnedAt;
+  warmPageCache(blobs.q4);
+  const daemonFirst = await ollamaGenerate(daemon.base, {
+    model: 'bench-1b',
+    prompt: 'Hello',
+    raw: true,
+    ...ollamaOptions(s, 1, SLOT_CTX, 1),
+  });
+  warmPageCache(blobs.q4);
+  const llama = await startLlamaServer({ ...serverOptions(s, blobs.q4, 1, SLOT_CTX, llamaLog), bin });
+  const llamaFirst = await llamaCompletion(llama.base, { prompt: 'Hello', ...llamaOptions(1, 1) });
+  const pair: Pair = { daemon, llama };
+  try {
+    row({
+      section: 'cold start',
+      metric: 'model not loaded → first token (ms): daemon request / llama-server spawn',
+      ours: ttft(daemonFirst),
+      theirs: llamaFirst.tokenTimes[0] - llama.spawnedAt,
+      unit: 'ms',
+      digits: 0,
+    });
+    row({
+      section: 'cold start',
+      metric: 'daemon process spawn → listening (ms)',
+      ours: daemonUp,
+      theirs: NaN,
+      unit: 'ms',
+      digits: 0,
+      compare: 'none',
+    });
+
+    const prompts: string[] = [];
+    for (let r = 0; r <= s.runs; r++) prompts.push(await textOfTokens(llama.base, 100 + r, PROMPT_TOKENS - 1));
+    const ours: StreamTiming[] = [];
+    const theirs: StreamTiming[] = [];
+    for (let r = 0; r <= s.runs; r++) {
+      // run 0 warms both up and is not counted; the order alternates so that drift hits both sides alike
+      const o = () =>
+        ollamaGenerate(pair.daemon.base, {
+          model: 'bench-1b',
+          prompt: prompts[r],
+          raw: true,
+          ...ollamaOptions(s, r, SLOT_CTX, DECODE_TOKENS),
+        });
+      const t = () => llamaCompletion(pair.llama.base, { prompt: prompts[r], ...llamaOptions(r, DECODE_TOKENS) });
+      let a: StreamTiming;
+      let b: StreamTiming;
+      if (r % 2 === 0) {
+        a = await o();
+        b = await t();
+      } else {
+        b = await t();
+        a = await o();
+      }
+      if (r > 0) {
+        ours.push(a);
+        theirs.push(b);
+      }
+    }
+    const m = (xs: StreamTiming[], f: (t: StreamTiming) => number) => median(xs.map(f));
+    notes.push(
+      `single stream: prompt tokens evaluated ${m(ours, (t) => t.promptCount)} (daemon) vs ${m(theirs, (t) => t.promptCount)} ` +
+        `(llama-server); tokens generated ${m(ours, (t) => t.evalCount)} vs ${m(theirs, (t) => t.evalCount)}`,
+    );
+    row({
+      section: 'single stream',
+      metric: `prompt eval tok/s (${PROMPT_TOKENS}-token prompt, server-reported)`,
+      ours: m(ours, (t) => (t.promptCount / t.promptMs) * 1000),
+      theirs: m(theirs, (t) => (t.promptCount / t.promptMs) * 1000),
+      unit: 'tok/s',
+      target: '≥ 0.97×',
+    });
+    row({
+      section: 'single stream',
+      metric: `decode tok/s (${DECODE_TOKENS} tokens, client-side)`,
+      ours: m(ours, decodeRate),
+      theirs: m(theirs, decodeRate),
+      unit: 'tok/s',
+      target: '≥ 0.97×',
+    });
+    row({
+      section: 'single stream',
+      metric: `decode tok/s (server-reported)`,
+      ours: m(ours, (t) => (t.evalCount / t.evalMs) * 1000),
+      theirs: m(theirs, (t) => (t.evalCount / t.evalMs) * 1000),
+      unit: 'tok/s',
+      target: '',
+    });
+    row({
+      section: 'single stream',
+      metric: `time to first token, ${PROMPT_TOKENS}-token prompt (ms)`,
+      ours: m(ours, ttft),
+      theirs: m(theirs, ttft),
+      unit: 'ms',
+      compare: 'delta',
+      target: '≤ +5 ms',
+    });
+    row({
+      section: 'single stream',
+      metric: 'request in → first token, minus prompt eval (ms)',
+      ours: m(ours, (t) => ttft(t) - t.promptMs),
+      theirs: m(theirs, (t) => ttft(t) - t.promptMs),
+      unit: 'ms',
+      compare: 'delta',
+      target: '',
+    });
+    row({
+      section: 'single stream',
+      metric: 'last token → response end (ms)',
+      ours: m(ours, (t) => t.endAt - t.tokenTimes[t.tokenTimes.length - 1]),
+      theirs: m(theirs, (t) => t.endAt - t.tokenTimes[t.tokenTimes.length - 1]),
+      unit: 'ms',
+      digits: 2,
+      compare: 'delta',
+      target: '',
+    });
+
+    const rssOurs = readRss(daemon.child.pid ?? 0);
+    const rssTheirs = readRss(llama.child.pid ?? 0);
+    row({
+      section: 'memory',
+      metric: 'resident memory after the runs (MiB)',
+      ours: rssOurs.total / MiB,
+      theirs: rssTheirs.total / MiB,
+      unit: 'MiB',
+      digits: 0,
+      compare: 'delta',
+      target: '≤ +150 MiB',
+    });
+    row({
+      section: 'memory',
+      metric: '  of which anonymous (MiB)',
+      ours: rssOurs.anon / MiB,
+      theirs: rssTheirs.anon / MiB,
+      unit: 'MiB',
+      digits: 0,
+      compare: 'delta',
+      target: '',
+    });
+    row({
+      section: 'memory',
+      metric: '  of which file-backed, mmap (MiB)',
+      ours: rssOurs.file / MiB,
+      theirs: rssTheirs.file / MiB,
+      unit: 'MiB',
+      digits: 0,
+      compare: 'delta',
+      target: '',
+    });
+
+    if (s.sections.has('multiturn')) await multiTurn(s, pair);
+  } finally {
+    await stopServer(pair.daemon);
+    await stopServer(pair.llama);
+  }
+}
+
+/** Chat with a 1,500-token shared history: TTFT of the second turn against the first (prefix reuse). */
+async function multiTurn(s: Settings, pair: Pair): Promise<void> {
+  const first = { ours: [] as number[], theirs: [] as number[] };
+  const second = { ours: [] as number[], theirs: [] as number[] };
+  for (let r = 0; r < Math.max(2, Math.ceil(s.runs / 2)); r++) {
+    const history = await textOfTokens(pair.llama.base, 500 + r, HISTORY_TOKENS);
+    const messages = [
+      { role: 'system', content: `You are a helpful assistant. Background: ${history}` },
+      { role: 'user', content: `Question ${r}: ${words(900 + r, 12)}?` },
+    ];
+    const question = { role: 'user', content: `And then: ${words(950 + r, 10)}?` };
+    for (const side of ['ours', 'theirs'] as const) {
+      const call = (msgs: unknown[]): Promise<StreamTiming> =>
+        side === 'ours'
+          ? ollamaChat(pair.daemon.base, { model: 'bench-1b', messages: msgs, ...ollamaOptions(s, r, SLOT_CTX, 32) })
+          : llamaChat(pair.llama.base, { messages: msgs, ...sampling(r), max_tokens: 32, cache_prompt: true });
+      const t1 = await call(messages);
+      const reply = await replyText(side, pair, messages, r, s);
+      const t2 = await call([...messages, { role: 'assistant', content: reply }, question]);
+      first[side].push(ttft(t1));
+      second[side].push(ttft(t2));
+    }
+  }
+  row({
+    section: 'multi-turn',
+    metric: `first turn TTFT, ${HISTORY_TOKENS}-token history (ms)`,
+    ours: median(first.ours),
+    theirs: median(first.theirs),
+    unit: 'ms',
+    digits: 0,
+  });
+  row({
+    section: 'multi-turn',
+    metric: 'second turn TTFT (ms)',
+    ours: median(second.ours),
+    theirs: median(second.theirs),
+    unit: 'ms',
+    digits: 0,
+  });
+  row({
+    section: 'multi-turn',
+    metric: 'second ÷ first turn TTFT',
+    ours: median(second.ours) / median(first.ours),
+    theirs: median(second.theirs) / median(first.theirs),
+    unit: '',
+    digits: 3,
+    compare: 'none',
+    target: 'ours ≤ 0.25',
+  });
+}
+
+/** The first turn's reply as plain text (a non-streamed repeat of the same seeded request, served from the cache). */
+async function replyText(
+  side: 'ours' | 'theirs',
+  pair: Pair,
+  messages: unknown[],
+  r: number,
+  s: Settings,
+): Promise<string> {
+  if (side === 'ours') {
+    const { json } = await postJson(`${pair.daemon.base}/api/chat`, {
+      model: 'bench-1b',
+      messages,
+      stream: false,
+      ...ollamaOptions(s, r, SLOT_CTX, 32),
+    });
+    return (json as { message: { content: string } }).message.content;
+  }
+  const { json } = await postJson(`${pair.llama.base}/v1/chat/completions`, {
+    messages,
+    ...sampling(r),
+    max_tokens: 32,
+  });
+  return (json as { choices: { message: { content: string } }[] }).choices[0].message.content;
+}
+
+/** N concurrent streams of 128 tokens with N slots on both servers: aggregate tokens/s and inter-token gaps. */
+async function concurrency(s: Settings, bin: string, store: string): Promise<void> {
+  let single = NaN;
+  for (const n of s.streams) {
+    const llama = await startLlamaServer({
+      ...serverOptions(s, blobs.q4, n, STREAM_SLOT_CTX, join(OUT_DIR, 'llama-server.log')),
+      bin,
+    });
+    const daemon = await startDaemon({
+      mainJs: MAIN_JS,
+      modelsDir: store,
+      numParallel: n,
+      threads: s.threads,
+      log: join(OUT_DIR, 'daemon.log'),
+    });
+    try {
+      const runs = Math.max(2, Math.ceil(s.runs / 2));
+      const agg = { ours: [] as number[], theirs: [] as number[] };
+      const gap = { ours: [] as number[], theirs: [] as number[] };
+      for (let r = 0; r <= runs; r++) {
+        // alternate which server goes first, so that drift on a shared machine hits both alike
+        for (const side of r % 2 === 0 ? (['ours', 'theirs'] as const) : (['theirs', 'ours'] as const)) {
+          const predict = r === 0 ? 8 : DECODE_TOKENS; // run 0 only warms up
+          const started = performance.now();
+          const all = await Promise.all(
+            Array.from({ length: n }, (_, i) => {
+              const prompt = words(2000 + n * 100 + i + r * 7, 24);
+              return side === 'ours'
+                ? ollamaGenerate(daemon.base, {
+                    model: 'bench-1b',
+                    prompt,
+                    raw: true,
+                    ...ollamaOptions(s, i, STREAM_SLOT_CTX, predict),
+                  })
+                : llamaCompletion(llama.base, { prompt, ...llamaOptions(i, predict) });
+            }),
+          );
+          if (r === 0) continue; // warm-up
+          const last = Math.max(...all.map((t) => t.tokenTimes[t.tokenTimes.length - 1]));
+          const tokens = all.reduce((sum, t) => sum + t.evalCount, 0);
+          agg[side].push((tokens / (last - started)) * 1000);
+          gap[side].push(...all.flatMap((t) => gaps(t.tokenTimes)));
+        }
+      }
+      const ours = median(agg.ours);
+      if (n === 1) single = ours;
+      row({
+        section: 'concurrency',
+        metric: `aggregate tok/s, ${n} stream${n > 1 ? 's' : ''} (-np ${n})`,
+        ours,
+        theirs: median(agg.theirs),
+        unit: 'tok/s',
+        target: n === 8 ? '≥ 1.0×' : '',
+      });
+      row({
+        section: 'concurrency',
+        metric: `  p50 time between tokens, ${n} streams (ms)`,
+        ours: percentile(gap.ours, 50),
+        theirs: percentile(gap.theirs, 50),
+        unit: 'ms',
+        digits: 1,
+      });
+      row({
+        section: 'concurrency',
+        metric: `  p99 time between tokens, ${n} streams (ms)`,
+        ours: percentile(gap.ours, 99),
+        theirs: percentile(gap.theirs, 99),
+        unit: 'ms',
+        digits: 1,
+        target: '≤ 1.2×',
+      });
+      if (n > 1 && Number.isFinite(single)) {
+        row({
+          section: 'concurrency',
+          metric: `  ours at ${n} streams ÷ ours at 1 stream`,
+          ours: ours / single,
+          theirs: NaN,
+          unit: '×',
+          digits: 2,
+          compare: 'none',
+          target: n === 8 ? '≥ 3× where the hardware allows' : '',
+        });
+      }
+    } finally {
+      await stopServer(daemon);
+      await stopServer(llama);
+    }
+  }
+}
+
+/** 256 inputs in one call: /api/embed vs llama-server's /v1/embeddings (bge-small-shaped bert, F16). */
+async function embeddings(s: Settings, bin: string, store: string): Promise<void> {
+  const slots = 16;
+  const llama = await startLlamaServer({
+    ...serverOptions(s, blobs.bert, slots, 512, join(OUT_DIR, 'llama-server.log')),
+    embeddings: true,
+    bin,
+  });
+  const daemon = await startDaemon({
+    mainJs: MAIN_JS,
+    modelsDir: store,
+    numParallel: 1,
+    threads: s.threads,
+    log: join(OUT_DIR, 'daemon.log'),
+  });
+  try {
+    const inputs = Array.from({ length: EMBED_INPUTS }, (_, i) => words(3000 + i, 16 + (i % 4) * 8));
+    const ours: number[] = [];
+    const theirs: number[] = [];
+    for (let r = 0; r <= s.runs; r++) {
+      const ourCall = () =>
+        postJson(`${daemon.base}/api/embed`, {
+          model: 'bench-bert',
+          input: inputs,
+          options: { num_thread: s.threads },
+        });
+      const theirCall = () => postJson(`${llama.base}/v1/embeddings`, { input: inputs });
+      let a: { json: unknown; ms: number };
+      let b: { json: unknown; ms: number };
+      if (r % 2 === 0) {
+        a = await ourCall();
+        b = await theirCall();
+      } else {
+        b = await theirCall();
+        a = await ourCall();
+      }
+      const na = (a.json as { embeddings: number[][] }).embeddings.length;
+      const nb = (b.json as { data: unknown[] }).data.length;
+      if (na !== EMBED_INPUTS || nb !== EMBED_INPUTS) throw new Error(`embeddings: got ${na} and ${nb} vectors`);
+      if (r === 0) continue;
+      ours.push((EMBED_INPUTS / a.ms) * 1000);
+      theirs.push((EMBED_INPUTS / b.ms) * 1000);
+    }
+    notes.push(
+      `embeddings: llama-server ran with ${llamaServerArgs({ ...serverOptions(s, 'bench-bert-f16.gguf', slots, 512, ''), bin, embeddings: true }).join(' ')}`,
+    );
+    row({
+      section: 'embeddings',
+      metric: `inputs/s, ${EMBED_INPUTS} inputs in one call`,
+      ours: median(ours),
+      theirs: median(theirs),
+      unit: 'inputs/s',
+      target: '≥ 1.0×',
+    });
+  } finally {
+    await stopServer(daemon);
+    await stopServer(llama);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Output
+
+function compareCell(r: Row): string {
+  if (r.compare === 'ratio') return ratio(r.ours, r.theirs);
+  if (r.compare === 'delta') {
+    const d = r.ours - r.theirs;
+    return Number.isFinite(d) ? `${d >= 0 ? '+' : ''}${d.toFixed(r.digits)} ${r.unit}` : 'n/a';
+  }
+  return '';
+}
+
+function markdownTable(): string {
+  const lines = [
+    '| section | metric | daemon | llama-server | ours vs theirs | target |',
+    '|---|---|---:|---:|---:|---|',
+  ];
+  for (const r of rows) {
+    lines.push(
+      `| ${r.section} | ${r.metric} | ${fmt(r.ours, r.digits)} | ${fmt(r.theirs, r.digits)} | ${compareCell(r)} | ${r.target} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+async function main(): Promise<void> {
+  const s = settings();
+  mkdirSync(OUT_DIR, { recursive: true });
+  for (const f of ['llama-server.log', 'daemon.log']) rmSync(join(OUT_DIR, f), { force: true });
+  if (!existsSync(MAIN_JS)) throw new Error('dist/ is missing: run `npm install` first');
+
+  log("building llama-server (once) with the addon's flags");
+  const bin =
+    sh(process.execPath, [join(REPO_ROOT, 'scripts', 'build-llama-server.mjs')])
+      .trim()
+      .split('\n')
+      .pop() ?? '';
+  log('making the benchmark models (once)');
+  sh(process.execPath, [
+    join(REPO_ROOT, 'dist', 'scripts', 'make-test-models.js'),
+    '--only',
+    'bench-1b-f16.gguf,bench-1b-q4_0.gguf,bench-bert-f16.gguf',
+  ]);
+  log('measuring memory bandwidth');
+  const bandwidth = memoryBandwidth(s.threads);
+  const readBw = bandwidth.find((b) => b.threads === s.threads)?.read_GBps ?? NaN;
+
+  const store = join(OUT_DIR, 'store');
+  {
+    const d = await startDaemon({
+      mainJs: MAIN_JS,
+      modelsDir: store,
+      numParallel: 1,
+      threads: s.threads,
+      log: join(OUT_DIR, 'daemon.log'),
+    });
+    try {
+      blobs.q4 = await ensureModel(d.base, store, 'bench-1b', MODEL_Q4);
+      blobs.bert = await ensureModel(d.base, store, 'bench-bert', MODEL_BERT);
+      await unloadAll(d.base);
+    } finally {
+      await stopServer(d);
+    }
+  }
+  if (s.sections.has('single')) {
+    log('single stream, multi-turn, cold start, memory');
+    await singleStream(s, bin, store);
+  }
+  if (s.sections.has('concurrency')) {
+    log(`concurrency at ${s.streams.join(', ')} streams`);
+    await concurrency(s, bin, store);
+  }
+  if (s.sections.has('embed')) {
+    log('embeddings');
+    await embeddings(s, bin, store);
+  }
+
+  // Every weight is read once per decoded token: bytes per token ≈ the Q4_0 file size.
+  const weights = statSync(MODEL_Q4).size;
+  const bound = (readBw * 1e9) / weights;
+  const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  const header = [
+    `Run ${new Date().toISOString()} · backend ${s.backend} · ${cpu} · ${availableParallelism()} logical CPUs · ` +
+      `${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM · threads ${s.threads} · runs ${s.runs} (medians)`,
+    `Memory read bandwidth (bench/membw.c): ${bandwidth.map((b) => `${b.read_GBps} GB/s at ${b.threads} thread${b.threads > 1 ? 's' : ''}`).join(', ')}`,
+    `Model: bench-1b-q4_0.gguf, ${(weights / MiB).toFixed(1)} MiB → single-stream decode bound ${fmt(bound)} tok/s ` +
+      `(bandwidth ÷ weight bytes per token)`,
+    `llama-server: ${llamaServerArgs({ ...serverOptions(s, 'bench-1b-q4_0.gguf', 1, SLOT_CTX, ''), bin }).join(' ')} (-np/-c per section)`,
+  ];
+  const decode = rows.find((r) => r.metric.startsWith('decode tok/s (128'));
+  if (decode) {
+    header.push(
+      `Decode as a share of the bound: daemon ${fmt((decode.ours / bound) * 100)} %, llama-server ${fmt((decode.theirs / bound) * 100)} %`,
+    );
+  }
+  const md = [...header.map((h) => `- ${h}`), '', markdownTable(), '', ...notes.map((n) => `- ${n}`)].join('\n');
+  writeFileSync(join(OUT_DIR, 'last-run.md'), `${md}\n`);
+  writeFileSync(join(OUT_DIR, 'last-run.json'), `${JSON.stringify({ header, bandwidth, rows, notes }, null, 2)}\n`);
+  console.log(md);
+  log(`written to ${join(OUT_DIR, 'last-run.md')}`);
+}
+
+main().catch((err: unknown) => {
+  // Not a test: a failure is reported but the exit status stays 0 only when asked (CI never runs the bench).
+  console.error(`bench: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  process.exit(1);
+});
