@@ -315,6 +315,8 @@ async function singleStream(s: Settings, bin: string, store: string): Promise<vo
       `single stream: prompt tokens evaluated ${m(ours, (t) => t.promptCount)} (daemon) vs ${m(theirs, (t) => t.promptCount)} ` +
         `(llama-server); tokens generated ${m(ours, (t) => t.evalCount)} vs ${m(theirs, (t) => t.evalCount)}`,
     );
+    const list = (xs: StreamTiming[]) => xs.map((t) => ttft(t).toFixed(0)).join(', ');
+    notes.push(`single stream: TTFT per run (ms), daemon ${list(ours)}; llama-server ${list(theirs)}`);
     row({
       section: 'single stream',
       metric: `prompt eval tok/s (${PROMPT_TOKENS}-token prompt, server-reported)`,
