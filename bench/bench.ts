@@ -51,6 +51,8 @@ import { fmt, gaps, median, percentile, ratio } from './stats';
 const MiB = 1024 * 1024;
 const CACHE = join(REPO_ROOT, '.cache');
 const OUT_DIR = join(CACHE, 'bench');
+const DAEMON_LOG = join(OUT_DIR, 'daemon.log');
+const LLAMA_LOG = join(OUT_DIR, 'llama-server.log');
 const MODEL_Q4 = join(CACHE, 'models', 'bench-1b-q4_0.gguf');
 const MODEL_BERT = join(CACHE, 'models', 'bench-bert-f16.gguf');
 /** The blob files the daemon's store holds for both models; llama-server is pointed at the same files. */
@@ -175,6 +177,11 @@ function serverOptions(s: Settings, model: string, slots: number, slotCtx: numbe
   };
 }
 
+/** The daemon on its benchmark store with N slots and the bench's thread count; logs to .cache/bench/daemon.log. */
+function startBenchDaemon(s: Settings, store: string, numParallel: number): Promise<RunningServer> {
+  return startDaemon({ mainJs: MAIN_JS, modelsDir: store, numParallel, threads: s.threads, log: DAEMON_LOG });
+}
+
 /**
  * Registers `file` as model `name` and returns the path of the blob the store keeps for it (from /api/show's
  * modelfile FROM line).
@@ -238,19 +245,11 @@ interface Pair {
 
 /** Single stream: prompt eval (512), decode (128), TTFT, overhead; cold start and RSS from the same processes. */
 async function singleStream(s: Settings, bin: string, store: string): Promise<void> {
-  const llamaLog = join(OUT_DIR, 'llama-server.log');
-  const daemonLog = join(OUT_DIR, 'daemon.log');
   // Cold start, one process at a time, on the same file with its pages in the page cache (load work, not disk).
   // The daemon is already running and loads on the first request (Ollama's model); llama-server loads at start-up,
   // so its figure runs from spawn. The daemon's own process start is reported apart.
   warmPageCache(blobs.q4);
-  const daemon = await startDaemon({
-    mainJs: MAIN_JS,
-    modelsDir: store,
-    numParallel: 1,
-    threads: s.threads,
-    log: daemonLog,
-  });
+  const daemon = await startBenchDaemon(s, store, 1);
   const daemonUp = performance.now() - daemon.spawnedAt;
   warmPageCache(blobs.q4);
   const daemonFirst = await ollamaGenerate(daemon.base, {
@@ -260,7 +259,7 @@ async function singleStream(s: Settings, bin: string, store: string): Promise<vo
     ...ollamaOptions(s, 1, SLOT_CTX, 1),
   });
   warmPageCache(blobs.q4);
-  const llama = await startLlamaServer({ ...serverOptions(s, blobs.q4, 1, SLOT_CTX, llamaLog), bin });
+  const llama = await startLlamaServer({ ...serverOptions(s, blobs.q4, 1, SLOT_CTX, LLAMA_LOG), bin });
   const llamaFirst = await llamaCompletion(llama.base, { prompt: 'Hello', ...llamaOptions(1, 1) });
   const pair: Pair = { daemon, llama };
   try {
@@ -317,91 +316,50 @@ async function singleStream(s: Settings, bin: string, store: string): Promise<vo
     );
     const list = (xs: StreamTiming[]) => xs.map((t) => ttft(t).toFixed(0)).join(', ');
     notes.push(`single stream: TTFT per run (ms), daemon ${list(ours)}; llama-server ${list(theirs)}`);
-    row({
-      section: 'single stream',
-      metric: `prompt eval tok/s (${PROMPT_TOKENS}-token prompt, server-reported)`,
-      ours: m(ours, (t) => (t.promptCount / t.promptMs) * 1000),
-      theirs: m(theirs, (t) => (t.promptCount / t.promptMs) * 1000),
-      unit: 'tok/s',
-      target: '≥ 0.97×',
-    });
-    row({
-      section: 'single stream',
-      metric: `decode tok/s (${DECODE_TOKENS} tokens, client-side)`,
-      ours: m(ours, decodeRate),
-      theirs: m(theirs, decodeRate),
-      unit: 'tok/s',
-      target: '≥ 0.97×',
-    });
-    row({
-      section: 'single stream',
-      metric: `decode tok/s (server-reported)`,
-      ours: m(ours, (t) => (t.evalCount / t.evalMs) * 1000),
-      theirs: m(theirs, (t) => (t.evalCount / t.evalMs) * 1000),
-      unit: 'tok/s',
-      target: '',
-    });
-    row({
-      section: 'single stream',
-      metric: `time to first token, ${PROMPT_TOKENS}-token prompt (ms)`,
-      ours: m(ours, ttft),
-      theirs: m(theirs, ttft),
-      unit: 'ms',
-      compare: 'delta',
-      target: '≤ +5 ms',
-    });
-    row({
-      section: 'single stream',
-      metric: 'request in → first token, minus prompt eval (ms)',
-      ours: m(ours, (t) => ttft(t) - t.promptMs),
-      theirs: m(theirs, (t) => ttft(t) - t.promptMs),
-      unit: 'ms',
-      compare: 'delta',
-      target: '',
-    });
-    row({
-      section: 'single stream',
-      metric: 'last token → response end (ms)',
-      ours: m(ours, (t) => t.endAt - t.tokenTimes[t.tokenTimes.length - 1]),
-      theirs: m(theirs, (t) => t.endAt - t.tokenTimes[t.tokenTimes.length - 1]),
-      unit: 'ms',
-      digits: 2,
-      compare: 'delta',
-      target: '',
-    });
+    const lastToken = (t: StreamTiming): number => t.tokenTimes[t.tokenTimes.length - 1];
+    const single: [string, (t: StreamTiming) => number, Partial<Row>][] = [
+      [
+        `prompt eval tok/s (${PROMPT_TOKENS}-token prompt, server-reported)`,
+        (t) => (t.promptCount / t.promptMs) * 1000,
+        { unit: 'tok/s', target: '≥ 0.97×' },
+      ],
+      [`decode tok/s (${DECODE_TOKENS} tokens, client-side)`, decodeRate, { unit: 'tok/s', target: '≥ 0.97×' }],
+      ['decode tok/s (server-reported)', (t) => (t.evalCount / t.evalMs) * 1000, { unit: 'tok/s' }],
+      [
+        `time to first token, ${PROMPT_TOKENS}-token prompt (ms)`,
+        ttft,
+        { unit: 'ms', compare: 'delta', target: '≤ +5 ms' },
+      ],
+      [
+        'request in → first token, minus prompt eval (ms)',
+        (t) => ttft(t) - t.promptMs,
+        { unit: 'ms', compare: 'delta' },
+      ],
+      ['last token → response end (ms)', (t) => t.endAt - lastToken(t), { unit: 'ms', digits: 2, compare: 'delta' }],
+    ];
+    for (const [metric, f, extra] of single) {
+      row({ section: 'single stream', metric, ours: m(ours, f), theirs: m(theirs, f), unit: '', ...extra });
+    }
 
     const rssOurs = readRss(daemon.child.pid ?? 0);
     const rssTheirs = readRss(llama.child.pid ?? 0);
-    row({
-      section: 'memory',
-      metric: 'resident memory after the runs (MiB)',
-      ours: rssOurs.total / MiB,
-      theirs: rssTheirs.total / MiB,
-      unit: 'MiB',
-      digits: 0,
-      compare: 'delta',
-      target: '≤ +150 MiB',
-    });
-    row({
-      section: 'memory',
-      metric: '  of which anonymous (MiB)',
-      ours: rssOurs.anon / MiB,
-      theirs: rssTheirs.anon / MiB,
-      unit: 'MiB',
-      digits: 0,
-      compare: 'delta',
-      target: '',
-    });
-    row({
-      section: 'memory',
-      metric: '  of which file-backed, mmap (MiB)',
-      ours: rssOurs.file / MiB,
-      theirs: rssTheirs.file / MiB,
-      unit: 'MiB',
-      digits: 0,
-      compare: 'delta',
-      target: '',
-    });
+    const memory: [keyof typeof rssOurs, string, string][] = [
+      ['total', 'resident memory after the runs (MiB)', '≤ +150 MiB'],
+      ['anon', '  of which anonymous (MiB)', ''],
+      ['file', '  of which file-backed, mmap (MiB)', ''],
+    ];
+    for (const [key, metric, target] of memory) {
+      row({
+        section: 'memory',
+        metric,
+        ours: rssOurs[key] / MiB,
+        theirs: rssTheirs[key] / MiB,
+        unit: 'MiB',
+        digits: 0,
+        compare: 'delta',
+        target,
+      });
+    }
 
     if (s.sections.has('multiturn')) await multiTurn(s, pair);
   } finally {
@@ -414,6 +372,7 @@ async function singleStream(s: Settings, bin: string, store: string): Promise<vo
 async function multiTurn(s: Settings, pair: Pair): Promise<void> {
   const first = { ours: [] as number[], theirs: [] as number[] };
   const second = { ours: [] as number[], theirs: [] as number[] };
+  const evaluated = { ours: [] as number[], theirs: [] as number[] };
   for (let r = 0; r < Math.max(2, Math.ceil(s.runs / 2)); r++) {
     const history = await textOfTokens(pair.llama.base, 500 + r, HISTORY_TOKENS);
     const messages = [
@@ -421,7 +380,7 @@ async function multiTurn(s: Settings, pair: Pair): Promise<void> {
       { role: 'user', content: `Question ${r}: ${words(900 + r, 12)}?` },
     ];
     const question = { role: 'user', content: `And then: ${words(950 + r, 10)}?` };
-    for (const side of ['ours', 'theirs'] as const) {
+    for (const side of r % 2 === 0 ? (['ours', 'theirs'] as const) : (['theirs', 'ours'] as const)) {
       const call = (msgs: unknown[]): Promise<StreamTiming> =>
         side === 'ours'
           ? ollamaChat(pair.daemon.base, { model: 'bench-1b', messages: msgs, ...ollamaOptions(s, r, SLOT_CTX, 32) })
@@ -431,8 +390,13 @@ async function multiTurn(s: Settings, pair: Pair): Promise<void> {
       const t2 = await call([...messages, { role: 'assistant', content: reply }, question]);
       first[side].push(ttft(t1));
       second[side].push(ttft(t2));
+      evaluated[side].push(t2.promptCount);
     }
   }
+  notes.push(
+    `multi-turn: prompt tokens evaluated in turn 2 (after prefix reuse), daemon ${evaluated.ours.join(', ')}; ` +
+      `llama-server ${evaluated.theirs.join(', ')}`,
+  );
   row({
     section: 'multi-turn',
     metric: `first turn TTFT, ${HISTORY_TOKENS}-token history (ms)`,
@@ -491,16 +455,10 @@ async function concurrency(s: Settings, bin: string, store: string): Promise<voi
   let single = NaN;
   for (const n of s.streams) {
     const llama = await startLlamaServer({
-      ...serverOptions(s, blobs.q4, n, STREAM_SLOT_CTX, join(OUT_DIR, 'llama-server.log')),
+      ...serverOptions(s, blobs.q4, n, STREAM_SLOT_CTX, LLAMA_LOG),
       bin,
     });
-    const daemon = await startDaemon({
-      mainJs: MAIN_JS,
-      modelsDir: store,
-      numParallel: n,
-      threads: s.threads,
-      log: join(OUT_DIR, 'daemon.log'),
-    });
+    const daemon = await startBenchDaemon(s, store, n);
     try {
       const runs = Math.max(2, Math.ceil(s.runs / 2));
       const agg = { ours: [] as number[], theirs: [] as number[] };
@@ -580,17 +538,11 @@ async function concurrency(s: Settings, bin: string, store: string): Promise<voi
 async function embeddings(s: Settings, bin: string, store: string): Promise<void> {
   const slots = 16;
   const llama = await startLlamaServer({
-    ...serverOptions(s, blobs.bert, slots, 512, join(OUT_DIR, 'llama-server.log')),
+    ...serverOptions(s, blobs.bert, slots, 512, LLAMA_LOG),
     embeddings: true,
     bin,
   });
-  const daemon = await startDaemon({
-    mainJs: MAIN_JS,
-    modelsDir: store,
-    numParallel: 1,
-    threads: s.threads,
-    log: join(OUT_DIR, 'daemon.log'),
-  });
+  const daemon = await startBenchDaemon(s, store, 1);
   try {
     const inputs = Array.from({ length: EMBED_INPUTS }, (_, i) => words(3000 + i, 16 + (i % 4) * 8));
     const ours: number[] = [];
@@ -664,7 +616,7 @@ function markdownTable(): string {
 async function main(): Promise<void> {
   const s = settings();
   mkdirSync(OUT_DIR, { recursive: true });
-  for (const f of ['llama-server.log', 'daemon.log']) rmSync(join(OUT_DIR, f), { force: true });
+  for (const f of [LLAMA_LOG, DAEMON_LOG]) rmSync(f, { force: true });
   if (!existsSync(MAIN_JS)) throw new Error('dist/ is missing: run `npm install` first');
 
   log("building llama-server (once) with the addon's flags");
@@ -685,13 +637,7 @@ async function main(): Promise<void> {
 
   const store = join(OUT_DIR, 'store');
   {
-    const d = await startDaemon({
-      mainJs: MAIN_JS,
-      modelsDir: store,
-      numParallel: 1,
-      threads: s.threads,
-      log: join(OUT_DIR, 'daemon.log'),
-    });
+    const d = await startBenchDaemon(s, store, 1);
     try {
       blobs.q4 = await ensureModel(d.base, store, 'bench-1b', MODEL_Q4);
       blobs.bert = await ensureModel(d.base, store, 'bench-bert', MODEL_BERT);
