@@ -460,7 +460,8 @@ async function concurrency(s: Settings, bin: string, store: string): Promise<voi
     });
     const daemon = await startBenchDaemon(s, store, n);
     try {
-      const runs = Math.max(2, Math.ceil(s.runs / 2));
+      // at least ≈ 1,000 gaps per side for a p99 (127 per stream and run)
+      const runs = Math.max(2, Math.ceil(s.runs / 2), Math.ceil(8 / n));
       const agg = { ours: [] as number[], theirs: [] as number[] };
       const gap = { ours: [] as number[], theirs: [] as number[] };
       for (let r = 0; r <= runs; r++) {
