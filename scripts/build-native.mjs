@@ -17,18 +17,9 @@ try {
   process.exit(1);
 }
 const jobs = process.env.LLAMAD_JOBS ?? String(Math.max(1, (await import('node:os')).availableParallelism()));
-const args = [
-  join(root, 'node_modules', 'cmake-js', 'bin', 'cmake-js'),
-  'compile',
-  '--directory',
-  root,
-  '--out',
-  join(root, 'build', backend),
-  '--parallel',
-  jobs,
-  ...(spawnSync('ninja', ['--version']).status === 0 ? ['-G', 'Ninja'] : []),
-  ...Object.entries(defines).map(([k, v]) => `--CD${k}=${v}`),
-];
+const cmakeJs = join(root, 'node_modules', 'cmake-js', 'bin', 'cmake-js');
+const common = ['--directory', root, '--out', join(root, 'build', backend)];
+const generator = spawnSync('ninja', ['--version']).status === 0 ? ['-G', 'Ninja'] : [];
 console.log(
   `build-native: backend=${backend} ${Object.entries(defines)
     .map(([k, v]) => `${k}=${v}`)
@@ -36,5 +27,13 @@ console.log(
 );
 // Paths under the repository become relative in ccache's hashes, so any clone of the repo reuses the same cache.
 const env = { ...process.env, CCACHE_BASEDIR: process.env.CCACHE_BASEDIR ?? root };
-const r = spawnSync(process.execPath, args, { stdio: 'inherit', cwd: root, env });
-process.exit(r.status ?? 1);
+// Configure every time (seconds on an existing tree): `cmake-js compile` alone reuses an existing build directory's
+// cache and would silently ignore a changed switch such as LLAMAD_NATIVE.
+const steps = [
+  ['configure', ...common, ...generator, ...Object.entries(defines).map(([k, v]) => `--CD${k}=${v}`)],
+  ['build', ...common, '--parallel', jobs],
+];
+for (const step of steps) {
+  const r = spawnSync(process.execPath, [cmakeJs, ...step], { stdio: 'inherit', cwd: root, env });
+  if (r.status !== 0) process.exit(r.status ?? 1);
+}
