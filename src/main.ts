@@ -7,6 +7,10 @@ import { loadConfig } from './config';
  * OLLAMA_MODELS (default ~/.ollama/models).
  */
 async function bootstrap(): Promise<void> {
+  // A log stream whose reader went away (a pipe closed under `llamad | tee`, a supervisor that died) must neither
+  // kill the daemon nor loop: unhandled, its EPIPE became an uncaught exception, whose log line failed again, and the
+  // daemon spun on one core (measured: 70 % CPU for 30 min after its parent was killed). Failed log writes are dropped.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
   const config = loadConfig(process.env);
   const logger = new Logger('llamad');
   // A bug in a callback outside a request (a timer, a native event) must not take the daemon down.
