@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { createApp } from './app.factory';
 import { loadConfig } from './config';
+import { isLoopbackAddress } from './security';
 
 /**
  * `npm start`: serves the Ollama-compatible API on OLLAMA_HOST (default 127.0.0.1:11434) with the model store in
@@ -24,6 +25,15 @@ async function bootstrap(): Promise<void> {
     `listening on ${host}:${config.listen.port} (models: ${config.modelsDir}, keep_alive: ${config.keepAliveMs} ms, ` +
       `parallel: ${config.numParallel})`,
   );
+  const keysRequired = config.apiKeys.length > 0 || config.apiKeysFile !== '';
+  if (keysRequired) logger.log('API keys are required on every route but /, /api/version (docs/security.md)');
+  const boundAddress = app.getHttpServer().address();
+  if (!keysRequired && typeof boundAddress === 'object' && boundAddress && !isLoopbackAddress(boundAddress.address)) {
+    logger.warn(
+      `listening on ${boundAddress.address}, which is not loopback, without API keys: anyone who can reach this ` +
+        'port can run and change models. Set LLAMAD_API_KEYS or LLAMAD_API_KEYS_FILE (docs/security.md).',
+    );
+  }
 }
 
 bootstrap().catch((err: unknown) => {

@@ -30,8 +30,18 @@ export class DaemonConfig {
   maxLoadedModels = 0;
   /** OLLAMA_MAX_QUEUE: pending-load queue size before 503. */
   maxQueue = 512;
-  /** OLLAMA_ORIGINS: extra CORS origins. Parsed, not yet enforced (CORS is a later issue). */
+  /**
+   * OLLAMA_ORIGINS: extra allowed browser origins (comma separated, `*` wildcards), on top of the defaults of
+   * src/security/origin-policy.ts (reference/ollama-api.md §1.2). Enforced by the request gate on every route.
+   */
   origins: string[] = [];
+  /** LLAMAD_API_KEYS: API keys a request must present (comma separated); empty = no key check (beyond Ollama). */
+  apiKeys: string[] = [];
+  /**
+   * LLAMAD_API_KEYS_FILE: absolute path of a file with one API key per line ('' = none). Re-read when it changes or on
+   * SIGHUP. When set, keys are required even if the file holds none (fail closed).
+   */
+  apiKeysFile = '';
   /** OLLAMA_DEBUG: 0 = info, 1 = debug, 2 = trace. */
   debugLevel = 0;
   /** LLAMAD_THREADS: threads per llama context; 0 = the addon's default (hardware concurrency). */
@@ -97,6 +107,20 @@ export function parseListenAddress(raw: string): ListenAddress {
   return { scheme, host, port };
 }
 
+/** A path variable, `~` expanded and made absolute; undefined when unset. */
+function envPath(env: NodeJS.ProcessEnv, key: string): string | undefined {
+  const raw = envVar(env, key);
+  return raw === '' ? undefined : resolve(raw.replace(/^~(?=$|\/)/, homedir()));
+}
+
+/** A comma-separated list: entries trimmed, empty ones dropped. */
+function splitList(raw: string): string[] {
+  return raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+}
+
 /** Go's strconv.ParseBool plus integers, as Ollama's OLLAMA_DEBUG: true/1 → 1, 2 → 2, false/0/'' → 0. */
 function parseDebugLevel(raw: string): number {
   if (raw === '') return 0;
@@ -112,17 +136,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
   const config = new DaemonConfig();
   const host = envVar(env, 'OLLAMA_HOST');
   if (host !== '') config.listen = parseListenAddress(host);
-  const models = envVar(env, 'OLLAMA_MODELS');
-  if (models !== '') config.modelsDir = resolve(models.replace(/^~(?=$|\/)/, homedir()));
+  config.modelsDir = envPath(env, 'OLLAMA_MODELS') ?? config.modelsDir;
   config.keepAliveMs = parseKeepAliveEnv(envVar(env, 'OLLAMA_KEEP_ALIVE'));
   config.numParallel = Math.max(1, envUint(env, 'OLLAMA_NUM_PARALLEL', 1));
   config.contextLength = envUint(env, 'OLLAMA_CONTEXT_LENGTH', 0);
   config.maxLoadedModels = envUint(env, 'OLLAMA_MAX_LOADED_MODELS', 0);
   config.maxQueue = envUint(env, 'OLLAMA_MAX_QUEUE', 512);
-  config.origins = envVar(env, 'OLLAMA_ORIGINS')
-    .split(',')
-    .map((o) => o.trim())
-    .filter((o) => o !== '');
+  config.origins = splitList(envVar(env, 'OLLAMA_ORIGINS'));
+  config.apiKeys = splitList(envVar(env, 'LLAMAD_API_KEYS'));
+  config.apiKeysFile = envPath(env, 'LLAMAD_API_KEYS_FILE') ?? '';
   config.debugLevel = parseDebugLevel(envVar(env, 'OLLAMA_DEBUG'));
   config.threads = envUint(env, 'LLAMAD_THREADS', 0);
   return config;

@@ -26,6 +26,8 @@ export interface TestAppOptions {
   runnerFactory?: RunnerFactory;
   /** Changes to the default test configuration (temp store, quiet logs, 1 slot, 5 m keep-alive). */
   config?: Partial<DaemonConfig>;
+  /** Address to bind (default 127.0.0.1); `baseUrl` still points at 127.0.0.1. */
+  listenHost?: string;
 }
 
 /**
@@ -41,7 +43,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     ...options.config,
   });
   const app = await createApp({ config, binding: options.binding, runnerFactory: options.runnerFactory });
-  await app.listen(0, '127.0.0.1');
+  await app.listen(0, options.listenHost ?? '127.0.0.1');
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : 0;
   return {

@@ -27,6 +27,18 @@ export class InvalidRequestError extends DaemonError {
 }
 
 /**
+ * A request without a valid API key when keys are configured (LLAMAD_API_KEYS; docs/security.md). 401 in every
+ * dialect: Ollama `{"error": …}`, OpenAI `invalid_request_error` / `invalid_api_key`, Anthropic
+ * `authentication_error`. The message never contains the key that was sent.
+ */
+export class UnauthorizedError extends DaemonError {
+  readonly code = ErrorCode.UNAUTHORIZED;
+  constructor(message = 'unauthorized: a valid API key is required (Authorization: Bearer <key> or x-api-key)') {
+    super(message);
+  }
+}
+
+/**
  * A model name that resolves to no local manifest. Ollama: 404. The message is given by the caller because the
  * wording differs per route (`model 'x' not found` on generate/chat/show, `model "x" not found, try pulling it first`
  * on embed), see reference/ollama-api.md §5.2; `notFoundMessage()` builds the common form.

@@ -3,3 +3,4 @@ export * from './ollama-error.mapper';
 export * from './ollama-exception.filter';
 export * from './ollama-validation.pipe';
 export * from './stream-responder';
+export * from './routed-exception.filter';

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { checkJsonDepth } from '../../security/json-depth';
 import { InvalidRequestError } from '../errors';
 
 /** Routes whose body is a raw byte stream handed to the handler unparsed and without a size limit (§3.10). */
@@ -8,7 +9,8 @@ export const RAW_BODY_ROUTE = /^\/api\/blobs\/[^/?]*\/?(?:\?.*)?$/;
  * Installs the daemon's body parser on Fastify: every request body, whatever its Content-Type (curl -d sends
  * form-encoded, ollama-js sends JSON), is parsed as JSON, as Ollama's handlers do (reference/ollama-api.md §1.1).
  * An empty body parses to `undefined` (the validation pipe answers `missing request body`); malformed JSON fails
- * with a 400 whose message is the parser's ("unexpected end of JSON input" style).
+ * with a 400 whose message is the parser's ("unexpected end of JSON input" style); a body nested deeper than
+ * MAX_JSON_DEPTH (src/security/json-depth.ts) fails with a 400 before it is parsed.
  * Exception: `POST /api/blobs/:digest` ({@link RAW_BODY_ROUTE}) gets the unread request stream as its body (any
  * content type, no size limit): the handler streams it to disk.
  * @param bodyLimit maximum body size in bytes (413 `Request body is too large` beyond it).
@@ -26,6 +28,12 @@ export function installJsonBodyParser(fastify: FastifyInstance, bodyLimit: numbe
         (text) => {
           if (text.trim() === '') {
             done(null, undefined);
+            return;
+          }
+          try {
+            checkJsonDepth(text);
+          } catch (err) {
+            done(err as Error);
             return;
           }
           try {

@@ -18,6 +18,8 @@ export function ollamaStatus(code: ErrorCode): number {
     case ErrorCode.EXCEED_CONTEXT:
     case ErrorCode.DIGEST_MISMATCH:
       return 400;
+    case ErrorCode.UNAUTHORIZED:
+      return 401;
     case ErrorCode.MODEL_NOT_FOUND:
       return 404;
     case ErrorCode.CANCELLED:

@@ -14,7 +14,7 @@ export interface OpenAIErrorRendering {
 
 /** OpenAI error `type` of a status (reference/ollama-api.md §5.3). */
 export function openAIErrorType(status: number): string {
-  if (status === 400) return 'invalid_request_error';
+  if (status === 400 || status === 401) return 'invalid_request_error';
   if (status === 404) return 'not_found_error';
   return 'api_error';
 }
@@ -23,15 +23,16 @@ export function openAIErrorType(status: number): string {
  * Maps anything thrown on a /v1 route to the OpenAI error shape `{"error":{"message","type","param","code"}}` —
  * the one place that decides this dialect's rendering. Statuses follow the native dialect (toOllamaError: domain
  * codes, HttpExceptions, Fastify's statusCode); `param` is the InvalidRequestError's field when known, `code` is
- * null. 5xx other than 503 (busy) get `shouldRetry: false`.
+ * `invalid_api_key` for a missing or wrong API key (401) and null otherwise. 5xx other than 503 (busy) get `shouldRetry: false`.
  */
 export function toOpenAIError(err: unknown): OpenAIErrorRendering {
   const { status, message } = toOllamaError(err);
   const param = err instanceof DaemonError && 'param' in err && typeof err.param === 'string' ? err.param : null;
   const transient = err instanceof DaemonError && err.code === ErrorCode.SERVER_BUSY;
+  const code = err instanceof DaemonError && err.code === ErrorCode.UNAUTHORIZED ? 'invalid_api_key' : null;
   return {
     status,
-    body: { error: { message, type: openAIErrorType(status), param, code: null } },
+    body: { error: { message, type: openAIErrorType(status), param, code } },
     ...(status >= 500 && status !== 503 && !transient ? { shouldRetry: false } : {}),
   };
 }

@@ -67,4 +67,13 @@ describe('loadConfig', () => {
     assert.equal(c.numParallel, 1);
     assert.equal(c.maxQueue, 512);
   });
+
+  it('reads LLAMAD_API_KEYS as a list and LLAMAD_API_KEYS_FILE as an absolute path', () => {
+    const c = loadConfig({ LLAMAD_API_KEYS: ' k1, ,k2 ', LLAMAD_API_KEYS_FILE: '~/keys.txt' });
+    assert.deepEqual(c.apiKeys, ['k1', 'k2']);
+    assert.equal(c.apiKeysFile, join(homedir(), 'keys.txt'));
+    const none = loadConfig({});
+    assert.deepEqual(none.apiKeys, []);
+    assert.equal(none.apiKeysFile, '');
+  });
 });

@@ -1,0 +1,107 @@
+import { Logger } from '@nestjs/common';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { readFile, stat } from 'node:fs/promises';
+
+/** sha256 of a key: comparing fixed-size digests keeps the comparison constant-time whatever the key lengths. */
+function digest(key: string): Buffer {
+  return createHash('sha256').update(key, 'utf8').digest();
+}
+
+/** Keys of a keys file: one per line; blank lines and lines starting with `#` are skipped, whitespace trimmed. */
+export function parseKeysFile(text: string): string[] {
+  return text
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'));
+}
+
+/**
+ * The keys a request may present (LLAMAD_API_KEYS and LLAMAD_API_KEYS_FILE; docs/security.md). The file is re-read
+ * when its size, mtime or inode changes (checked with one `stat` per call of {@link matches}) and on {@link reload}
+ * (SIGHUP). A configured file that cannot be read counts as holding no key: the check then fails closed. Only
+ * sha256 digests of the keys are kept; no key is ever logged.
+ */
+export class ApiKeySource {
+  private readonly logger = new Logger('Security');
+  private readonly envDigests: Buffer[];
+  private fileDigests: Buffer[] = [];
+  /** `size:mtimeNs:ino` of the file as last read; '' = not read yet (or forced reload). */
+  private fileStamp = '';
+  private lastFileError = '';
+
+  /**
+   * @param envKeys keys from LLAMAD_API_KEYS.
+   * @param file absolute path of the keys file; '' = none.
+   */
+  constructor(
+    envKeys: readonly string[],
+    private readonly file: string,
+  ) {
+    this.envDigests = envKeys.filter((key) => key !== '').map(digest);
+  }
+
+  /** Whether keys are required at all: keys were given, or a keys file is configured (even an empty one). */
+  get enabled(): boolean {
+    return this.envDigests.length > 0 || this.file !== '';
+  }
+
+  /** Forgets the file's stamp so the next check re-reads it (SIGHUP). */
+  reload(): void {
+    this.fileStamp = '';
+  }
+
+  /**
+   * Whether `presented` is one of the keys. Compares against every key in constant time per key (no early exit on
+   * the first byte that differs, nor on the first key that matches).
+   */
+  async matches(presented: string): Promise<boolean> {
+    await this.refreshFile();
+    const candidate = digest(presented);
+    let found = false;
+    for (const key of [...this.envDigests, ...this.fileDigests]) {
+      if (timingSafeEqual(key, candidate)) found = true;
+    }
+    return found;
+  }
+
+  private async refreshFile(): Promise<void> {
+    if (this.file === '') return;
+    try {
+      const info = await stat(this.file, { bigint: true });
+      const stamp = `${info.size}:${info.mtimeNs}:${info.ino}`;
+      if (stamp === this.fileStamp) return;
+      const keys = parseKeysFile(await readFile(this.file, 'utf8'));
+      this.fileDigests = keys.map(digest);
+      this.fileStamp = stamp;
+      this.lastFileError = '';
+      this.logger.log(`API keys file read: ${keys.length} key(s)`);
+    } catch (err) {
+      this.fileDigests = [];
+      this.fileStamp = '';
+      const message = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      if (message !== this.lastFileError) {
+        this.logger.warn(`API keys file unreadable (${message}): every keyed request is refused until it is fixed`);
+        this.lastFileError = message;
+      }
+    }
+  }
+}
+
+/**
+ * The keys a request presents: `Authorization: Bearer <key>` (OpenAI's SDK, curl) and `x-api-key: <key>`
+ * (Anthropic's SDK, Claude Code). Either may hold the key.
+ */
+export function presentedKeys(headers: IncomingHttpHeaders): string[] {
+  const keys: string[] = [];
+  const authorization = headers.authorization;
+  if (typeof authorization === 'string') {
+    const bearer = /^\s*bearer\s+(.+?)\s*$/i.exec(authorization);
+    if (bearer) keys.push(bearer[1]);
+  }
+  const apiKey = headers['x-api-key'];
+  for (const value of Array.isArray(apiKey) ? apiKey : apiKey === undefined ? [] : [apiKey]) {
+    if (value.trim() !== '') keys.push(value.trim());
+  }
+  return keys;
+}
