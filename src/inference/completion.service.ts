@@ -183,6 +183,7 @@ export class CompletionService {
                   totalDurationNs: elapsedNs(request.startedAt),
                   loadDurationNs: lease.loadDurationNs,
                   promptEvalCount: event.timings.promptEvalCount,
+                  promptCachedCount: event.timings.promptCachedCount,
                   promptEvalDurationNs: event.timings.promptEvalDurationNs,
                   evalCount: event.timings.evalCount,
                   evalDurationNs: event.timings.evalDurationNs,

@@ -16,7 +16,14 @@ export interface GenerationMetrics {
   totalDurationNs: number;
   /** Waiting for the scheduler and the model load, ns. */
   loadDurationNs: number;
+  /**
+   * Tokens of the whole prompt, reused or evaluated (Ollama counts it so since 0.30.1; reference §3.2): the same
+   * request sent twice reports the same count.
+   */
   promptEvalCount: number;
+  /** Of `promptEvalCount`, tokens reused from the KV cache (OpenAI `cached_tokens`, Anthropic `cache_read_input_tokens`). */
+  promptCachedCount: number;
+  /** Time spent evaluating the tokens that were not reused, ns. */
   promptEvalDurationNs: number;
   evalCount: number;
   evalDurationNs: number;

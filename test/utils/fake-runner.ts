@@ -44,6 +44,7 @@ export class FakeRunner implements Runner {
           reason: 'stop',
           timings: {
             promptEvalCount: request.tokens.length,
+            promptCachedCount: 0,
             promptEvalDurationNs: 1,
             evalCount: this.pieces.length,
             evalDurationNs: 2,

@@ -179,7 +179,8 @@ export class LlamaRunner implements Runner {
               reason: event.reason === 'length' ? 'length' : 'stop',
               ...(event.reason === 'stop' && event.stopString !== undefined ? { stopString: event.stopString } : {}),
               timings: {
-                promptEvalCount: event.timings.promptN,
+                promptEvalCount: event.timings.promptTotal,
+                promptCachedCount: Math.max(0, event.timings.promptTotal - event.timings.promptN),
                 promptEvalDurationNs: event.timings.promptNs,
                 evalCount: event.timings.predictedN,
                 evalDurationNs: event.timings.predictedNs,

@@ -64,8 +64,10 @@ export interface RunnerLogprob extends RunnerTokenLogprob {
 
 /** Prompt/generation counts and durations of one finished generation. */
 export interface RunnerTimings {
-  /** Prompt tokens evaluated (after prefix-cache reuse). */
+  /** Prompt tokens of the generation, reused from the KV cache or evaluated (the whole prompt). */
   promptEvalCount: number;
+  /** Of those, tokens reused from the slot's KV cache (prefix reuse) rather than evaluated. */
+  promptCachedCount: number;
   promptEvalDurationNs: number;
   /** Tokens generated. */
   evalCount: number;

@@ -17,6 +17,7 @@ const metrics = {
   totalDurationNs: 5000,
   loadDurationNs: 100,
   promptEvalCount: 7,
+  promptCachedCount: 0,
   promptEvalDurationNs: 300,
   evalCount: 2,
   evalDurationNs: 0,

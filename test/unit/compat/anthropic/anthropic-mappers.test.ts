@@ -112,6 +112,7 @@ describe('response and error mapping', () => {
         totalDurationNs: 0,
         loadDurationNs: 0,
         promptEvalCount: 4,
+        promptCachedCount: 0,
         promptEvalDurationNs: 0,
         evalCount: 2,
         evalDurationNs: 0,

@@ -7,6 +7,7 @@ const metrics = {
   totalDurationNs: 1,
   loadDurationNs: 1,
   promptEvalCount: 7,
+  promptCachedCount: 0,
   promptEvalDurationNs: 1,
   evalCount: 3,
   evalDurationNs: 1,

@@ -17,6 +17,7 @@ const METRICS: GenerationMetrics = {
   totalDurationNs: 1,
   loadDurationNs: 1,
   promptEvalCount: 5,
+  promptCachedCount: 0,
   promptEvalDurationNs: 1,
   evalCount: 3,
   evalDurationNs: 1,

@@ -64,7 +64,13 @@ describe('LlamaRunner over the binding', () => {
         {
           kind: 'done',
           reason: domain,
-          timings: { promptEvalCount: 3, promptEvalDurationNs: 1_000_000, evalCount: 2, evalDurationNs: 4_000_000 },
+          timings: {
+            promptEvalCount: 3,
+            promptCachedCount: 0,
+            promptEvalDurationNs: 1_000_000,
+            evalCount: 2,
+            evalDurationNs: 4_000_000,
+          },
         },
       ] satisfies RunnerEvent[]);
     }
