@@ -120,6 +120,7 @@ export class ChatService {
       keepAliveMs: cmd.keepAliveMs,
       startedAt: cmd.startedAt,
       topLogprobs: cmd.topLogprobs,
+      growContext: cmd.growContext,
     };
     if (cmd.messages.length === 0) return this.completion.complete({ ...base, loadOnly: true });
     return this.completion.complete({
@@ -175,13 +176,14 @@ export class ChatService {
       return { ...r.prompt, tokens: tokenizePrompt(runner, r.text) };
     };
     let prepared = render(messages);
-    while (cmd.truncate !== false && prepared.tokens.length >= runner.slotContext) {
+    const truncate = cmd.growContext ? false : cmd.truncate;
+    while (truncate !== false && prepared.tokens.length >= runner.slotContext) {
       const drop = messages.findIndex((m, i) => m.role !== 'system' && i < messages.length - 1);
       if (drop < 0) break;
       messages.splice(drop, 1);
       prepared = render(messages);
     }
-    const fitted = fitPrompt(prepared.tokens, runner, options, cmd.truncate);
+    const fitted = fitPrompt(prepared.tokens, runner, options, truncate);
     if (fitted.dropped > 0) {
       this.logger.warn(`truncating input prompt: ${prepared.tokens.length} tokens, limit ${runner.slotContext}`);
     }

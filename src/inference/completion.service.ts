@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { defer, Observable, of } from 'rxjs';
+import { catchError, defer, from, mergeMap, Observable, of, throwError } from 'rxjs';
+import { ContextLengthExceededError } from '../common/errors';
 import { OptionMap } from '../common/options';
 import { KeepAliveMs } from '../common/time';
 import { DaemonConfig } from '../config';
@@ -47,7 +48,20 @@ export interface CompletionRequest {
   returnContext?: boolean;
   /** Report logprobs with this many alternatives per token (0..20); undefined = none. */
   topLogprobs?: number;
+  /**
+   * Never cut the prompt: when `buildPrompt` finds it longer than the slot (it must then throw
+   * ContextLengthExceededError with `promptTokens`, i.e. run with `truncate: false`), reload the model with a context
+   * large enough for the prompt plus the reply (see {@link CompletionService.grownContext}). Set by the compat layers
+   * (issue 12 §5); the native /api keeps Ollama's truncation.
+   */
+  growContext?: boolean;
 }
+
+/** Tokens reserved for the reply when a context is grown and the request sets no num_predict / max_tokens. */
+export const GROWN_CONTEXT_REPLY_TOKENS = 1024;
+
+/** Grown contexts are rounded up to a multiple of this many tokens. */
+export const GROWN_CONTEXT_STEP = 1024;
 
 /** Nanoseconds since `startedAt`. */
 export function elapsedNs(startedAt: bigint): number {
@@ -105,8 +119,75 @@ export class CompletionService {
    * event, counts and durations from the runner).
    */
   complete(request: CompletionRequest): Observable<GenerationEvent> {
-    const { options, spec } = this.plan(request.model, request.options);
-    return this.scheduler.withRunner({ spec, keepAliveMs: request.keepAliveMs }, (lease) => {
+    const first = this.run(request, request.options);
+    if (!request.growContext) return first;
+    return first.pipe(
+      catchError((err: unknown) => {
+        if (!(err instanceof ContextLengthExceededError) || err.promptTokens === undefined) {
+          return throwError(() => err);
+        }
+        const promptTokens = err.promptTokens;
+        return from(this.grownContext(request, promptTokens, err.contextSize ?? 0)).pipe(
+          mergeMap((numCtx) => {
+            this.logger.log(
+              `${request.model.shortName}: ${promptTokens}-token prompt does not fit; reloading with num_ctx ${numCtx}`,
+            );
+            return this.run({ ...request, growContext: false }, { ...request.options, num_ctx: numCtx }, true);
+          }),
+        );
+      }),
+    );
+  }
+
+  /**
+   * The context (tokens per slot) to reload with for a prompt that did not fit: prompt + the reply's tokens
+   * (num_predict, else {@link GROWN_CONTEXT_REPLY_TOKENS}), at least twice the current context so a growing
+   * conversation does not reload every turn, rounded up to {@link GROWN_CONTEXT_STEP}, and capped at the largest
+   * context allowed: the model's trained context, and OLLAMA_CONTEXT_LENGTH when it is set. When the reply does not
+   * fit under the cap the cap is used (the answer may end with `length`).
+   * @throws ContextLengthExceededError (400) when the prompt alone does not fit under the cap, or when memory does
+   *   not allow the context (the scheduler's estimate); the message names the prompt size and the context size.
+   */
+  async grownContext(request: CompletionRequest, promptTokens: number, currentCtx: number): Promise<number> {
+    const trained = request.model.facts.contextLength ?? 0;
+    const caps = [trained, this.config.contextLength].filter((n) => n > 0);
+    const limit = caps.length > 0 ? Math.min(...caps) : currentCtx;
+    const capNote =
+      this.config.contextLength > 0 && this.config.contextLength <= (trained || Infinity)
+        ? 'OLLAMA_CONTEXT_LENGTH'
+        : 'the model’s trained context';
+    if (promptTokens >= limit) {
+      throw new ContextLengthExceededError(
+        `the prompt is ${promptTokens} tokens, but this model can be loaded with at most ${limit} tokens of ` +
+          `context (${capNote}); shorten the prompt`,
+        promptTokens,
+        limit,
+      );
+    }
+    const { options } = this.plan(request.model, request.options);
+    const reply = options.sampling.numPredict > 0 ? options.sampling.numPredict : GROWN_CONTEXT_REPLY_TOKENS;
+    const wanted = Math.max(promptTokens + reply, 2 * currentCtx);
+    const numCtx = Math.min(limit, Math.ceil(wanted / GROWN_CONTEXT_STEP) * GROWN_CONTEXT_STEP);
+    const { spec } = this.plan(request.model, { ...request.options, num_ctx: numCtx });
+    const fit = await this.scheduler.memoryFit(spec);
+    if (!fit.fits) {
+      const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MiB`;
+      throw new ContextLengthExceededError(
+        `the prompt is ${promptTokens} tokens, more than the loaded context of ${currentCtx} tokens, and a ` +
+          `${numCtx}-token context needs about ${mib(fit.neededBytes)} of memory (${mib(fit.availableBytes)} ` +
+          'available); shorten the prompt or free memory',
+        promptTokens,
+        currentCtx,
+      );
+    }
+    return numCtx;
+  }
+
+  /** One attempt of {@link complete} with these options; `grown` marks the reload for a long prompt. */
+  private run(request: CompletionRequest, requestOptions: OptionMap, grown = false): Observable<GenerationEvent> {
+    const { options, spec } = this.plan(request.model, requestOptions);
+    const acquire = { spec, keepAliveMs: request.keepAliveMs, acceptLargerContext: request.growContext || grown };
+    return this.scheduler.withRunner(acquire, (lease) => {
       if (request.loadOnly || !request.buildPrompt) return of<GenerationEvent>({ kind: 'done', reason: 'load' });
       const buildPrompt = request.buildPrompt;
       return defer(() => {

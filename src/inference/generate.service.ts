@@ -87,6 +87,7 @@ export class GenerateService {
       startedAt: cmd.startedAt,
       returnContext: !cmd.raw,
       topLogprobs: cmd.topLogprobs,
+      growContext: cmd.growContext,
       buildPrompt: (runner, options) => this.buildPrompt(cmd, model, runner, options),
     });
   }
@@ -160,7 +161,7 @@ export class GenerateService {
       return { ...extra, tokens: tokenizePrompt(runner, media.prompt), media };
     }
     const tokens = tokenizePrompt(runner, text);
-    const fitted = fitPrompt(tokens, runner, options, cmd.truncate);
+    const fitted = fitPrompt(tokens, runner, options, cmd.growContext ? false : cmd.truncate);
     if (fitted.dropped > 0) {
       this.logger.warn(
         `truncating input prompt: ${tokens.length} tokens, limit ${runner.slotContext}, kept ${fitted.tokens.length}`,

@@ -106,6 +106,12 @@ interface InferenceCommandBase {
   think?: boolean | string;
   /** `truncate` (default true): false makes an over-long prompt a 400 instead of cutting it (§4.4). */
   truncate?: boolean;
+  /**
+   * Never cut an over-long prompt (implies `truncate: false`): reload the model with a context that holds it (up to
+   * the trained context and OLLAMA_CONTEXT_LENGTH, as memory allows), else 400. Set by the compat layers, whose
+   * agents must see their whole system prompt and tools (issue 12 §5; beyond Ollama).
+   */
+  growContext?: boolean;
   /** Alternatives per token when logprobs were asked for (`logprobs: true`, `top_logprobs` 0..20); else undefined. */
   topLogprobs?: number;
   /** process.hrtime.bigint() when the handler started (for total_duration). */

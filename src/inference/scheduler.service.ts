@@ -49,6 +49,19 @@ export interface AcquireRequest {
   spec: RunnerSpec;
   /** The request's keep_alive in ms (Infinity = forever), or undefined to keep the runner's current value. */
   keepAliveMs?: number;
+  /**
+   * A loaded runner whose context is larger than `spec.numCtx` (all else equal) serves the request without a reload:
+   * set by requests that grew the context for a long prompt (the compat layers), so that the next turn of the same
+   * conversation does not shrink it back.
+   */
+  acceptLargerContext?: boolean;
+}
+
+/** What loading a spec would need against what is available, bytes (see {@link SchedulerService.memoryFit}). */
+export interface MemoryFit {
+  fits: boolean;
+  neededBytes: number;
+  availableBytes: number;
 }
 
 /** One loaded runner as /api/ps sees it (§3.7). */
@@ -70,6 +83,7 @@ export interface LoadedRunnerInfo {
 interface PendingLoad {
   spec: RunnerSpec;
   keepAliveMs?: number;
+  acceptLargerContext?: boolean;
   resolve(entry: LoadedRunner): void;
   reject(err: unknown): void;
   /** Set when the requester went away; the load may still finish and the runner then idles. */
@@ -132,7 +146,7 @@ export class SchedulerService implements OnApplicationShutdown {
     const started = process.hrtime.bigint();
     if (signal?.aborted) throw new RequestCancelledError();
     if (this.shuttingDown) throw new ServerBusyError('server is shutting down');
-    let entry = this.compatible(request.spec);
+    let entry = this.compatible(request.spec, request.acceptLargerContext);
     if (entry) {
       entry.refCount++;
       this.hold(entry, request.keepAliveMs);
@@ -169,6 +183,7 @@ export class SchedulerService implements OnApplicationShutdown {
       const pending: PendingLoad = {
         spec: request.spec,
         keepAliveMs: request.keepAliveMs,
+        acceptLargerContext: request.acceptLargerContext,
         cancelled: false,
         resolve: (e) => {
           signal?.removeEventListener('abort', onAbort);
@@ -194,7 +209,7 @@ export class SchedulerService implements OnApplicationShutdown {
         if (next.cancelled) continue;
         this.active = next;
         try {
-          const entry = await this.loadFor(next.spec);
+          const entry = await this.loadFor(next.spec, next.acceptLargerContext);
           this.hold(entry, next.keepAliveMs);
           if (next.cancelled) {
             // Nobody waits any more: the runner stays loaded and idles under its keep-alive.
@@ -215,10 +230,10 @@ export class SchedulerService implements OnApplicationShutdown {
   }
 
   /** Finds or loads a runner for `spec` (without taking a reference): reload, capacity and memory checks first. */
-  private async loadFor(spec: RunnerSpec): Promise<LoadedRunner> {
+  private async loadFor(spec: RunnerSpec, acceptLargerContext = false): Promise<LoadedRunner> {
     const key = spec.modelPath;
     const existing = this.runners.get(key);
-    if (existing && !existing.expired && sameSpec(existing.runner.spec, spec)) return existing;
+    if (existing && !existing.expired && sameSpec(existing.runner.spec, spec, acceptLargerContext)) return existing;
     if (existing) {
       // §7.2 needsReload (or already expiring): drain and close the old runner first.
       this.logger.log(`reloading ${key}: load options changed`);
@@ -364,10 +379,22 @@ export class SchedulerService implements OnApplicationShutdown {
     await Promise.allSettled(entries.map((e) => e.gone));
   }
 
-  private compatible(spec: RunnerSpec): LoadedRunner | undefined {
+  private compatible(spec: RunnerSpec, acceptLargerContext = false): LoadedRunner | undefined {
     const entry = this.runners.get(spec.modelPath);
-    if (entry && !entry.expired && sameSpec(entry.runner.spec, spec)) return entry;
+    if (entry && !entry.expired && sameSpec(entry.runner.spec, spec, acceptLargerContext)) return entry;
     return undefined;
+  }
+
+  /**
+   * Whether a runner for `spec` would fit in memory (the estimate against MEMORY_FIT_RATIO of what is free, counting
+   * the bytes of the runner it would replace — the same model loaded with other options). Used before growing a
+   * context for a long prompt; does not load or evict anything.
+   */
+  async memoryFit(spec: RunnerSpec): Promise<MemoryFit> {
+    const neededBytes = await this.memory.estimate(spec);
+    const replaced = this.runners.get(spec.modelPath)?.sizeBytes ?? 0;
+    const availableBytes = this.freeBytes() + replaced;
+    return { fits: neededBytes <= MEMORY_FIT_RATIO * availableBytes, neededBytes, availableBytes };
   }
 
   /** Marks a runner in use: stops its idle timer and applies the request's keep_alive. */
@@ -436,11 +463,14 @@ export class SchedulerService implements OnApplicationShutdown {
   }
 }
 
-/** Whether a loaded runner can serve a request (Ollama's needsReload, negated; num_gpu -1 matches anything). */
-export function sameSpec(a: RunnerSpec, b: RunnerSpec): boolean {
+/**
+ * Whether a loaded runner (`a`) can serve a request (`b`): Ollama's needsReload, negated; num_gpu -1 matches
+ * anything; with `acceptLargerContext` a larger loaded context also serves.
+ */
+export function sameSpec(a: RunnerSpec, b: RunnerSpec, acceptLargerContext = false): boolean {
   return (
     a.modelPath === b.modelPath &&
-    a.numCtx === b.numCtx &&
+    (a.numCtx === b.numCtx || (acceptLargerContext && a.numCtx > b.numCtx)) &&
     a.numParallel === b.numParallel &&
     a.numBatch === b.numBatch &&
     a.numThread === b.numThread &&
