@@ -4,6 +4,7 @@ import { createServer, IncomingMessage, request, ServerResponse } from 'node:htt
 import { AddressInfo, createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { missingPrograms } from './programs';
 
 /** A running Docker Distribution registry (Debian `docker-registry`, distribution 2.8) on loopback. */
 export interface RegistryServer {
@@ -31,19 +32,27 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Whether the registry binary is installed; the reason when not (CI installs it through .ci/run). */
+/**
+ * Why the registry tests cannot run here: undefined when `docker-registry` is installed, else the skip reason naming
+ * the command that installs it (CI installs it through .ci/run).
+ */
 export function registryMissing(): string | undefined {
-  const r = spawnSync('sh', ['-c', 'command -v docker-registry'], { encoding: 'utf8' });
-  return r.status === 0 ? undefined : 'docker-registry is not installed: run `apt-get install -y docker-registry`';
+  return missingPrograms('docker-registry');
+}
+
+/** Like registryMissing, for registries with Basic auth (startRegistry's `basicAuth`): `htpasswd` is needed too. */
+export function registryAuthMissing(): string | undefined {
+  return missingPrograms('docker-registry', 'htpasswd');
 }
 
 /**
  * Starts `docker-registry serve <config.yml>` on 127.0.0.1:<free port> with a temporary storage directory and
- * `storage.delete.enabled`, then waits until `GET /v2/` answers (200, or 401 with auth).
- * @throws Error with a clear message when the binary is missing or the registry does not come up in 15 s.
+ * `storage.delete.enabled`, then waits until `GET /v2/` answers (200, or 401 with auth). Tests that call it skip
+ * with registryMissing() / registryAuthMissing() as their reason.
+ * @throws Error with the install command when a program is missing, or when the registry does not come up in 15 s.
  */
 export async function startRegistry(options: RegistryServerOptions = {}): Promise<RegistryServer> {
-  const missing = registryMissing();
+  const missing = options.basicAuth ? registryAuthMissing() : registryMissing();
   if (missing) throw new Error(missing);
   const dir = await mkdtemp(join(tmpdir(), 'llamad-registry-'));
   const port = await freePort();
@@ -52,7 +61,7 @@ export async function startRegistry(options: RegistryServerOptions = {}): Promis
     const r = spawnSync('htpasswd', ['-Bbn', options.basicAuth.username, options.basicAuth.password], {
       encoding: 'utf8',
     });
-    if (r.status !== 0) throw new Error('htpasswd (apache2-utils) is needed for the auth tests: ' + (r.stderr ?? ''));
+    if (r.status !== 0) throw new Error(`htpasswd failed (status ${String(r.status)}): ${r.stderr ?? ''}`);
     await writeFile(join(dir, 'htpasswd'), r.stdout);
     auth = `auth:\n  htpasswd:\n    realm: llamad-test\n    path: ${join(dir, 'htpasswd')}\n`;
   }

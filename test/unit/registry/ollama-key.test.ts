@@ -19,6 +19,7 @@ import {
   parseOpenSshPrivateKey,
   publicKeyBlob,
 } from '../../../src/registry';
+import { missingPrograms } from '../../utils/programs';
 
 /** Verifies `<pub blob b64>:<sig b64>` over `data` with node:crypto, from the blob alone. */
 function verifyAuthorization(header: string, data: string): boolean {
@@ -32,7 +33,8 @@ function verifyAuthorization(header: string, data: string): boolean {
   return verify(null, Buffer.from(data), key, Buffer.from(sigB64, 'base64'));
 }
 
-const hasSshKeygen = spawnSync('sh', ['-c', 'command -v ssh-keygen']).status === 0;
+/** Why the ssh-keygen interop test cannot run here (undefined when ssh-keygen is installed). */
+const sshKeygenMissing = missingPrograms('ssh-keygen');
 
 // Ollama's ed25519 identity and key-signing handshake (reference/ollama-api.md §6.2).
 describe('ollama ed25519 key (OpenSSH format)', () => {
@@ -89,34 +91,30 @@ describe('ollama ed25519 key (OpenSSH format)', () => {
     assert.equal(verifyAuthorization(header, 'GET,https://example/token?x=2,abc'), false);
   });
 
-  it(
-    'parses a key made by ssh-keygen, and ssh-keygen reads ours',
-    { skip: !hasSshKeygen && 'ssh-keygen missing' },
-    async () => {
-      const dir = await mkdtemp(join(tmpdir(), 'llamad-key-'));
-      try {
-        const file = join(dir, 'id_ed25519');
-        const r = spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'kg@test', '-f', file]);
-        assert.equal(r.status, 0, r.stderr?.toString());
-        const parsed = parseOpenSshPrivateKey(await readFile(file, 'utf8'));
-        const id = new Ed25519Identity(parsed);
-        assert.equal(id.authorizedKey, (await readFile(`${file}.pub`, 'utf8')).trim());
-        assert.equal(verifyAuthorization(id.authorization('hello'), 'hello'), true);
-        // Ours, read back by ssh-keygen (-y derives the public key from the private file).
-        const mine = new Ed25519Identity(generateKeyMaterial('ours'));
-        const ourFile = join(dir, 'ours');
-        await writeFile(ourFile, encodeOpenSshPrivateKey(mine.material), { mode: 0o600 });
-        const y = spawnSync('ssh-keygen', ['-y', '-f', ourFile], { encoding: 'utf8' });
-        assert.equal(y.status, 0, y.stderr);
-        assert.equal(
-          y.stdout.trim().split(' ').slice(0, 2).join(' '),
-          mine.authorizedKey.split(' ').slice(0, 2).join(' '),
-        );
-      } finally {
-        await rm(dir, { recursive: true, force: true });
-      }
-    },
-  );
+  it('parses a key made by ssh-keygen, and ssh-keygen reads ours', { skip: sshKeygenMissing }, async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'llamad-key-'));
+    try {
+      const file = join(dir, 'id_ed25519');
+      const r = spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'kg@test', '-f', file]);
+      assert.equal(r.status, 0, r.stderr?.toString());
+      const parsed = parseOpenSshPrivateKey(await readFile(file, 'utf8'));
+      const id = new Ed25519Identity(parsed);
+      assert.equal(id.authorizedKey, (await readFile(`${file}.pub`, 'utf8')).trim());
+      assert.equal(verifyAuthorization(id.authorization('hello'), 'hello'), true);
+      // Ours, read back by ssh-keygen (-y derives the public key from the private file).
+      const mine = new Ed25519Identity(generateKeyMaterial('ours'));
+      const ourFile = join(dir, 'ours');
+      await writeFile(ourFile, encodeOpenSshPrivateKey(mine.material), { mode: 0o600 });
+      const y = spawnSync('ssh-keygen', ['-y', '-f', ourFile], { encoding: 'utf8' });
+      assert.equal(y.status, 0, y.stderr);
+      assert.equal(
+        y.stdout.trim().split(' ').slice(0, 2).join(' '),
+        mine.authorizedKey.split(' ').slice(0, 2).join(' '),
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 
   it('loadOrCreateIdentity generates id_ed25519 (0600) + .pub once, then reads the same key', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'llamad-key-'));

@@ -6,7 +6,8 @@ import { REPO_ROOT } from '../../../src/native/load-binding';
 import { GoTemplate, TemplateMessage, detectTemplate, renderPrompt } from '../../../src/templates';
 import { TEMPLATE_ASSETS_DIR } from '../../../src/templates/template-library';
 
-const TESTDATA = join(REPO_ROOT, '..', 'shared', 'ollama-templates', 'testdata');
+/** Ollama's golden renderings and detection cases, copied into the repository (see its README). */
+const TESTDATA = join(REPO_ROOT, 'test', 'fixtures', 'ollama-templates', 'testdata');
 
 const USER: TemplateMessage = { role: 'user', content: 'Hello, how are you?' };
 const ASSISTANT: TemplateMessage = { role: 'assistant', content: "I'm doing great. How can I help you today?" };
@@ -24,7 +25,7 @@ const CONVERSATIONS: Record<string, TemplateMessage[]> = {
 const TRIM_ONE_SPACE = new Set(['chatqa', 'llama2-chat', 'mistral-instruct', 'openchat', 'vicuna']);
 
 describe('golden renderings of the bundled template library', () => {
-  it('testdata is present next to the repository', () => {
+  it('testdata is present in test/fixtures/ollama-templates', () => {
     assert.ok(existsSync(TESTDATA), `missing ${TESTDATA}`);
   });
 
