@@ -1,7 +1,7 @@
 import { homedir } from 'node:os';
 import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
-import { DEFAULT_KEEP_ALIVE_MS, KeepAliveMs, parseKeepAliveEnv } from '../common/time';
+import { DEFAULT_KEEP_ALIVE_MS, KeepAliveMs, parseGoDuration, parseKeepAliveEnv } from '../common/time';
 
 /** The address the daemon listens on, parsed from OLLAMA_HOST. */
 export interface ListenAddress {
@@ -42,6 +42,13 @@ export class DaemonConfig {
    * SIGHUP. When set, keys are required even if the file holds none (fail closed).
    */
   apiKeysFile = '';
+  /**
+   * LLAMAD_RESPONSES_MAX: most `/v1/responses` objects kept in memory for `previous_response_id` and
+   * `GET /v1/responses/{id}` (beyond Ollama); 0 keeps none. Default 1000.
+   */
+  responsesMax = 1000;
+  /** LLAMAD_RESPONSES_TTL: how long a stored response is kept, ms (a Go duration such as `30m`). Default 1 h. */
+  responsesTtlMs = 60 * 60 * 1000;
   /** OLLAMA_DEBUG: 0 = info, 1 = debug, 2 = trace. */
   debugLevel = 0;
   /** LLAMAD_THREADS: threads per llama context; 0 = the addon's default (hardware concurrency). */
@@ -121,6 +128,19 @@ function splitList(raw: string): string[] {
     .filter((entry) => entry !== '');
 }
 
+/** A positive Go duration (`90s`, `1h30m`) in ms; a bare number is seconds; `fallback` when unset or invalid. */
+function envDurationMs(env: NodeJS.ProcessEnv, key: string, fallback: number): number {
+  const raw = envVar(env, key);
+  if (raw === '') return fallback;
+  if (/^\d+$/.test(raw)) return Number(raw) * 1000;
+  try {
+    const ms = parseGoDuration(raw) / 1e6;
+    return ms > 0 ? ms : fallback;
+  } catch {
+    return fallback;
+  }
+}
+
 /** Go's strconv.ParseBool plus integers, as Ollama's OLLAMA_DEBUG: true/1 → 1, 2 → 2, false/0/'' → 0. */
 function parseDebugLevel(raw: string): number {
   if (raw === '') return 0;
@@ -147,5 +167,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
   config.apiKeysFile = envPath(env, 'LLAMAD_API_KEYS_FILE') ?? '';
   config.debugLevel = parseDebugLevel(envVar(env, 'OLLAMA_DEBUG'));
   config.threads = envUint(env, 'LLAMAD_THREADS', 0);
+  config.responsesMax = envUint(env, 'LLAMAD_RESPONSES_MAX', 1000);
+  config.responsesTtlMs = envDurationMs(env, 'LLAMAD_RESPONSES_TTL', config.responsesTtlMs);
   return config;
 }

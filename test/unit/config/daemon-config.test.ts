@@ -76,4 +76,16 @@ describe('loadConfig', () => {
     assert.deepEqual(none.apiKeys, []);
     assert.equal(none.apiKeysFile, '');
   });
+
+  it('reads the /v1/responses store limits (count, Go-duration TTL; bare numbers are seconds)', () => {
+    const d = loadConfig({});
+    assert.equal(d.responsesMax, 1000);
+    assert.equal(d.responsesTtlMs, 3_600_000);
+    const c = loadConfig({ LLAMAD_RESPONSES_MAX: '0', LLAMAD_RESPONSES_TTL: '1h30m' });
+    assert.equal(c.responsesMax, 0);
+    assert.equal(c.responsesTtlMs, 5_400_000);
+    assert.equal(loadConfig({ LLAMAD_RESPONSES_TTL: '90' }).responsesTtlMs, 90_000);
+    assert.equal(loadConfig({ LLAMAD_RESPONSES_TTL: 'soon' }).responsesTtlMs, 3_600_000);
+    assert.equal(loadConfig({ LLAMAD_RESPONSES_TTL: '-5m' }).responsesTtlMs, 3_600_000);
+  });
 });
