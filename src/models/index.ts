@@ -5,3 +5,5 @@ export * from './model.types';
 export * from './modelfile.parser';
 export * from './manifest';
 export * from './model-store.repository';
+export * from './store-errors';
+export * from './store-lock';

@@ -1,13 +1,14 @@
-import { Body, Controller, Delete, Get, HttpCode, Post, Res } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
+import { Body, Controller, Delete, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { map } from 'rxjs';
 import { ollamaErrorLine, StreamResponder } from '../common/http';
+import { isLoopbackAddress } from '../security';
 import { CopyRequestDto, DeleteRequestDto } from './dto/copy-delete-request.dto';
 import { CreateRequestDto } from './dto/create-request.dto';
 import { ListResponseWire, ShowResponseWire } from './dto/model-responses.dto';
 import { ShowRequestDto } from './dto/show-request.dto';
 import { fromCreateRequest, toListModelWire, toProgressWire, toShowResponseWire } from './models.mapper';
-import { ModelsService } from './models.service';
+import { CreateRequester, ModelsService } from './models.service';
 
 /**
  * The model catalogue routes (reference/ollama-api.md §3): GET|HEAD /api/tags, POST /api/show, POST /api/create,
@@ -60,11 +61,13 @@ export class ModelsController {
   /**
    * Creates a model (§3.9, the spec's form first). Validation errors are plain 4xx responses; then progress records
    * stream as NDJSON (`parsing modelfile` … `success`), or only the final record with `stream: false`.
+   * FROM / ADAPTER may name server files only when the connection comes from a loopback address (the socket's
+   * address: forwarding headers are not trusted); other clients upload blobs and use `FROM @sha256:…`.
    */
   @Post('create')
   @HttpCode(200)
-  async create(@Body() body: CreateRequestDto, @Res() reply: FastifyReply): Promise<void> {
-    const plan = await this.models.prepareCreate(fromCreateRequest(body));
+  async create(@Body() body: CreateRequestDto, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const plan = await this.models.prepareCreate(fromCreateRequest(body), requesterOf(req));
     const progress$ = this.models.create(plan).pipe(map(toProgressWire));
     if (body.stream === false) {
       await this.responder.json(reply, progress$);
@@ -72,4 +75,9 @@ export class ModelsController {
     }
     await this.responder.ndjson(reply, progress$, ollamaErrorLine);
   }
+}
+
+/** The create requester of a request: local when the TCP peer is loopback (127.0.0.0/8, ::1, ::ffff:127.x). */
+function requesterOf(req: FastifyRequest): CreateRequester {
+  return { local: isLoopbackAddress(req.raw.socket?.remoteAddress) };
 }

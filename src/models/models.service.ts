@@ -21,9 +21,10 @@ import {
 import { formatParameterCount, GgufFile, GgufFormatError, isGgufFile, modelDetails, readGguf } from './gguf';
 import { buildManifest, buildModelConfig, goJsonEncode, ManifestLayer, MediaType, ModelConfig } from './manifest';
 import { ModelName } from './model-name';
-import { ModelStoreRepository, StoredManifest } from './model-store.repository';
+import { BlobPin, manifestDigestsOf, ModelStoreRepository, StoredManifest } from './model-store.repository';
 import { ModelCapability, ModelDetails, ModelFacts, ResolvedModel } from './model.types';
 import { ModelfileMessage, parseModelfile } from './modelfile.parser';
+import { describeIoError, redactPaths, storeError } from './store-errors';
 import { detectBundledTemplate, goTemplateCapabilities, jinjaTemplateCapabilities } from './template-support';
 
 /** A model as listed by /api/tags. */
@@ -67,6 +68,29 @@ export interface CreateModelCommand {
   /** Quantization target (`q4_K_M`, `Q8_0`, …; case-insensitive); accepted with both forms. */
   quantize?: string;
 }
+
+/**
+ * Who asks for a create (reference/ollama-api.md §3.9): decides whether Modelfile FROM / ADAPTER values (and the
+ * JSON form's `from`) may name files on the server. Only a client on this machine may; others upload blobs
+ * (POST /api/blobs/sha256:…) and reference them (`FROM @sha256:…`, `files`, `adapters`), as Ollama's own client
+ * does. A plain domain value: the controller derives it from the connection's remote address.
+ */
+export interface CreateRequester {
+  /** True for a loopback client (127.0.0.0/8, ::1, ::ffff:127.x) or the daemon's own code; false otherwise. */
+  local: boolean;
+}
+
+/** The requester of in-process callers (tests, tools): server paths allowed. HTTP callers pass their client's. */
+export const LOCAL_REQUESTER: CreateRequester = { local: true };
+
+/**
+ * The one 400 a non-local client gets for a FROM / ADAPTER value that would name a file on the server. Fixed text,
+ * whatever the path and whether it exists (Ollama's CVE-2024-39719 told remote clients which paths exist).
+ */
+export const SERVER_PATH_REFUSED_MESSAGE =
+  'FROM and ADAPTER can name files on the server only for clients on the same machine: upload the file with ' +
+  'POST /api/blobs/sha256:<digest of the file>, then use "FROM @sha256:<digest>" / "ADAPTER @sha256:<digest>" ' +
+  '(or the "files" / "adapters" fields)';
 
 /** The base a new model is built on. */
 type CreateBase =
@@ -119,14 +143,21 @@ export const NOT_GGUF_MESSAGE = 'supplied file was not in GGUF format';
 /** Temporary files in blobs/ older than this are interrupted writes, deleted at startup (§7.7). */
 export const STALE_TEMP_AGE_MS = 60 * 60 * 1000;
 
-/** A FROM value that names a file rather than a model: absolute, explicitly relative, home-relative or *.gguf. */
+/**
+ * A FROM value that names a file rather than a model: absolute (POSIX or a Windows drive), explicitly relative,
+ * home-relative, `.`/`..`/`~`, containing a backslash, or *.gguf.
+ */
 function looksLikePath(from: string): boolean {
   return (
     isAbsolute(from) ||
+    from === '.' ||
+    from === '..' ||
+    from === '~' ||
     from.startsWith('./') ||
     from.startsWith('../') ||
     from.startsWith('~/') ||
-    from.startsWith('.\\') ||
+    from.includes('\\') ||
+    /^[A-Za-z]:[\\/]/.test(from) ||
     /\.gguf$/i.test(from)
   );
 }
@@ -199,13 +230,27 @@ export class ModelsService implements OnModuleInit {
     @Optional() @Inject(NATIVE_BINDING) private readonly loadBinding?: NativeBindingLoader,
   ) {}
 
-  /** Startup: removes interrupted temporary files older than an hour from blobs/ (§7.7); valid blobs stay. */
+  /**
+   * Startup hygiene (Ollama's Serve, reference/ollama-api.md §7.7): removes interrupted temporary files older than
+   * STALE_TEMP_AGE_MS from blobs/, then, under the store lock, blobs no manifest references that are older than
+   * STALE_TEMP_AGE_MS too (younger ones may belong to another daemon's create or pull, or a fresh upload). Nothing
+   * is swept when a manifest cannot be read; `partial/` downloads are never touched. Failures are logged, never
+   * fatal.
+   */
   async onModuleInit(): Promise<void> {
     const removed = await this.store.removeStaleTempFiles(STALE_TEMP_AGE_MS).catch((err: unknown) => {
-      this.logger.warn(`cannot clean blobs/: ${(err as Error).message}`);
+      this.logger.warn(`cannot clean blobs/: ${describeIoError(err)}`);
       return [];
     });
     if (removed.length > 0) this.logger.log(`removed ${removed.length} stale temporary file(s) from blobs/`);
+    const swept = await this.store.sweepOrphans(STALE_TEMP_AGE_MS).catch((err: unknown) => {
+      this.logger.warn(`cannot sweep orphaned blobs: ${(err as Error).message}`);
+      return null;
+    });
+    if (swept?.skipped) this.logger.warn('orphaned blobs not swept: some manifest cannot be read');
+    if (swept && swept.count > 0) {
+      this.logger.log(`swept ${swept.count} orphaned blob(s) (${swept.bytes} bytes) from blobs/`);
+    }
   }
 
   /**
@@ -236,6 +281,7 @@ export class ModelsService implements OnModuleInit {
   /**
    * POST /api/copy (§3.11): copies the source manifest to the destination name; blobs are shared. An existing
    * destination is replaced (its layers that nothing else uses are pruned). Source is looked up case-insensitively.
+   * The copy and the prune form one critical section of the store lock (§3.11).
    * @throws InvalidRequestError `source "<x>" is invalid` / `destination "<x>" is invalid` (checked before anything
    *   is touched); ModelNotFoundError `model "<source>" not found`.
    */
@@ -248,25 +294,36 @@ export class ModelsService implements OnModuleInit {
     if (!stored) throw new ModelNotFoundError(source, `model ${goQuote(source)} not found`);
     const existing = await this.store.findExisting(dst);
     if (existing?.equalsIgnoreCase(stored.name)) return;
-    const { replaced } = await this.store.copyManifest(stored, dst);
-    if (replaced) await this.pruneReplaced(replaced);
+    const copied = await this.store.exclusive(async () => {
+      const result = await this.store.copyManifest(stored, dst);
+      if (result?.replaced) await this.pruneReplaced(result.replaced);
+      return result;
+    });
+    if (!copied) throw new ModelNotFoundError(source, `model ${goQuote(source)} not found`); // deleted meanwhile
     this.logger.log(`copied ${stored.name.toShortString()} to ${dst.toShortString()}`);
   }
 
   /**
    * DELETE /api/delete (§3.12): removes the manifest (name matched case-insensitively), prunes empty manifest
-   * directories, then deletes its blobs that no other manifest references (shared ones stay). Emits on `deleted$`.
+   * directories, then deletes its blobs that no other manifest references (shared ones stay) and that no in-flight
+   * create or pull has pinned. Reading, removing and pruning form one critical section of the store lock.
+   * Emits on `deleted$`.
    * @throws InvalidRequestError `model is required` / `name "<x>" is invalid`; ModelNotFoundError
-   *   `model '<x>' not found`; InternalError for an unreadable manifest (nothing is removed then).
+   *   `model '<x>' not found`; InternalError for an unreadable manifest (nothing is removed then);
+   *   ServerBusyError (503) when another process holds the store lock too long.
    */
   async delete(input: string): Promise<void> {
     if (!input) throw new InvalidRequestError('model is required', 'model');
     const name = ModelName.parse(input);
     if (!name) throw new InvalidRequestError(`name ${goQuote(input)} is invalid`, 'model');
-    const stored = await this.store.readManifest(name);
+    const stored = await this.store.exclusive(async () => {
+      const found = await this.store.readManifest(name);
+      if (!found) return null;
+      await this.store.removeManifest(found);
+      await this.store.pruneLayers(manifestDigestsOf(found.manifest));
+      return found;
+    });
     if (!stored) throw new ModelNotFoundError(input, ModelNotFoundError.notFoundMessage(input));
-    await this.store.removeManifest(stored);
-    await this.store.pruneLayers(manifestDigests(stored));
     this.logger.log(`deleted ${stored.name.toShortString()}`);
     const weights = stored.manifest.layers.find((l) => l.mediaType === MediaType.MODEL);
     if (weights) {
@@ -302,7 +359,11 @@ export class ModelsService implements OnModuleInit {
 
   /** Deletes the layers of a manifest that was just replaced, unless another manifest still uses them. */
   private async pruneReplaced(old: StoredManifest): Promise<void> {
-    const removed = await this.store.pruneLayers(manifestDigests(old));
+    const removed = await this.store.pruneLayers(manifestDigestsOf(old.manifest));
+    this.logPruned(removed, old);
+  }
+
+  private logPruned(removed: string[], old: StoredManifest): void {
     if (removed.length > 0) this.logger.log(`pruned ${removed.length} unused blob(s) of ${old.name.toShortString()}`);
   }
 
@@ -416,7 +477,7 @@ export class ModelsService implements OnModuleInit {
       pending.catch(() => this.facts.delete(digest));
     }
     return pending.catch((err: unknown) => {
-      throw new InternalError(`cannot read model weights ${digest}: ${(err as Error).message}`, { cause: err });
+      throw new InternalError(`cannot read model weights ${digest}: ${describeIoError(err)}`, { cause: err });
     });
   }
 
@@ -497,7 +558,7 @@ export class ModelsService implements OnModuleInit {
     if (!model) throw new InvalidRequestError('model is required', 'model');
     const resolved = await this.resolve(model, (name) => ModelNotFoundError.notFoundMessage(name.toShortString()));
     const gguf = await readGguf(resolved.modelPath).catch((err: unknown) => {
-      throw new InternalError(`cannot read model weights: ${(err as Error).message}`, { cause: err });
+      throw new InternalError(`cannot read model weights: ${describeIoError(err)}`, { cause: err });
     });
     const modelInfo: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(gguf.metadata)) {
@@ -518,9 +579,13 @@ export class ModelsService implements OnModuleInit {
    *   `unsupported quantization type X - supported types are …`, unsupported commands (DRAFT, an extra FROM that
    *   is not a clip projector), bad parameters. FROM / `from` / `files` may be a local GGUF, an existing model or an
    *   uploaded blob (`@sha256:…`, `sha256:…`); `quantize` works with either form.
+   *   For a requester that is not local, a FROM / ADAPTER value that would name a server file gets
+   *   SERVER_PATH_REFUSED_MESSAGE without the path being looked at, and other FROM values are model names only.
    * @throws ModelNotFoundError when FROM names a model that is not in the store.
+   * @param requester who asks (LOCAL_REQUESTER for in-process callers; the controller passes the client's).
    */
-  async prepareCreate(cmd: CreateModelCommand): Promise<CreatePlan> {
+  async prepareCreate(cmd: CreateModelCommand, requester: CreateRequester = LOCAL_REQUESTER): Promise<CreatePlan> {
+    const local = requester.local;
     if (!cmd.model) throw new InvalidRequestError('model is required', 'model');
     const name = ModelName.parse(cmd.model);
     if (!name) throw new InvalidRequestError('invalid model name', 'model');
@@ -539,7 +604,7 @@ export class ModelsService implements OnModuleInit {
       if (file.draft !== undefined) throw new InvalidRequestError('DRAFT is not supported yet');
       if (file.extraFrom.length > 0) {
         plan.projectors = [];
-        for (const extra of file.extraFrom) plan.projectors.push(await this.resolveProjector(extra));
+        for (const extra of file.extraFrom) plan.projectors.push(await this.resolveProjector(extra, local));
       }
       from = file.from;
       plan.template = file.template;
@@ -568,7 +633,7 @@ export class ModelsService implements OnModuleInit {
       if (adapters.length === 1) adapter = blobReference(adapters[0]) ?? requireDigest(adapters[0], 'adapters');
     }
     if (plan.template !== undefined) checkGoTemplate(plan.template);
-    if (adapter !== undefined) plan.adapter = await this.resolveAdapter(adapter);
+    if (adapter !== undefined) plan.adapter = await this.resolveAdapter(adapter, local);
     const quantizeType = cmd.quantize ? parseQuantizeType(cmd.quantize) : undefined;
 
     if (files) {
@@ -578,7 +643,7 @@ export class ModelsService implements OnModuleInit {
       const base = await this.blobBase(requireDigest(digest, 'files'));
       return this.withQuantize({ ...plan, baseLabel: fileName, base }, quantizeType);
     }
-    return this.withQuantize({ ...plan, baseLabel: from, base: await this.resolveBase(from) }, quantizeType);
+    return this.withQuantize({ ...plan, baseLabel: from, base: await this.resolveBase(from, local) }, quantizeType);
   }
 
   /** Adds the quantization step after checking the source's file type and that the addon can be loaded. */
@@ -594,54 +659,72 @@ export class ModelsService implements OnModuleInit {
   private async blobBase(digest: string): Promise<CreateBase> {
     const size = await this.store.blobSize(digest);
     if (size === null) throw new InvalidRequestError(`blob "${digest}" not found`);
-    const gguf = await this.readCreateGguf(this.store.blobPath(digest));
+    const gguf = await this.readCreateGguf(this.store.blobPath(digest), `blob "${digest}"`);
     return { kind: 'blob', digest, size, gguf };
   }
 
   /**
-   * ADAPTER / `adapters`: an uploaded blob (`@sha256:…`, `sha256:…`) or a local file; either must be GGUF (LoRA
-   * GGUFs only; safetensors adapters are not converted).
-   * @throws InvalidRequestError blob not found, file missing, `supplied file was not in GGUF format`.
+   * ADAPTER / `adapters`: an uploaded blob (`@sha256:…`, `sha256:…`) or, for a local requester, a file on the server;
+   * either must be GGUF (LoRA GGUFs only; safetensors adapters are not converted).
+   * @param local whether the requester may name server files (else anything but a blob is refused unlooked-at).
+   * @throws InvalidRequestError blob not found, file missing, `supplied file was not in GGUF format`,
+   *   SERVER_PATH_REFUSED_MESSAGE.
    */
-  private async resolveAdapter(value: string): Promise<CreateAdapter> {
+  private async resolveAdapter(value: string, local: boolean): Promise<CreateAdapter> {
     const digest = blobReference(value);
     if (digest) {
       const size = await this.store.blobSize(digest);
       if (size === null) throw new InvalidRequestError(`blob "${digest}" not found`);
-      await this.readCreateGguf(this.store.blobPath(digest));
+      await this.readCreateGguf(this.store.blobPath(digest), `blob "${digest}"`);
       return { kind: 'blob', digest, size };
     }
+    if (!local) throw new InvalidRequestError(SERVER_PATH_REFUSED_MESSAGE);
     const path = resolvePath(expandHome(value));
     const info = await stat(path).catch(() => null);
     if (!info?.isFile()) throw new InvalidRequestError(`ADAPTER file "${value}" does not exist`);
-    await this.readCreateGguf(path);
+    await this.readCreateGguf(path, `"${value}"`);
     return { kind: 'file', path };
   }
 
-  /** Reads a GGUF that is to become a model layer; any failure is the client's (400). */
-  private async readCreateGguf(path: string): Promise<GgufFile> {
+  /**
+   * Reads a GGUF that is to become a model layer; any failure is the client's (400).
+   * @param label how the client named it (`"./x.gguf"`, `blob "sha256:…"`): error texts never show the resolved path.
+   */
+  private async readCreateGguf(path: string, label: string): Promise<GgufFile> {
     if (!(await isGgufFile(path))) throw new InvalidRequestError(NOT_GGUF_MESSAGE);
     try {
       return await readGguf(path);
     } catch (err) {
       if (err instanceof GgufFormatError) throw new InvalidRequestError(`${NOT_GGUF_MESSAGE}: ${err.detail}`);
-      throw new InvalidRequestError(`cannot read "${path}": ${(err as Error).message}`);
+      throw new InvalidRequestError(`cannot read ${label}: ${describeIoError(err)}`);
     }
   }
 
-  /** FROM: a GGUF path (when it exists or looks like a path) or else an existing local model. */
-  private async resolveBase(from: string): Promise<CreateBase> {
+  /**
+   * FROM: an uploaded blob; for a local requester a GGUF path (when it exists or looks like a path); else an
+   * existing local model. A non-local requester's path-like value is refused before any file-system access.
+   * @throws InvalidRequestError (see prepareCreate); ModelNotFoundError for an unknown model name.
+   */
+  private async resolveBase(from: string, local: boolean): Promise<CreateBase> {
     const digest = blobReference(from);
     if (digest) return this.blobBase(digest);
+    if (!local) {
+      if (looksLikePath(from)) throw new InvalidRequestError(SERVER_PATH_REFUSED_MESSAGE);
+      return this.modelBase(from, `invalid FROM: "${from}" is not a model name`);
+    }
     const path = resolvePath(expandHome(from));
     const info = await stat(path).catch(() => null);
     if (info?.isDirectory()) {
       throw new InvalidRequestError(`FROM "${from}" is a directory: only GGUF files are supported (no safetensors)`);
     }
-    if (info?.isFile()) return { kind: 'file', path, gguf: await this.readCreateGguf(path) };
+    if (info?.isFile()) return { kind: 'file', path, gguf: await this.readCreateGguf(path, `"${from}"`) };
     if (looksLikePath(from)) throw new InvalidRequestError(`FROM file "${from}" does not exist`);
-    const name = ModelName.parse(from);
-    if (!name) throw new InvalidRequestError(`invalid FROM: "${from}" is neither a file nor a model name`);
+    return this.modelBase(from, `invalid FROM: "${from}" is neither a file nor a model name`);
+  }
+
+  /** FROM as a local model name. @throws InvalidRequestError `invalidMessage`; ModelNotFoundError. */
+  private async modelBase(from: string, invalidMessage: string): Promise<CreateBase> {
+    if (!ModelName.parse(from)) throw new InvalidRequestError(invalidMessage);
     const model = await this.resolve(from, (n) => ModelNotFoundError.notFoundMessage(n.toShortString()));
     return { kind: 'model', model };
   }
@@ -652,6 +735,13 @@ export class ModelsService implements OnModuleInit {
    * system, params, messages and license layers, the config blob and finally the manifest (atomically). Emits the
    * spec's progress records in order: `parsing modelfile`, `looking for base model <from>`, `copying layers`,
    * `setting system instructions`, `success` (the controller adds `done`). Cold: nothing happens until subscribed.
+   *
+   * Concurrency: every blob the new manifest will reference is pinned from the start (the base's, uploaded ones)
+   * or as it is written, so a concurrent delete or copy of this process never prunes it; the manifest is committed
+   * under the store lock after checking that each blob still exists (ModelStoreRepository.commitManifest), and the
+   * replaced manifest's unused layers are pruned there. The lock is not held while copying or quantizing.
+   * Errors: MissingLayerError (500, nothing written) when another process removed a blob meanwhile; file-system
+   * failures as InternalError without server paths.
    */
   create(plan: CreatePlan): Observable<CreateProgress> {
     return new Observable<CreateProgress>((sub) => {
@@ -660,23 +750,30 @@ export class ModelsService implements OnModuleInit {
         if (!cancelled) sub.next(typeof record === 'string' ? { status: record } : record);
       };
       const run = async () => {
-        emit('parsing modelfile');
-        emit(`looking for base model ${plan.baseLabel}`);
-        emit('copying layers');
-        const { layers, config } = await this.baseLayers(plan, emit);
-        if (plan.adapter) await this.applyAdapter(plan.adapter, layers);
-        if (plan.projectors) await this.applyProjectors(plan.projectors, layers);
-        emit('setting system instructions');
-        await this.applyOverrides(this.withAutodetectedTemplate(plan), layers);
-        const configBlob = await this.store.writeBlob(goJsonEncode(config));
-        const manifest = buildManifest({ mediaType: MediaType.CONFIG, ...configBlob }, layers);
-        const previous = await this.store.readManifest(plan.name).catch(() => null);
-        const written = await this.store.writeManifest(plan.name, manifest);
-        if (previous && previous.digest !== written.digest) await this.pruneReplaced(previous);
-        this.logger.log(`created model ${plan.name.toShortString()}`);
-        emit('success');
+        const pin = this.store.pin(planDigests(plan));
+        try {
+          emit('parsing modelfile');
+          emit(`looking for base model ${plan.baseLabel}`);
+          emit('copying layers');
+          const { layers, config } = await this.baseLayers(plan, emit, pin);
+          if (plan.adapter) await this.applyAdapter(plan.adapter, layers, pin);
+          if (plan.projectors) await this.applyProjectors(plan.projectors, layers, pin);
+          emit('setting system instructions');
+          await this.applyOverrides(this.withAutodetectedTemplate(plan), layers, pin);
+          const configBlob = await this.store.writeBlob(goJsonEncode(config), pin);
+          const manifest = buildManifest({ mediaType: MediaType.CONFIG, ...configBlob }, layers);
+          const { replaced, pruned } = await this.store.commitManifest(plan.name, manifest);
+          if (replaced) this.logPruned(pruned, replaced);
+          this.logger.log(`created model ${plan.name.toShortString()}`);
+          emit('success');
+        } finally {
+          await pin.release();
+        }
       };
-      defer(run).subscribe({ complete: () => sub.complete(), error: (err: unknown) => sub.error(err) });
+      defer(run).subscribe({
+        complete: () => sub.complete(),
+        error: (err: unknown) => sub.error(storeError(err, 'cannot create model')),
+      });
       return () => {
         // A create is not cancelled by a client going away: the copy finishes and the manifest is written, as in
         // Ollama. Only the progress records stop.
@@ -716,6 +813,7 @@ export class ModelsService implements OnModuleInit {
   private async baseLayers(
     plan: CreatePlan,
     emit: (record: string | CreateProgress) => void,
+    pin: BlobPin,
   ): Promise<{ layers: ManifestLayer[]; config: ModelConfig }> {
     const { base } = plan;
     const overrides = { renderer: plan.renderer, parser: plan.parser, requires: plan.requires };
@@ -726,7 +824,7 @@ export class ModelsService implements OnModuleInit {
       const config: ModelConfig = { ...base.model.config };
       for (const [k, v] of Object.entries(overrides)) if (v) config[k] = v;
       if (plan.quantize) {
-        const { blob, fileType } = await this.quantizeInto(base.model.modelPath, plan, emit);
+        const { blob, fileType } = await this.quantizeInto(base.model.modelPath, plan, emit, pin);
         const at = layers.findIndex((l) => l.mediaType === MediaType.MODEL);
         layers[at] = { mediaType: MediaType.MODEL, ...blob };
         config.file_type = fileType;
@@ -737,9 +835,10 @@ export class ModelsService implements OnModuleInit {
     let blob: { digest: string; size: number };
     let fileType = modelDetails(base.gguf).fileType;
     if (plan.quantize) {
-      ({ blob, fileType } = await this.quantizeInto(sourcePath, plan, emit));
+      ({ blob, fileType } = await this.quantizeInto(sourcePath, plan, emit, pin));
     } else {
-      blob = base.kind === 'file' ? await this.store.importFile(base.path) : { digest: base.digest, size: base.size };
+      blob =
+        base.kind === 'file' ? await this.store.importFile(base.path, pin) : { digest: base.digest, size: base.size };
     }
     const details = { ...modelDetails(base.gguf), fileType };
     const config = buildModelConfig({
@@ -766,12 +865,13 @@ export class ModelsService implements OnModuleInit {
     sourcePath: string,
     plan: CreatePlan,
     emit: (record: string | CreateProgress) => void,
+    pin: BlobPin,
   ): Promise<{ blob: { digest: string; size: number }; fileType: string }> {
     const q = plan.quantize!;
     const status = `quantizing ${q.from} model to ${q.type}`;
     const binding = this.nativeBinding();
     const tmp = await this.store.newTempBlobPath();
-    const total = plan.form === 'json' ? (await stat(sourcePath)).size : 0;
+    const total = plan.form === 'json' ? await this.sourceSize(sourcePath) : 0;
     const expected = estimateQuantizedSize(total, q.from, q.type);
     const progress = (completed: number) => emit({ status, digest: QUANTIZE_PROGRESS_DIGEST, total, completed });
     let last = 0;
@@ -794,7 +894,7 @@ export class ModelsService implements OnModuleInit {
       await binding.quantize(sourcePath, tmp, { type: q.type });
     } catch (err) {
       await rm(tmp, { force: true });
-      throw err instanceof DaemonError ? err : mapNativeError(err);
+      throw withoutPaths(err instanceof DaemonError ? err : mapNativeError(err));
     } finally {
       clearInterval(timer);
       timer = undefined;
@@ -806,11 +906,23 @@ export class ModelsService implements OnModuleInit {
       fileType = modelDetails(await readGguf(tmp)).fileType;
     } catch (err) {
       await rm(tmp, { force: true });
-      throw new InternalError(`quantized model cannot be read: ${(err as Error).message}`, { cause: err });
+      throw new InternalError(`quantized model cannot be read: ${describeIoError(err)}`, { cause: err });
     }
-    const blob = await this.store.adoptTempFile(tmp);
-    this.logger.log(`quantized ${sourcePath} to ${q.type} (${blob.digest})`);
+    const blob = await this.store.adoptTempFile(tmp, pin);
+    this.logger.log(`quantized ${plan.baseLabel} to ${q.type} (${blob.digest})`);
     return { blob, fileType };
+  }
+
+  /**
+   * Size of a quantization source, bytes.
+   * @throws InternalError `cannot read the model to quantize: <errno text>` (no path).
+   */
+  private async sourceSize(path: string): Promise<number> {
+    try {
+      return (await stat(path)).size;
+    } catch (err) {
+      throw new InternalError(`cannot read the model to quantize: ${describeIoError(err)}`, { cause: err });
+    }
   }
 
   /**
@@ -822,15 +934,16 @@ export class ModelsService implements OnModuleInit {
       if (!this.loadBinding) throw new Error('no native binding configured');
       return this.loadBinding();
     } catch (err) {
-      throw new InternalError(`quantization needs the native addon: ${(err as Error).message}`, { cause: err });
+      const reason = redactPaths((err as Error).message);
+      throw new InternalError(`quantization needs the native addon: ${reason}`, { cause: err });
     }
   }
 
   /** Stores the adapter blob (a file is imported; an uploaded blob is used as is) and replaces inherited adapters. */
-  private async applyAdapter(adapter: CreateAdapter, layers: ManifestLayer[]): Promise<void> {
+  private async applyAdapter(adapter: CreateAdapter, layers: ManifestLayer[], pin: BlobPin): Promise<void> {
     const blob =
       adapter.kind === 'file'
-        ? await this.store.importFile(adapter.path)
+        ? await this.store.importFile(adapter.path, pin)
         : { digest: adapter.digest, size: adapter.size };
     for (let i = layers.length - 1; i >= 0; i--) if (layers[i].mediaType === MediaType.ADAPTER) layers.splice(i, 1);
     const at = layers.findIndex((l) => l.mediaType === MediaType.MODEL);
@@ -842,22 +955,26 @@ export class ModelsService implements OnModuleInit {
    * "clip" (an mmproj file, loaded by the runner with the model).
    * @throws InvalidRequestError missing file/blob, not GGUF, or a GGUF that is not a projector.
    */
-  private async resolveProjector(value: string): Promise<CreateAdapter> {
+  private async resolveProjector(value: string, local: boolean): Promise<CreateAdapter> {
     const digest = blobReference(value);
     let path: string;
     let projector: CreateAdapter;
+    let label: string;
     if (digest) {
       const size = await this.store.blobSize(digest);
       if (size === null) throw new InvalidRequestError(`blob "${digest}" not found`);
       path = this.store.blobPath(digest);
       projector = { kind: 'blob', digest, size };
+      label = `blob "${digest}"`;
     } else {
+      if (!local) throw new InvalidRequestError(SERVER_PATH_REFUSED_MESSAGE);
+      label = `"${value}"`;
       path = resolvePath(expandHome(value));
       const info = await stat(path).catch(() => null);
       if (!info?.isFile()) throw new InvalidRequestError(`FROM file "${value}" does not exist`);
       projector = { kind: 'file', path };
     }
-    const gguf = await this.readCreateGguf(path);
+    const gguf = await this.readCreateGguf(path, label);
     if (gguf.metadata['general.architecture'] !== 'clip') {
       throw new InvalidRequestError(
         `only one FROM model is supported: "${value}" is not a vision projector (clip) GGUF`,
@@ -867,23 +984,23 @@ export class ModelsService implements OnModuleInit {
   }
 
   /** Stores the projector blobs after the model layer (`application/vnd.ollama.image.projector`), replacing inherited ones. */
-  private async applyProjectors(projectors: CreateAdapter[], layers: ManifestLayer[]): Promise<void> {
+  private async applyProjectors(projectors: CreateAdapter[], layers: ManifestLayer[], pin: BlobPin): Promise<void> {
     for (let i = layers.length - 1; i >= 0; i--) if (layers[i].mediaType === MediaType.PROJECTOR) layers.splice(i, 1);
     let at = layers.findIndex((l) => l.mediaType === MediaType.MODEL);
     for (const p of projectors) {
-      const blob = p.kind === 'file' ? await this.store.importFile(p.path) : { digest: p.digest, size: p.size };
+      const blob = p.kind === 'file' ? await this.store.importFile(p.path, pin) : { digest: p.digest, size: p.size };
       layers.splice(++at, 0, { mediaType: MediaType.PROJECTOR, ...blob });
     }
   }
 
   /** Replaces (or, for params, merges into) the layers the request sets. Mutates `layers`. */
-  private async applyOverrides(plan: CreatePlan, layers: ManifestLayer[]): Promise<void> {
+  private async applyOverrides(plan: CreatePlan, layers: ManifestLayer[], pin: BlobPin): Promise<void> {
     const replace = async (mediaTypes: string[], contents: string[]) => {
       const at = layers.findIndex((l) => mediaTypes.includes(l.mediaType));
       for (let i = layers.length - 1; i >= 0; i--) if (mediaTypes.includes(layers[i].mediaType)) layers.splice(i, 1);
       const fresh: ManifestLayer[] = [];
       for (const content of contents) {
-        fresh.push({ mediaType: mediaTypes[0], ...(await this.store.writeBlob(content)) });
+        fresh.push({ mediaType: mediaTypes[0], ...(await this.store.writeBlob(content, pin)) });
       }
       layers.splice(at >= 0 ? at : layers.length, 0, ...fresh);
     };
@@ -924,9 +1041,19 @@ function buildModelConfigFrom(config: ModelConfig): ModelConfig {
   return { ...head, ...extras, architecture: architecture ?? 'amd64', os: os ?? 'linux' };
 }
 
-/** Digests of a manifest's config and layers. */
-function manifestDigests(stored: StoredManifest): string[] {
-  return [stored.manifest.config.digest, ...stored.manifest.layers.map((l) => l.digest)];
+/** Digests a create's plan references before anything is written: the base model's blobs and uploaded blobs. */
+function planDigests(plan: CreatePlan): string[] {
+  const out: string[] = [];
+  if (plan.base.kind === 'model') out.push(...manifestDigestsOf(plan.base.model.manifest));
+  if (plan.base.kind === 'blob') out.push(plan.base.digest);
+  for (const a of [plan.adapter, ...(plan.projectors ?? [])]) if (a?.kind === 'blob') out.push(a.digest);
+  return out;
+}
+
+/** A DaemonError whose message may quote native or file-system text, with absolute paths replaced by `<path>`. */
+function withoutPaths(err: DaemonError): DaemonError {
+  err.message = redactPaths(err.message);
+  return err;
 }
 
 /** Go's %q for the strings in Ollama's copy/delete messages (JSON escaping is the same for printable text). */

@@ -7,7 +7,8 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { lastValueFrom, toArray } from 'rxjs';
 import type { NativeBinding, NativeQuantizeParams } from '../../../binding';
 import { DigestMismatchError, InternalError, InvalidRequestError } from '../../../src/common/errors';
-import { MediaType } from '../../../src/models/manifest';
+import { buildManifest, MediaType } from '../../../src/models/manifest';
+import { ModelName } from '../../../src/models/model-name';
 import { ModelsService, NOT_GGUF_MESSAGE, STALE_TEMP_AGE_MS } from '../../../src/models/models.service';
 import { writeTinyGguf } from '../../utils/gguf-fixtures';
 import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
@@ -240,6 +241,11 @@ describe('ModelStoreRepository uploads and startup cleanup', () => {
   it('removes only stale non-blob files at startup', async () => {
     const dir = join(bed.config.modelsDir, 'blobs');
     const blob = await bed.store.writeBlob('keep me');
+    // Referenced by a manifest (the startup sweep removes old unreferenced blobs: store-concurrency.test.ts).
+    await bed.store.writeManifest(
+      ModelName.parse('keeper')!,
+      buildManifest({ mediaType: MediaType.CONFIG, ...blob }, []),
+    );
     const old = new Date(Date.now() - STALE_TEMP_AGE_MS - 60_000);
     const stale = join(dir, '.tmp-1-abc');
     const fresh = join(dir, '.tmp-2-def');
