@@ -8,6 +8,7 @@ import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { RegistryError } from '../common/errors';
 import { RegistryFiles, BlobDigestMismatchError } from './registry-files';
 import { unexpectedStatus, RegistrySession } from './registry-http.client';
+import { isNetworkFailure, registryNetworkError } from './registry-errors';
 
 /** Transfer tuning; sizes in bytes. Defaults follow Ollama's rules (§6.3, §6.5) in binary units. */
 export interface TransferTuning {
@@ -74,6 +75,14 @@ async function fileSize(path: string): Promise<number> {
   }
 }
 
+/**
+ * Ollama's `max retries exceeded: <cause>` (download.go, reference/ollama-api.md §5.2) for a part whose registry or
+ * network failure lasted through every attempt; the registry status of the last failure, if any, is kept.
+ */
+function maxRetriesExceeded(err: RegistryError): RegistryError {
+  return new RegistryError(`max retries exceeded: ${err.message}`, err.upstreamStatus, { cause: err });
+}
+
 function isRetryable(err: unknown, signal: AbortSignal): boolean {
   if (signal.aborted) return false;
   if (err instanceof RegistryError) return err.upstreamStatus === undefined || err.upstreamStatus >= 500;
@@ -89,8 +98,10 @@ function isRetryable(err: unknown, signal: AbortSignal): boolean {
  * 2. parts are joined (multi-part blobs only) and the result is hashed;
  * 3. a sha256 mismatch deletes the partial files and throws `digest mismatch, file must be downloaded again: want
  *    sha256:…, got sha256:…`; a match renames the file into `blobs/` — the only moment the store changes.
- * @throws BlobDigestMismatchError; RegistryError for registry statuses (`<status>: <body>`); the fetch error when
- *   aborted or when retries are exhausted.
+ * @throws BlobDigestMismatchError; RegistryError `pull layer <short id>: 404 …`-style for registry statuses
+ *   (unexpectedStatus; `file does not exist` for 404) and `pull layer <short id>: Get "<url>": <why>` for network
+ *   failures (registryNetworkError), wrapped as `max retries exceeded: <last error>` once the retryable ones (network,
+ *   5xx) used every attempt (tuning.attempts); the abort error when aborted; file-system errors as thrown.
  */
 export async function downloadBlob(files: RegistryFiles, d: BlobDownload, tuning: TransferTuning): Promise<void> {
   await files.ensurePartialDir();
@@ -119,7 +130,8 @@ export async function downloadBlob(files: RegistryFiles, d: BlobDownload, tuning
         await fetchPart(part, path);
         return;
       } catch (err) {
-        if (attempt >= tuning.attempts || !isRetryable(err, signal)) throw err;
+        if (!isRetryable(err, signal)) throw err;
+        if (attempt >= tuning.attempts) throw err instanceof RegistryError ? maxRetriesExceeded(err) : err;
         await new Promise((r) => setTimeout(r, tuning.retryDelayMs * 2 ** (attempt - 1)));
       }
     }
@@ -155,11 +167,16 @@ export async function downloadBlob(files: RegistryFiles, d: BlobDownload, tuning
         cb(null, chunk);
       },
     });
-    await pipeline(
-      Readable.fromWeb(res.body as unknown as WebReadableStream<Uint8Array>),
-      counter,
-      createWriteStream(path, { flags: append ? 'a' : 'w', mode: 0o644 }),
-    );
+    try {
+      await pipeline(
+        Readable.fromWeb(res.body as unknown as WebReadableStream<Uint8Array>),
+        counter,
+        createWriteStream(path, { flags: append ? 'a' : 'w', mode: 0o644 }),
+      );
+    } catch (err) {
+      // A body cut mid-way is a network failure of this GET (retried); disk errors pass unchanged.
+      throw isNetworkFailure(err) ? registryNetworkError(err, { method: 'GET', url: d.url }) : err;
+    }
     if (written !== length) throw new RegistryError(`unexpected end of blob ${d.digest}`);
   };
 

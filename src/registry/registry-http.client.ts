@@ -4,6 +4,7 @@ import { RegistryCredentials } from './registry-credentials';
 import { parseWwwAuthenticate } from './www-authenticate';
 import { buildChallengeUrl, challengeSigningString, checkRealmHost } from './registry-challenge';
 import { Ed25519Identity, loadOrCreateIdentity } from './ollama-key';
+import { registryNetworkError, registryStatusError, RegistryTarget } from './registry-errors';
 
 /** Message Ollama gives when the registry still refuses after authentication (§6.2 step 6). */
 export const UNAUTHORIZED_MESSAGE = 'unauthorized: access denied';
@@ -15,7 +16,12 @@ export interface RegistryRequest {
   headers?: Record<string, string>;
   body?: Buffer;
   signal?: AbortSignal;
+  /** What the request does, for error messages (e.g. `pull model manifest`); default from method and URL. */
+  operation?: string;
 }
+
+/** The request each response of RegistrySession.fetch answered, so unexpectedStatus can name the operation. */
+const requestOf = new WeakMap<Response, RegistryTarget>();
 
 /**
  * An HTTP session with one registry host for the duration of one pull or push (reference/ollama-api.md §6.1–6.2).
@@ -51,9 +57,18 @@ export class RegistrySession {
    * Sends a request, answering one authentication challenge. Redirects are followed (fetch drops `Authorization`
    * on a cross-origin hop, as it should for pre-signed object-store URLs).
    * @returns the response (any status other than an unanswerable 401; the caller checks it).
-   * @throws RegistryError `unauthorized: access denied` (status 401); network errors and aborts as thrown by fetch.
+   * @throws RegistryError `unauthorized: access denied` (status 401); RegistryError (no upstreamStatus) for a network
+   *   failure of the request or of the token request, naming operation, URL and cause (registryNetworkError, e.g.
+   *   `pull model manifest: Get "http://h:5000/v2/…": dial tcp h:5000: connect: connection refused`); aborts as
+   *   thrown by fetch.
    */
   async fetch(req: RegistryRequest): Promise<Response> {
+    const res = await this.authenticated(req);
+    requestOf.set(res, { method: req.method, url: req.url, operation: req.operation });
+    return res;
+  }
+
+  private async authenticated(req: RegistryRequest): Promise<Response> {
     const first = await this.send(req);
     if (first.status !== 401) return first;
     const challenge = parseWwwAuthenticate(first.headers.get('www-authenticate'));
@@ -79,13 +94,16 @@ export class RegistrySession {
   private send(req: RegistryRequest): Promise<Response> {
     const headers: Record<string, string> = { 'user-agent': this.userAgent, ...req.headers };
     if (this.authorization) headers.authorization = this.authorization;
-    return this.fetchImpl(req.url, {
-      method: req.method,
-      headers,
-      body: req.body,
-      signal: req.signal,
-      redirect: 'follow',
-    });
+    return this.call(req, { method: req.method, headers, body: req.body, signal: req.signal, redirect: 'follow' });
+  }
+
+  /** fetchImpl with network failures turned into RegistryErrors that say what failed (registryNetworkError). */
+  private async call(target: RegistryTarget, init: RequestInit): Promise<Response> {
+    try {
+      return await this.fetchImpl(target.url, init);
+    } catch (err) {
+      throw registryNetworkError(err, target);
+    }
   }
 
   /**
@@ -105,7 +123,8 @@ export class RegistrySession {
       'user-agent': this.userAgent,
       authorization: identity.authorization(challengeSigningString(url)),
     };
-    return this.readToken(await this.fetchImpl(url.toString(), { headers, signal }));
+    const target: RegistryTarget = { method: 'GET', url: url.toString(), operation: 'get authorization token' };
+    return this.readToken(await this.call(target, { headers, signal }));
   }
 
   /** The token endpoint step (§6.2 step 2/5). Basic credentials go along when configured. */
@@ -120,7 +139,8 @@ export class RegistrySession {
     for (const scope of (params.scope ?? '').split(' ').filter(Boolean)) url.searchParams.append('scope', scope);
     const headers: Record<string, string> = { 'user-agent': this.userAgent };
     if (this.credentials) headers.authorization = `Basic ${basic(this.credentials)}`;
-    return this.readToken(await this.fetchImpl(url, { headers, signal }));
+    const target: RegistryTarget = { method: 'GET', url, operation: 'get authorization token' };
+    return this.readToken(await this.call(target, { headers, signal }));
   }
 
   /** `{"token"}` or `{"access_token"}` of a token response; anything else is `unauthorized: access denied`. */
@@ -141,10 +161,13 @@ function basic(c: RegistryCredentials): string {
 }
 
 /**
- * Turns an unexpected registry status into Ollama's wording (§6.1): `<status>: <body>` (body trimmed, at most
- * 512 characters). Consumes the body.
+ * Turns an unexpected registry status into a RegistryError with `upstreamStatus` (reference/ollama-api.md §6.1,
+ * made safe by registryStatusError): `<operation>: <status> <reason>`, plus `: <code>: <message>` from the
+ * registry's Docker-distribution JSON error body when it sent one (≤200 characters); never the raw body (an HTML
+ * page, a proxy's text). The operation is the `operation` argument, else the one of the request this response
+ * answered (RegistrySession.fetch), e.g. `pull model manifest: 500 Internal Server Error`. Consumes the body.
  */
-export async function unexpectedStatus(res: Response): Promise<RegistryError> {
-  const text = (await res.text().catch(() => '')).trim().slice(0, 512);
-  return new RegistryError(`${res.status}: ${text}`, res.status);
+export function unexpectedStatus(res: Response, operation?: string): Promise<RegistryError> {
+  const target = requestOf.get(res);
+  return registryStatusError(res, operation ?? target?.operation, target?.method ?? 'GET');
 }

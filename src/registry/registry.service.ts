@@ -2,7 +2,16 @@ import { Injectable } from '@nestjs/common';
 import { readFile } from 'node:fs/promises';
 import { Observable } from 'rxjs';
 import { InvalidRequestError, ModelNotFoundError, RegistryError } from '../common/errors';
-import { isDigest, Manifest, ManifestLayer, MediaType, ModelStoreRepository, StoredManifest } from '../models';
+import {
+  isDigest,
+  Manifest,
+  manifestDigestsOf,
+  ManifestLayer,
+  MediaType,
+  ModelStoreRepository,
+  StoredManifest,
+  storeError,
+} from '../models';
 import { DEFAULT_TUNING, downloadBlob, TransferTuning } from './blob-download';
 import { lookupCredentials } from './registry-credentials';
 import { RegistryFiles } from './registry-files';
@@ -83,8 +92,13 @@ export class RegistryService {
    * Pulls a model (§6.3): `pulling manifest`; for each layer then the config, `pulling layer <short_id>` records
    * with digest/total/completed (bytes) — present blobs are reported complete at once; `success`.
    * The manifest is written last, atomically and byte for byte as the registry sent it.
-   * Errors: `pull model manifest: file does not exist` (unknown model), `pull model manifest: <status>: <body>`,
-   * `unauthorized: access denied`, `digest mismatch, file must be downloaded again: want …, got …`.
+   * Concurrency: the manifest's digests are pinned (ModelStoreRepository.pin) as soon as it is parsed, so a
+   * concurrent delete never prunes a blob this pull reuses or has just downloaded; the manifest is written under the
+   * store lock after checking that every blob exists; the layers of a manifest it replaces that nothing else uses
+   * are pruned there. The lock is never held during a download.
+   * Errors: `pull model manifest: file does not exist` (unknown model), `pull model manifest: <status> <reason>[: <registry error>]`,
+   * `unauthorized: access denied`, `digest mismatch, file must be downloaded again: want …, got …`,
+   * MissingLayerError (500) when another process removed a blob before the manifest was written.
    */
   pull(plan: PullPlan): Observable<RegistryProgress> {
     return this.run(async (emit, signal) => {
@@ -101,37 +115,56 @@ export class RegistryService {
         await res.body?.cancel().catch(() => undefined);
         throw new RegistryError('pull model manifest: file does not exist', 404);
       }
-      if (!res.ok) {
-        const err = await unexpectedStatus(res);
-        throw new RegistryError(`pull model manifest: ${err.message}`, res.status);
-      }
+      if (!res.ok) throw await unexpectedStatus(res);
       const bytes = Buffer.from(await res.arrayBuffer());
       const manifest = parseManifest(bytes);
-      for (const layer of [...manifest.layers, manifest.config]) {
-        const status = `pulling layer ${shortId(layer.digest)}`;
-        const record = (completed: number): RegistryProgress => ({
-          status,
-          digest: layer.digest,
-          total: layer.size,
-          completed,
+      const pin = this.store.pin(manifestDigestsOf(manifest));
+      try {
+        await this.pullLayers(session, ref, manifest, emit, signal);
+        await this.store.exclusive(async () => {
+          await this.store.requireBlobs(manifest, `model "${ref.name.toShortString()}"`);
+          const previous = await this.store.readManifest(ref.name).catch(() => null);
+          await this.files.writeManifestBytes(ref.name, bytes);
+          // Like Ollama (§6.3): the layers of a replaced manifest that nothing references any more are removed.
+          if (previous) await this.store.pruneLayers(manifestDigestsOf(previous.manifest));
         });
-        if ((await this.store.blobSize(layer.digest)) === layer.size) {
-          emit(record(layer.size));
-          continue;
-        }
-        let last = 0;
-        emit(record(0));
-        await this.download(session, ref, layer, signal, (completed) => {
-          const now = Date.now();
-          if (now - last < PROGRESS_INTERVAL_MS) return;
-          last = now;
-          emit(record(completed));
-        });
-        emit(record(layer.size));
+      } finally {
+        await pin.release();
       }
-      await this.files.writeManifestBytes(ref.name, bytes);
       emit({ status: 'success' });
     });
+  }
+
+  /** Downloads the layers and config of a pulled manifest that are not in the store yet, with progress records. */
+  private async pullLayers(
+    session: RegistrySession,
+    ref: RegistryReference,
+    manifest: Manifest,
+    emit: (p: RegistryProgress) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
+    for (const layer of [...manifest.layers, manifest.config]) {
+      const status = `pulling layer ${shortId(layer.digest)}`;
+      const record = (completed: number): RegistryProgress => ({
+        status,
+        digest: layer.digest,
+        total: layer.size,
+        completed,
+      });
+      if ((await this.store.blobSize(layer.digest)) === layer.size) {
+        emit(record(layer.size));
+        continue;
+      }
+      let last = 0;
+      emit(record(0));
+      await this.download(session, ref, layer, signal, (completed) => {
+        const now = Date.now();
+        if (now - last < PROGRESS_INTERVAL_MS) return;
+        last = now;
+        emit(record(completed));
+      });
+      emit(record(layer.size));
+    }
   }
 
   /**
@@ -139,7 +172,7 @@ export class RegistryService {
    * records (HEAD first: a blob the registry has is reported complete; else POST uploads/ → PUT `?digest=` with the
    * whole blob, or PATCH chunks of `uploadChunkSize` then PUT); then PUT of the manifest bytes with
    * `Content-Type: application/vnd.docker.distribution.manifest.v2+json`; `success`.
-   * Errors: `unauthorized: access denied`; `<status>: <body>` from the registry.
+   * Errors: `unauthorized: access denied`; `<operation>: <status> <reason>[: <registry error>]` from the registry.
    */
   push(plan: PushPlan): Observable<RegistryProgress> {
     return this.run(async (emit, signal) => {
@@ -179,7 +212,10 @@ export class RegistryService {
     });
   }
 
-  /** Runs `work` on subscribe with an AbortSignal that fires on unsubscribe. */
+  /**
+   * Runs `work` on subscribe with an AbortSignal that fires on unsubscribe. Failures that are not DaemonErrors
+   * (file-system errors name server paths) become InternalError `<action>: <errno text>`.
+   */
   private run(
     work: (emit: (p: RegistryProgress) => void, signal: AbortSignal) => Promise<void>,
   ): Observable<RegistryProgress> {
@@ -187,7 +223,7 @@ export class RegistryService {
       const controller = new AbortController();
       work((p) => subscriber.next(p), controller.signal).then(
         () => subscriber.complete(),
-        (err: unknown) => subscriber.error(err),
+        (err: unknown) => subscriber.error(storeError(err, 'model store error')),
       );
       return () => controller.abort();
     });

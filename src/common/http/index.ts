@@ -4,3 +4,4 @@ export * from './ollama-exception.filter';
 export * from './ollama-validation.pipe';
 export * from './stream-responder';
 export * from './routed-exception.filter';
+export * from './safe-error-message';
