@@ -19,6 +19,16 @@ import { Runner } from './runner/runner';
 import { SchedulerService } from './scheduler.service';
 import { toMediaPrompt, withImageMarkers } from './media-prompt';
 
+/** Observes one chat() call (the compat layers use it to report usage before the first token). */
+export interface ChatObserver {
+  /**
+   * Called once the prompt is built, before generation starts and before the first event: its size in tokens — the
+   * whole prompt as submitted (after any fitting), i.e. the `promptEvalCount` the done event will report (reused +
+   * evaluated). With images, the text tokens only (the engine adds the image embeddings).
+   */
+  onPrompt?(promptTokens: number): void;
+}
+
 /** The render options of a chat request (tools, tool choice, thinking, format), shared by prompts and token counts. */
 function renderOptions(cmd: ChatCommand, model: ResolvedModel) {
   return {
@@ -54,19 +64,23 @@ export class ChatService {
    * The events of one chat request. Cold; errors before the first event: InvalidRequestError (`model is required`,
    * `invalid model name`), ModelNotFoundError (`model '<name>' not found`), UnsupportedCapabilityError
    * (`"<model>" does not support chat|thinking`, `<full name> does not support tools`).
+   * @param observer told the prompt size once the prompt is built, before the first event (see ChatObserver).
    */
-  chat(cmd: ChatCommand): Observable<GenerationEvent> {
+  chat(cmd: ChatCommand, observer?: ChatObserver): Observable<GenerationEvent> {
     return defer(async () => {
       if (!cmd.model) throw new InvalidRequestError('model is required', 'model');
       return this.models.resolve(cmd.model);
-    }).pipe(switchMap((model) => this.run(cmd, model)));
+    }).pipe(switchMap((model) => this.run(cmd, model, observer)));
   }
 
   /**
    * Prompt tokens the request would use (for count-tokens endpoints, e.g. Anthropic's /v1/messages/count_tokens):
-   * the same checks and render as chat() — loads the model through the scheduler for its template and tokenizer —
-   * but without dropping messages or truncating, and without generating. Emits one number (tokens), then completes.
-   * Errors as chat(); an empty `messages` is counted as an empty conversation.
+   * the same checks and the same render + tokenize step as chat() ({@link preparePrompt}) — it loads the model through
+   * the scheduler for its template and tokenizer — without dropping messages, truncating or generating. With
+   * `growContext` (the compat layers) a loaded runner with a larger context is reused, as chat() would. Emits one
+   * number (tokens, the whole prompt), then completes; for a request that chat() does not cut (growContext, or a
+   * prompt that fits) it equals chat()'s `promptEvalCount` (for images: their media markers are counted as text, the
+   * engine counts the image embeddings). Errors as chat(); an empty `messages` is counted as an empty conversation.
    */
   countPromptTokens(cmd: ChatCommand): Observable<number> {
     return defer(async () => {
@@ -76,8 +90,11 @@ export class ChatService {
       switchMap((model) => {
         this.check(cmd, model);
         const { spec } = this.completion.plan(model, cmd.options);
-        return this.scheduler.withRunner({ spec, keepAliveMs: cmd.keepAliveMs }, (lease) =>
-          defer(() => of(this.renderPrompt(cmd, model, lease.runner, ChatService.assembleMessages(cmd, model)).length)),
+        const acquire = { spec, keepAliveMs: cmd.keepAliveMs, acceptLargerContext: cmd.growContext };
+        return this.scheduler.withRunner(acquire, (lease) =>
+          defer(() =>
+            of(this.preparePrompt(cmd, model, lease.runner, ChatService.assembleMessages(cmd, model)).tokens.length),
+          ),
         );
       }),
     );
@@ -98,17 +115,32 @@ export class ChatService {
     );
   }
 
-  /** Renders `messages` as buildPrompt does (Go template or native) and tokenizes, without fitting. */
-  private renderPrompt(cmd: ChatCommand, model: ResolvedModel, runner: Runner, messages: ChatMessage[]): number[] {
+  /**
+   * THE render + tokenize step of a chat prompt, shared by generation (buildPrompt) and counting
+   * (countPromptTokens) so both see the same tokens: rendered mode with the model's Go TEMPLATE when it has one (and
+   * the engine is available), else native mode (GGUF Jinja through llama.cpp common/chat), with the request's tools,
+   * tool choice, thinking and format (§8.1); tokenized like llama.cpp's server (tokenizePrompt: special tokens added
+   * and parsed). Messages with images get `[img-N]` markers turned into media markers (`media`; `tokens` then only
+   * count the text). No fitting: the caller drops messages or truncates.
+   */
+  private preparePrompt(
+    cmd: ChatCommand,
+    model: ResolvedModel,
+    runner: Runner,
+    messages: ChatMessage[],
+  ): PreparedPrompt {
     const opts = renderOptions(cmd, model);
     const go = goTemplateFor(model.template);
+    const images = messages.flatMap((m) => m.images ?? []);
     const r = go
       ? renderGo(go.api, go.template, runner, messages, opts)
-      : renderNative(runner, messages.some((m) => m.images?.length) ? withImageMarkers(messages) : messages, opts);
-    return tokenizePrompt(runner, r.text);
+      : renderNative(runner, images.length > 0 ? withImageMarkers(messages) : messages, opts);
+    const media = toMediaPrompt(r.text, images);
+    if (media) return { ...r.prompt, tokens: tokenizePrompt(runner, media.prompt), media };
+    return { ...r.prompt, tokens: tokenizePrompt(runner, r.text) };
   }
 
-  private run(cmd: ChatCommand, model: ResolvedModel): Observable<GenerationEvent> {
+  private run(cmd: ChatCommand, model: ResolvedModel, observer?: ChatObserver): Observable<GenerationEvent> {
     if (cmd.messages.length === 0 && cmd.keepAliveMs === 0) {
       this.scheduler.expire(model.modelPath);
       return of<GenerationEvent>({ kind: 'done', reason: 'unload' });
@@ -125,7 +157,11 @@ export class ChatService {
     if (cmd.messages.length === 0) return this.completion.complete({ ...base, loadOnly: true });
     return this.completion.complete({
       ...base,
-      buildPrompt: (runner, options) => this.buildPrompt(cmd, model, runner, options),
+      buildPrompt: (runner, options) => {
+        const prepared = this.buildPrompt(cmd, model, runner, options);
+        observer?.onPrompt?.(prepared.tokens.length);
+        return prepared;
+      },
     });
   }
 
@@ -158,23 +194,10 @@ export class ChatService {
     options: EffectiveOptions,
   ): PreparedPrompt {
     const messages = ChatService.assembleMessages(cmd, model);
-    const opts = renderOptions(cmd, model);
-    const go = goTemplateFor(model.template);
-    if (model.template && !go) this.completion.noteTemplateFallback(model);
-    const images = messages.flatMap((m) => m.images ?? []);
-    if (images.length > 0) {
-      // Images: `[img-N]` markers (the Go renderer adds them; native mode gets them here) become media markers, and
-      // the engine evaluates the text and images itself; no message dropping or truncation (too long → 400 there).
-      const r = go
-        ? renderGo(go.api, go.template, runner, messages, opts)
-        : renderNative(runner, withImageMarkers(messages), opts);
-      const media = toMediaPrompt(r.text, images);
-      if (media) return { ...r.prompt, tokens: tokenizePrompt(runner, media.prompt), media };
-    }
-    const render = (list: ChatMessage[]) => {
-      const r = go ? renderGo(go.api, go.template, runner, list, opts) : renderNative(runner, list, opts);
-      return { ...r.prompt, tokens: tokenizePrompt(runner, r.text) };
-    };
+    if (model.template && !goTemplateFor(model.template)) this.completion.noteTemplateFallback(model);
+    // Images: the engine evaluates the text and images itself; no message dropping or truncation (too long → 400 there).
+    if (messages.some((m) => m.images?.length)) return this.preparePrompt(cmd, model, runner, messages);
+    const render = (list: ChatMessage[]) => this.preparePrompt(cmd, model, runner, list);
     let prepared = render(messages);
     const truncate = cmd.growContext ? false : cmd.truncate;
     while (truncate !== false && prepared.tokens.length >= runner.slotContext) {

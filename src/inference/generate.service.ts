@@ -38,7 +38,7 @@ export class GenerateService {
 
   /** Whether the request is a load/unload shortcut, answered with one JSON object even when streaming (§3.2). */
   static isShortcut(cmd: GenerateCommand): boolean {
-    return cmd.prompt === '';
+    return cmd.prompt === '' && !cmd.promptTokens?.length;
   }
 
   /**
@@ -56,7 +56,7 @@ export class GenerateService {
   }
 
   private run(cmd: GenerateCommand, model: ResolvedModel): Observable<GenerationEvent> {
-    if (cmd.prompt === '' && cmd.keepAliveMs === 0) {
+    if (GenerateService.isShortcut(cmd) && cmd.keepAliveMs === 0) {
       this.scheduler.expire(model.modelPath);
       return of<GenerationEvent>({ kind: 'done', reason: 'unload' });
     }
@@ -71,7 +71,7 @@ export class GenerateService {
     }
     if (wantsThinking(cmd.think) && !model.capabilities.includes('thinking')) throw thinkingUnsupported(cmd.model);
     checkImages(model, cmd.images?.length ?? 0);
-    if (cmd.prompt === '') {
+    if (GenerateService.isShortcut(cmd)) {
       return this.completion.complete({
         model,
         options: cmd.options,
@@ -88,7 +88,13 @@ export class GenerateService {
       returnContext: !cmd.raw,
       topLogprobs: cmd.topLogprobs,
       growContext: cmd.growContext,
-      buildPrompt: (runner, options) => this.buildPrompt(cmd, model, runner, options),
+      buildPrompt: (runner, options) =>
+        this.buildPrompt(
+          cmd.promptTokens?.length ? { ...cmd, prompt: runner.detokenize(cmd.promptTokens) } : cmd,
+          model,
+          runner,
+          options,
+        ),
     });
   }
 

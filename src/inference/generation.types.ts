@@ -121,6 +121,12 @@ interface InferenceCommandBase {
 /** A /api/generate request in domain form. */
 export interface GenerateCommand extends InferenceCommandBase {
   prompt: string;
+  /**
+   * The prompt as token ids of the model's vocabulary (OpenAI /v1/completions token prompts; non-empty): detokenized
+   * with the loaded model (special tokens as their text) and then used exactly like `prompt`, which is ignored. An id
+   * outside the vocabulary is a 400.
+   */
+  promptTokens?: number[];
   suffix?: string;
   system?: string;
   /** A Go template override (rendered mode, §8.1). */
@@ -138,8 +144,10 @@ export interface ChatCommand extends InferenceCommandBase {
   tools?: ToolDefinition[];
   /**
    * 'required': the model must call one of `tools` (the compat layers' `tool_choice` "required"/"any" or a named
-   * tool, whose `tools` are then only that one). Enforced by the tool-call grammar in native (Jinja) mode; a Go
-   * template cannot force a call, so rendered mode treats it as 'auto'. Absent = 'auto'.
+   * tool, whose `tools` are then only that one). Enforced by a grammar from the first generated token: native (Jinja)
+   * mode uses llama.cpp common/chat's tool-call grammar, rendered (Go template) mode one built from the template's own
+   * tool-call syntax with each tool's arguments schema (beyond Ollama, which ignores tool_choice). Absent = 'auto'.
+   * "none" has no value here: the compat mappers drop the tools instead, so they never reach the prompt.
    */
   toolChoice?: 'auto' | 'required';
 }

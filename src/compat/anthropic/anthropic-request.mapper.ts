@@ -202,7 +202,9 @@ export function applyToolChoice(
 /**
  * A POST /v1/messages (or count_tokens) body → ChatCommand. `max_tokens` → num_predict, `temperature` / `top_p` /
  * `top_k` → options (no defaults injected), `stop_sequences` → stop, `system` → a leading system message,
- * `tool_choice` → toolChoice (applyToolChoice); `metadata` is accepted and ignored.
+ * `tool_choice` → toolChoice (applyToolChoice); `metadata` is accepted and ignored. The prompt is never cut
+ * (`growContext`: a prompt longer than the loaded context reloads the model with a larger one, up to the trained
+ * context, else 400; count_tokens then counts against the same runner).
  * @param requireMaxTokens false for count_tokens (which has no max_tokens).
  * @throws InvalidRequestError (400 invalid_request_error): `model is required`, `max_tokens is required and must be
  *   positive`, `messages is required`, and the block/option errors above.
@@ -243,11 +245,15 @@ export function fromMessagesRequest(body: unknown, startedAt: bigint, requireMax
     ...(toolChoice ? { toolChoice } : {}),
     options,
     think: decodeAnthropicThink(body),
+    growContext: true,
     startedAt,
   };
 }
 
-/** Rough prompt size before the real count is known: ≈ characters / 4 over roles, text, thinking and tool JSON. */
+/**
+ * Rough prompt size (tokens) for message_start when the real count is not known yet (ChatObserver.onPrompt normally
+ * gives it first): ≈ characters / 4 over roles, text, thinking and tool JSON.
+ */
 export function estimateInputTokens(cmd: ChatCommand): number {
   let chars = 0;
   for (const m of cmd.messages) {

@@ -3,20 +3,44 @@ import { anthropicId } from './anthropic-ids';
 import { AnthropicContentBlock, AnthropicMessage, AnthropicStopReason, AnthropicUsage } from './anthropic.types';
 
 /**
- * stop_reason of a finished generation (reference/ollama-api.md §12.8): `tool_use` when any tool call was made,
- * `max_tokens` for `length`, `stop_sequence` when a stop sequence is known to have matched, else `end_turn`.
- * @param matchedStop the stop sequence that ended generation, when one matched.
+ * stop_reason of a finished generation (reference/ollama-api.md §12.8; the Messages API's stop_reason): `tool_use`
+ * when any tool call was made, `max_tokens` for `length`, `stop_sequence` only when the stop string that ended
+ * generation is one of the request's `stop_sequences`, else `end_turn` (end of generation, or a stop of the template
+ * or Modelfile).
+ * @param matchedStop the stop string that ended generation, when one matched (any source).
+ * @param stopSequences the request's `stop_sequences`.
  */
-export function toStopReason(reason: DoneReason, hadToolCalls: boolean, matchedStop?: string): AnthropicStopReason {
+export function toStopReason(
+  reason: DoneReason,
+  hadToolCalls: boolean,
+  matchedStop: string | undefined,
+  stopSequences: readonly string[] | undefined,
+): AnthropicStopReason {
   if (hadToolCalls) return 'tool_use';
   if (reason === 'length') return 'max_tokens';
-  if (matchedStop !== undefined) return 'stop_sequence';
+  if (matchedStop !== undefined && (stopSequences ?? []).includes(matchedStop)) return 'stop_sequence';
   return 'end_turn';
 }
 
-/** usage from the final metrics: prompt tokens evaluated and tokens generated (0 when absent). */
+/** `stop_sequence` of a response: the matched stop string when stop_reason is `stop_sequence`, else null. */
+export function toStopSequence(stopReason: AnthropicStopReason, matchedStop: string | undefined): string | null {
+  return stopReason === 'stop_sequence' ? (matchedStop ?? null) : null;
+}
+
+/**
+ * usage (tokens) from the final metrics: `input_tokens` = whole prompt (`promptEvalCount`) − reused part
+ * (`promptCachedCount`), `cache_read_input_tokens` = the reused part, `cache_creation_input_tokens` 0,
+ * `output_tokens` = generated (`evalCount`); zeros when absent.
+ */
 export function toUsage(metrics: GenerationMetrics | undefined): AnthropicUsage {
-  return { input_tokens: metrics?.promptEvalCount ?? 0, output_tokens: metrics?.evalCount ?? 0 };
+  const prompt = metrics?.promptEvalCount ?? 0;
+  const cached = Math.min(prompt, metrics?.promptCachedCount ?? 0);
+  return {
+    input_tokens: prompt - cached,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: cached,
+    output_tokens: metrics?.evalCount ?? 0,
+  };
 }
 
 /** A tool call as a tool_use block (`toolu_…` id generated when the model gave none). */
@@ -32,7 +56,7 @@ export function toToolUseBlock(call: ToolCall): Extract<AnthropicContentBlock, {
 /**
  * Collects a whole generation into the non-streaming response: content blocks in the order thinking, text,
  * tool_use (empty ones left out; `content` is `[]` when the model produced nothing), stop_reason, `stop_sequence`
- * (the matched stop sequence, null when none), usage in tokens.
+ * (the matched request stop sequence, null when none), usage in tokens (toUsage).
  */
 export class AnthropicMessageAccumulator {
   private text = '';
@@ -41,9 +65,15 @@ export class AnthropicMessageAccumulator {
   private readonly toolIds = new Set<string>();
   private done?: Extract<GenerationEvent, { kind: 'done' }>;
 
+  /**
+   * @param id the message id (`msg_…`).
+   * @param model the model name as requested.
+   * @param stopSequences the request's `stop_sequences` (for stop_reason, see toStopReason).
+   */
   constructor(
     private readonly id: string,
     private readonly model: string,
+    private readonly stopSequences?: readonly string[],
   ) {}
 
   add(event: GenerationEvent): void {
@@ -62,7 +92,13 @@ export class AnthropicMessageAccumulator {
     if (this.thinking) content.push({ type: 'thinking', thinking: this.thinking });
     if (this.text) content.push({ type: 'text', text: this.text });
     for (const call of this.toolCalls) content.push(toToolUseBlock(call));
-    const stopReason = toStopReason(this.done?.reason ?? 'stop', this.toolCalls.length > 0, this.done?.stopSequence);
+    const matched = this.done?.stopSequence;
+    const stopReason = toStopReason(
+      this.done?.reason ?? 'stop',
+      this.toolCalls.length > 0,
+      matched,
+      this.stopSequences,
+    );
     return {
       id: this.id,
       type: 'message',
@@ -70,7 +106,7 @@ export class AnthropicMessageAccumulator {
       model: this.model,
       content,
       stop_reason: stopReason,
-      stop_sequence: stopReason === 'stop_sequence' ? (this.done?.stopSequence ?? null) : null,
+      stop_sequence: toStopSequence(stopReason, matched),
       usage: toUsage(this.done?.metrics),
     };
   }

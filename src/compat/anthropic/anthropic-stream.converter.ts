@@ -1,5 +1,5 @@
 import { GenerationEvent, ToolCall } from '../../inference';
-import { toStopReason, toToolUseBlock, toUsage } from './anthropic-response.mapper';
+import { toStopReason, toStopSequence, toToolUseBlock, toUsage } from './anthropic-response.mapper';
 import { SseFrame } from './anthropic.types';
 
 /** A frame whose `event:` line equals its data's `type` (clients.md §1.0 item 5: frames without one are skipped). */
@@ -14,12 +14,15 @@ export function encodeSseFrame(f: SseFrame): string {
 
 /**
  * Turns the GenerationEvents of ONE request into Anthropic SSE frames (reference/ollama-api.md §12.8): stateful, one
- * instance per request. The first process() call opens with `message_start` (empty content, usage with the estimated
- * input tokens) and a `ping`; text and thinking open a block of their kind (closing the other), each delta is a
- * `text_delta` / `thinking_delta`; every tool call is a whole tool_use block (`content_block_start` with `input: {}`,
- * one complete `input_json_delta`, `content_block_stop`), de-duplicated by id; the `done` event closes the open block
- * and ends with `message_delta` (stop_reason, stop_sequence — the matched one or null, usage {input_tokens, output_tokens}) and
- * `message_stop`. finish() emits what is still missing when the source completed without `done`.
+ * instance per request. The first process() call opens with `message_start` (empty content; usage with the prompt size
+ * given to setPromptTokens — the whole prompt as `input_tokens`, `cache_read_input_tokens` 0, since the part reused
+ * from the KV cache is only known when generation ends — else the estimate) and a `ping`; text and thinking open a
+ * block of their kind (closing the other), each delta is a `text_delta` / `thinking_delta`; every tool call is a whole
+ * tool_use block (`content_block_start` with `input: {}`, one complete `input_json_delta`, `content_block_stop`),
+ * de-duplicated by id; the `done` event closes the open block and ends with `message_delta` (stop_reason,
+ * stop_sequence — the matched request stop sequence or null, usage with the final split of the prompt: input_tokens +
+ * cache_read_input_tokens, output_tokens; the SDK overwrites message_start's usage with it) and `message_stop`.
+ * finish() emits what is still missing when the source completed without `done`.
  */
 export class AnthropicStreamConverter {
   private started = false;
@@ -28,17 +31,27 @@ export class AnthropicStreamConverter {
   private open?: 'text' | 'thinking';
   private hadToolCalls = false;
   private readonly toolIds = new Set<string>();
+  private promptTokens: number;
 
   /**
    * @param id the message id (`msg_…`).
    * @param model the model name as requested.
-   * @param estimatedInputTokens message_start's usage.input_tokens (the real count is only known at the end).
+   * @param estimatedInputTokens message_start's usage.input_tokens when setPromptTokens was not called before it.
+   * @param stopSequences the request's `stop_sequences` (for stop_reason, see toStopReason).
    */
   constructor(
     private readonly id: string,
     private readonly model: string,
-    private readonly estimatedInputTokens: number,
-  ) {}
+    estimatedInputTokens: number,
+    private readonly stopSequences?: readonly string[],
+  ) {
+    this.promptTokens = estimatedInputTokens;
+  }
+
+  /** The prompt's real size (tokens, the whole prompt), known once it is built (ChatObserver.onPrompt). */
+  setPromptTokens(tokens: number): void {
+    this.promptTokens = tokens;
+  }
 
   process(event: GenerationEvent): SseFrame[] {
     if (this.finished) return [];
@@ -48,13 +61,15 @@ export class AnthropicStreamConverter {
     for (const call of event.toolCalls ?? []) out.push(...this.toolUse(call));
     if (event.kind === 'done') {
       out.push(...this.closeBlock());
-      const stopReason = toStopReason(event.reason, this.hadToolCalls, event.stopSequence);
-      const stopSequence = stopReason === 'stop_sequence' ? (event.stopSequence ?? null) : null;
+      const stopReason = toStopReason(event.reason, this.hadToolCalls, event.stopSequence, this.stopSequences);
+      const stopSequence = toStopSequence(stopReason, event.stopSequence);
       out.push(
         frame({
           type: 'message_delta',
           delta: { stop_reason: stopReason, stop_sequence: stopSequence },
-          usage: toUsage(event.metrics),
+          // Without metrics (the source ended without `done`) only output_tokens: the SDK would overwrite
+          // message_start's input counts with zeros.
+          usage: event.metrics ? toUsage(event.metrics) : { output_tokens: 0 },
         }),
         frame({ type: 'message_stop' }),
       );
@@ -83,7 +98,12 @@ export class AnthropicStreamConverter {
           content: [],
           stop_reason: null,
           stop_sequence: null,
-          usage: { input_tokens: this.estimatedInputTokens, output_tokens: 0 },
+          usage: {
+            input_tokens: this.promptTokens,
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 0,
+            output_tokens: 0,
+          },
         },
       }),
       frame({ type: 'ping' }),

@@ -38,7 +38,10 @@ export class AnthropicController {
     await this.responder.json(reply, this.service.message(cmd));
   }
 
-  /** `{input_tokens}`: the request rendered with the model's template and tokenized (max_tokens not needed). */
+  /**
+   * `{input_tokens}` (tokens): the request rendered with the model's template and tokenized by the same step as
+   * POST /v1/messages, so it equals that request's `input_tokens + cache_read_input_tokens` (max_tokens not needed).
+   */
   @Post('count_tokens')
   @HttpCode(200)
   async countTokens(@Body() body: unknown): Promise<{ input_tokens: number }> {

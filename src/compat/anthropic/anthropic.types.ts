@@ -12,9 +12,16 @@ export type AnthropicContentBlock =
 /** Why the message ended (§12.8): tool_use if any tool call; stop → end_turn; length → max_tokens. */
 export type AnthropicStopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use';
 
-/** `usage` in tokens: prompt tokens evaluated (`input_tokens`) and generated (`output_tokens`). */
+/**
+ * `usage` in tokens (the Messages API's Usage): `input_tokens` = the prompt minus its part reused from the KV cache,
+ * `cache_read_input_tokens` = that reused part (prefix cache), so `input_tokens + cache_read_input_tokens` is the whole
+ * prompt (what /v1/messages/count_tokens returns); `cache_creation_input_tokens` is always 0 (nothing is written to a
+ * separate cache); `output_tokens` = tokens generated.
+ */
 export interface AnthropicUsage {
   input_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
   output_tokens: number;
 }
 

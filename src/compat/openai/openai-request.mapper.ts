@@ -271,7 +271,9 @@ export function wantsUsage(req: { stream_options?: { include_usage?: unknown } |
 }
 
 /**
- * `POST /v1/chat/completions` body → ChatCommand. `max_tokens` (or `max_completion_tokens`) → num_predict.
+ * `POST /v1/chat/completions` body → ChatCommand. `max_tokens` (or `max_completion_tokens`) → num_predict. The prompt
+ * is never cut (`growContext`: a prompt longer than the loaded context reloads the model with a larger one, up to the
+ * trained context, else 400; beyond Ollama, which truncates).
  * @param startedAt process.hrtime.bigint() at handler start.
  * @throws InvalidRequestError (see decodeMessages, decodeResponseFormat, decodeStop, decodeReasoningEffort;
  *   `top_logprobs must be between 0 and 20`; option type errors).
@@ -295,34 +297,84 @@ export function fromOpenAIChatRequest(body: unknown, startedAt: bigint): ChatCom
     ...(think !== undefined ? { think } : {}),
     topLogprobs: req.logprobs === true ? ((top as number | undefined) ?? 0) : undefined,
     options: samplingOptions(req, req.max_tokens ?? req.max_completion_tokens),
+    growContext: true,
     startedAt,
   };
 }
 
+/** One prompt of a /v1/completions request: text, or token ids of the model's vocabulary. */
+export type CompletionPrompt = { text: string } | { tokens: number[] };
+
+const PROMPT_FORMS = 'a string, an array of strings, an array of token ids, or an array of token-id arrays';
+
+/** Whether `v` is a token id: an integer in 0..2³¹−1 (the engine's int32 ids; the vocabulary bound is checked on load). */
+function isTokenId(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 0x7fffffff;
+}
+
 /**
- * `POST /v1/completions` body → GenerateCommand (§12.3): `prompt` must be a string; `logprobs: n` (n > 0) asks for
- * n alternatives per token.
- * @throws InvalidRequestError `prompt must be a string`, stop/option errors.
+ * The `prompt` of a /v1/completions request (OpenAI's legacy Completions API: "The prompt(s) to generate completions
+ * for, encoded as a string, array of strings, array of tokens, or array of token arrays") → the prompts, one choice
+ * each, in order. Absent/null is one empty prompt (Ollama: the model is only loaded).
+ * @throws InvalidRequestError (400, `param: "prompt"`): `prompt must be <forms>` for another type or an array mixing
+ *   forms, `prompt must not be an empty array`, `prompt[<i>] must not be an empty array` (an empty token array),
+ *   `prompt token ids must be non-negative integers`.
  */
-export function fromOpenAICompletionRequest(body: unknown, startedAt: bigint): GenerateCommand {
+export function decodeCompletionPrompt(value: unknown): CompletionPrompt[] {
+  if (value === undefined || value === null) return [{ text: '' }];
+  if (typeof value === 'string') return [{ text: value }];
+  if (!Array.isArray(value)) throw new InvalidRequestError(`prompt must be ${PROMPT_FORMS}`, 'prompt');
+  if (value.length === 0) throw new InvalidRequestError('prompt must not be an empty array', 'prompt');
+  const items = value as unknown[];
+  if (items.every((v) => typeof v === 'string')) return (items as string[]).map((text) => ({ text }));
+  if (items.every((v) => typeof v === 'number')) {
+    if (!items.every(isTokenId)) {
+      throw new InvalidRequestError('prompt token ids must be non-negative integers', 'prompt');
+    }
+    return [{ tokens: items as number[] }];
+  }
+  if (items.every((v) => Array.isArray(v))) {
+    return (items as unknown[][]).map((ids, i) => {
+      if (ids.length === 0) throw new InvalidRequestError(`prompt[${i}] must not be an empty array`, 'prompt');
+      if (!ids.every((v) => typeof v === 'number')) {
+        throw new InvalidRequestError(`prompt must be ${PROMPT_FORMS} (prompt[${i}] is not token ids)`, 'prompt');
+      }
+      if (!ids.every(isTokenId)) {
+        throw new InvalidRequestError('prompt token ids must be non-negative integers', 'prompt');
+      }
+      return { tokens: ids as number[] };
+    });
+  }
+  throw new InvalidRequestError(`prompt must be ${PROMPT_FORMS}, not an array mixing them`, 'prompt');
+}
+
+/**
+ * `POST /v1/completions` body → one GenerateCommand per prompt (§12.3; `prompt` forms in decodeCompletionPrompt),
+ * in choice-index order; every command shares the other fields. Token prompts carry `promptTokens` (the model
+ * detokenizes them, then they are used like text). `logprobs: n` (n > 0) asks for n alternatives per token. The
+ * prompt is never cut (`growContext`, as chat).
+ * @throws InvalidRequestError the prompt errors above, `suffix must be a string`, stop/option errors.
+ */
+export function fromOpenAICompletionRequest(body: unknown, startedAt: bigint): GenerateCommand[] {
   if (!isObject(body)) throw new InvalidRequestError('invalid request body');
   const req = body as OpenAICompletionRequest;
-  if (req.prompt !== undefined && typeof req.prompt !== 'string') {
-    throw new InvalidRequestError('prompt must be a string', 'prompt');
-  }
+  const prompts = decodeCompletionPrompt(req.prompt);
   if (req.suffix !== undefined && req.suffix !== null && typeof req.suffix !== 'string') {
     throw new InvalidRequestError('suffix must be a string', 'suffix');
   }
   const n = req.logprobs;
-  return {
+  const base: Omit<GenerateCommand, 'prompt'> = {
     model: modelOf(req.model),
-    prompt: req.prompt ?? '',
     suffix: (req.suffix as string | null | undefined) || undefined,
     raw: false,
     topLogprobs: typeof n === 'number' && n > 0 ? Math.min(20, Math.floor(n)) : undefined,
     options: samplingOptions(req, req.max_tokens),
+    growContext: true,
     startedAt,
   };
+  return prompts.map((p) =>
+    'text' in p ? { ...base, prompt: p.text } : { ...base, prompt: '', promptTokens: p.tokens },
+  );
 }
 
 /** A decoded embeddings request: the command plus how to encode the vectors. */

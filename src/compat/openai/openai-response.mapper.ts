@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Observable, OperatorFunction } from 'rxjs';
+import { map, merge, Observable, OperatorFunction } from 'rxjs';
 import type { EmbedResult, GenerationEvent, GenerationMetrics, Logprob, ToolCall } from '../../inference';
 import type { ListedModel, ResolvedModel } from '../../models';
 import { newToolCallId } from './openai-request.mapper';
@@ -40,11 +40,32 @@ export interface ResponseMeta {
   model: string;
 }
 
-/** Usage from the final metrics (prompt_eval_count / eval_count; zeros when absent, e.g. the load shortcut). */
+/**
+ * Usage (tokens) from the final metrics (OpenAI CompletionUsage): `prompt_tokens` = the whole prompt
+ * (`promptEvalCount`: reused + evaluated, so a repeated request reports the same size),
+ * `prompt_tokens_details.cached_tokens` = its part reused from the KV cache (`promptCachedCount`),
+ * `completion_tokens` = tokens generated; zeros when absent (the load shortcut).
+ */
 export function toUsage(metrics: GenerationMetrics | undefined): OpenAIUsage {
   const prompt = metrics?.promptEvalCount ?? 0;
   const completion = metrics?.evalCount ?? 0;
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: metrics?.promptCachedCount ?? 0 },
+  };
+}
+
+/** The sum of several usages (tokens), for a /v1/completions request with several prompts. */
+export function sumUsage(usages: OpenAIUsage[]): OpenAIUsage {
+  const sum = (f: (u: OpenAIUsage) => number) => usages.reduce((n, u) => n + f(u), 0);
+  return {
+    prompt_tokens: sum((u) => u.prompt_tokens),
+    completion_tokens: sum((u) => u.completion_tokens),
+    total_tokens: sum((u) => u.total_tokens),
+    prompt_tokens_details: { cached_tokens: sum((u) => u.prompt_tokens_details.cached_tokens) },
+  };
 }
 
 /** `length` stays `length`; a stop with tool calls is `tool_calls`; everything else (stop, load, unload) `stop`. */
@@ -200,61 +221,100 @@ export function toChatCompletionChunks(
     });
 }
 
-function completionObject(meta: ResponseMeta, text: string, finish: OpenAIFinishReason | null): OpenAICompletion {
+function completionObject(
+  meta: ResponseMeta,
+  text: string,
+  finish: OpenAIFinishReason | null,
+  index: number,
+): OpenAICompletion {
   return {
     id: meta.id,
     object: 'text_completion',
     created: meta.created,
     model: meta.model,
     system_fingerprint: SYSTEM_FINGERPRINT,
-    choices: [{ text, index: 0, finish_reason: finish, logprobs: null }],
+    choices: [{ text, index, finish_reason: finish, logprobs: null }],
   };
 }
 
-/** Folds generate events into one `text_completion` with usage (§12.3). */
-export function toCompletion(meta: ResponseMeta): OperatorFunction<GenerationEvent, OpenAICompletion> {
-  return (source$) =>
-    new Observable<OpenAICompletion>((subscriber) => {
-      let text = '';
-      return source$.subscribe({
-        next: (e) => {
-          text += e.text ?? '';
-          if (e.kind === 'done') {
-            subscriber.next({
-              ...completionObject(meta, text, finishReason(e.reason, false)),
-              usage: toUsage(e.metrics),
-            });
-          }
-        },
-        error: (err: unknown) => subscriber.error(err),
-        complete: () => subscriber.complete(),
-      });
-    });
+/** How many prompts of one /v1/completions request run at once (the runner's slots take them as they free up). */
+export const COMPLETION_PROMPT_CONCURRENCY = 4;
+
+/** A generate event tagged with the position of its prompt (= the choice index). */
+interface IndexedEvent {
+  index: number;
+  event: GenerationEvent;
+}
+
+/** The events of every prompt, tagged with its index, at most COMPLETION_PROMPT_CONCURRENCY prompts at once. */
+function indexedEvents(sources: Observable<GenerationEvent>[]): Observable<IndexedEvent> {
+  return merge(
+    ...sources.map((source$, index) => source$.pipe(map((event): IndexedEvent => ({ index, event })))),
+    COMPLETION_PROMPT_CONCURRENCY,
+  );
 }
 
 /**
- * Generate events → streamed `text_completion` chunks (§12.3): one per non-empty text, a final chunk with
- * `text: ""` and the finish reason, then with `includeUsage` a `choices: []` chunk carrying usage.
+ * Folds the generate events of each prompt into one `text_completion` (§12.3): one choice per prompt (`index` = its
+ * position in `sources`, choices in index order) with its text and finish reason, usage summed over the prompts
+ * (tokens). Emits once every prompt is done.
+ * @param sources one cold event stream per prompt (GenerateService.generate), subscribed a few at a time.
+ */
+export function toCompletion(meta: ResponseMeta, sources: Observable<GenerationEvent>[]): Observable<OpenAICompletion> {
+  return new Observable<OpenAICompletion>((subscriber) => {
+    const texts = sources.map(() => '');
+    const finishes: OpenAIFinishReason[] = sources.map(() => 'stop');
+    const usages: OpenAIUsage[] = [];
+    return indexedEvents(sources).subscribe({
+      next: ({ index, event: e }) => {
+        texts[index] += e.text ?? '';
+        if (e.kind !== 'done') return;
+        finishes[index] = finishReason(e.reason, false);
+        usages.push(toUsage(e.metrics));
+      },
+      error: (err: unknown) => subscriber.error(err),
+      complete: () => {
+        subscriber.next({
+          ...completionObject(meta, '', null, 0),
+          choices: texts.map((text, index) => ({ text, index, finish_reason: finishes[index], logprobs: null })),
+          usage: sumUsage(usages),
+        });
+        subscriber.complete();
+      },
+    });
+  });
+}
+
+/**
+ * Generate events of each prompt → streamed `text_completion` chunks (§12.3), each carrying its prompt's choice
+ * `index`: one per non-empty text, a final chunk per prompt with `text: ""` and its finish reason (prompts run
+ * concurrently, so chunks of different choices may interleave), then with `includeUsage` one `choices: []` chunk
+ * with the usage summed over the prompts (tokens).
+ * @param sources one cold event stream per prompt (GenerateService.generate).
  */
 export function toCompletionChunks(
   meta: ResponseMeta,
+  sources: Observable<GenerationEvent>[],
   includeUsage: boolean,
-): OperatorFunction<GenerationEvent, OpenAICompletion> {
-  return (source$) =>
-    new Observable<OpenAICompletion>((subscriber) =>
-      source$.subscribe({
-        next: (e) => {
-          if (e.text) subscriber.next(completionObject(meta, e.text, null));
-          if (e.kind !== 'done') return;
-          subscriber.next(completionObject(meta, '', finishReason(e.reason, false)));
-          if (includeUsage) {
-            subscriber.next({ ...completionObject(meta, '', null), choices: [], usage: toUsage(e.metrics) });
-          }
-        },
-        error: (err: unknown) => subscriber.error(err),
-        complete: () => subscriber.complete(),
-      }),
-    );
+): Observable<OpenAICompletion> {
+  return new Observable<OpenAICompletion>((subscriber) => {
+    const usages: OpenAIUsage[] = [];
+    return indexedEvents(sources).subscribe({
+      next: ({ index, event: e }) => {
+        if (e.text) subscriber.next(completionObject(meta, e.text, null, index));
+        if (e.kind !== 'done') return;
+        subscriber.next(completionObject(meta, '', finishReason(e.reason, false), index));
+        usages.push(toUsage(e.metrics));
+      },
+      error: (err: unknown) => subscriber.error(err),
+      complete: () => {
+        if (includeUsage) {
+          subscriber.next({ ...completionObject(meta, '', null, 0), choices: [], usage: sumUsage(usages) });
+        }
+        subscriber.complete();
+      },
+    });
+  });
 }
 
 /** A vector as base64 of its little-endian float32 bytes (what the SDK decodes by default). */

@@ -62,18 +62,22 @@ export class OpenAIController {
     await writeSse(reply, events$.pipe(toChatCompletionChunks(meta, { includeUsage, withLogprobs })), openAIErrorFrame);
   }
 
-  /** POST /v1/completions: `text_completion` (default) or SSE chunks of the same shape ending in `data: [DONE]`. */
+  /**
+   * POST /v1/completions: `text_completion` (default) or SSE chunks of the same shape ending in `data: [DONE]`. A
+   * `prompt` array gives one choice per prompt (its `index`; streamed chunks carry it), usage summed; token-id prompts
+   * are detokenized by the model. 400 for a malformed prompt (decodeCompletionPrompt).
+   */
   @Post('completions')
   @HttpCode(200)
   async completions(@Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
-    const cmd = fromOpenAICompletionRequest(body, process.hrtime.bigint());
-    const meta = { id: newCompletionId('cmpl'), created: unixNow(), model: cmd.model };
-    const events$ = this.generateService.generate(cmd);
+    const cmds = fromOpenAICompletionRequest(body, process.hrtime.bigint());
+    const meta = { id: newCompletionId('cmpl'), created: unixNow(), model: cmds[0].model };
+    const sources = cmds.map((cmd) => this.generateService.generate(cmd));
     if (!wantsStream(body as object)) {
-      await this.responder.json(reply, events$.pipe(toCompletion(meta)));
+      await this.responder.json(reply, toCompletion(meta, sources));
       return;
     }
-    await writeSse(reply, events$.pipe(toCompletionChunks(meta, wantsUsage(body as object))), openAIErrorFrame);
+    await writeSse(reply, toCompletionChunks(meta, sources, wantsUsage(body as object)), openAIErrorFrame);
   }
 
   /** POST /v1/embeddings: one L2-normalized vector per input, as numbers or base64 little-endian float32. */

@@ -46,6 +46,7 @@ export interface OpenAIChatRequest {
 /** `POST /v1/completions` request (§12.3). */
 export interface OpenAICompletionRequest {
   model?: unknown;
+  /** A string, an array of strings, an array of token ids, or an array of token-id arrays (one choice per prompt). */
   prompt?: unknown;
   suffix?: unknown;
   stream?: unknown;
@@ -69,11 +70,16 @@ export interface OpenAIEmbeddingRequest {
   dimensions?: unknown;
 }
 
-/** Token usage (tokens). */
+/**
+ * Token usage (tokens; OpenAI's CompletionUsage): `prompt_tokens` is the whole prompt (reused from the KV cache or
+ * evaluated — the same request sent twice reports the same size), `prompt_tokens_details.cached_tokens` the part of
+ * it reused from the KV cache (prefix cache), `total_tokens` = prompt + completion.
+ */
 export interface OpenAIUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  prompt_tokens_details: { cached_tokens: number };
 }
 
 /** One alternative token: natural-log probability, UTF-8 bytes. */

@@ -71,7 +71,11 @@ describe('growing the context for a long prompt (growContext)', () => {
 
   it('answers 400 naming both sizes when memory does not allow the larger context', async () => {
     await setUp();
-    const tight: MemoryProbe = { estimate: async (spec) => spec.numCtx * 1_000_000, free: () => 5e9, total: () => 8e9 };
+    const tight: MemoryProbe = {
+      estimate: (spec) => Promise.resolve(spec.numCtx * 1_000_000),
+      free: () => 5e9,
+      total: () => 8e9,
+    };
     bed.scheduler.useMemoryProbe(tight);
     await assert.rejects(run(command('m'.repeat(9000), { growContext: true })), (err: unknown) => {
       assert.ok(err instanceof ContextLengthExceededError);

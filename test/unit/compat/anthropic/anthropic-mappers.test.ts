@@ -6,6 +6,8 @@ import {
   applyToolChoice,
   fromMessagesRequest,
   toAnthropicError,
+  toStopReason,
+  toUsage,
 } from '../../../../src/compat/anthropic';
 import { InvalidRequestError, ModelNotFoundError, ServerBusyError } from '../../../../src/common/errors';
 
@@ -130,12 +132,12 @@ describe('response and error mapping', () => {
       ],
       stop_reason: 'tool_use',
       stop_sequence: null,
-      usage: { input_tokens: 4, output_tokens: 2 },
+      usage: { input_tokens: 4, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 2 },
     });
   });
 
   it('reports the matched stop sequence', () => {
-    const acc = new AnthropicMessageAccumulator('msg_y', 'm');
+    const acc = new AnthropicMessageAccumulator('msg_y', 'm', ['END']);
     acc.add({ kind: 'delta', text: 'Hello' });
     acc.add({ kind: 'done', reason: 'stop', stopSequence: 'END' });
     const r = acc.result();
@@ -144,8 +146,50 @@ describe('response and error mapping', () => {
     assert.deepEqual(r.content, [{ type: 'text', text: 'Hello' }]);
   });
 
+  it('a stop string that is not one of the request stop_sequences (template, Modelfile) is end_turn', () => {
+    const acc = new AnthropicMessageAccumulator('msg_t', 'm', ['END']);
+    acc.add({ kind: 'done', reason: 'stop', stopSequence: '<|im_end|>' });
+    assert.equal(acc.result().stop_reason, 'end_turn');
+    assert.equal(acc.result().stop_sequence, null);
+    const none = new AnthropicMessageAccumulator('msg_u', 'm');
+    none.add({ kind: 'done', reason: 'stop', stopSequence: 'END' });
+    assert.equal(none.result().stop_reason, 'end_turn', 'no stop_sequences in the request');
+    assert.equal(toStopReason('stop', false, undefined, ['END']), 'end_turn', 'end of generation');
+    assert.equal(toStopReason('stop', false, 'END', ['X', 'END']), 'stop_sequence');
+  });
+
+  it('usage: input_tokens is the prompt minus its reused part, cache_read_input_tokens the reused part', () => {
+    const m = {
+      totalDurationNs: 0,
+      loadDurationNs: 0,
+      promptEvalCount: 120,
+      promptCachedCount: 100,
+      promptEvalDurationNs: 0,
+      evalCount: 5,
+      evalDurationNs: 0,
+    };
+    assert.deepEqual(toUsage(m), {
+      input_tokens: 20,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 100,
+      output_tokens: 5,
+    });
+    assert.deepEqual(toUsage(undefined), {
+      input_tokens: 0,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+      output_tokens: 0,
+    });
+  });
+
+  it('every /v1/messages command never cuts its prompt (growContext), count_tokens too', () => {
+    const body = { model: 'm', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] };
+    assert.equal(fromMessagesRequest(body, T0).growContext, true);
+    assert.equal(fromMessagesRequest({ ...body, max_tokens: undefined }, T0, false).growContext, true);
+  });
+
   it('a tool call wins over a stop sequence; length keeps max_tokens', () => {
-    const acc = new AnthropicMessageAccumulator('msg_z', 'm');
+    const acc = new AnthropicMessageAccumulator('msg_z', 'm', ['END']);
     acc.add({
       kind: 'done',
       reason: 'stop',

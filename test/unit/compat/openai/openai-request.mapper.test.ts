@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { InvalidRequestError } from '../../../../src/common/errors';
 import {
+  decodeCompletionPrompt,
   decodeImageUrl,
   decodeMessages,
   fromOpenAIChatRequest,
@@ -149,13 +150,65 @@ describe('OpenAI request mapper (§12.2–§12.4)', () => {
   });
 
   it('completions: prompt string, suffix, logprobs n', () => {
-    const cmd = fromOpenAICompletionRequest({ model: 'm', prompt: 'p', suffix: 's', max_tokens: 2, logprobs: 2 }, T0);
+    const cmds = fromOpenAICompletionRequest({ model: 'm', prompt: 'p', suffix: 's', max_tokens: 2, logprobs: 2 }, T0);
+    assert.equal(cmds.length, 1);
+    const [cmd] = cmds;
     assert.equal(cmd.prompt, 'p');
+    assert.equal(cmd.promptTokens, undefined);
     assert.equal(cmd.suffix, 's');
     assert.equal(cmd.raw, false);
     assert.equal(cmd.topLogprobs, 2);
+    assert.equal(cmd.growContext, true);
     assert.deepEqual(cmd.options, { num_predict: 2, temperature: 1, top_p: 1 });
-    rejects400(() => fromOpenAICompletionRequest({ model: 'm', prompt: ['a'] }, T0), 'prompt must be a string');
+    assert.equal(fromOpenAICompletionRequest({ model: 'm' }, T0)[0].prompt, '', 'absent: one empty prompt (load)');
+  });
+
+  it('completions: prompt arrays of strings, token ids and token-id arrays give one command per prompt', () => {
+    const strings = fromOpenAICompletionRequest({ model: 'm', prompt: ['a', 'b'], suffix: 's' }, T0);
+    assert.deepEqual(
+      strings.map((c) => [c.prompt, c.suffix, c.promptTokens]),
+      [
+        ['a', 's', undefined],
+        ['b', 's', undefined],
+      ],
+    );
+    const tokens = fromOpenAICompletionRequest({ model: 'm', prompt: [1, 2, 3] }, T0);
+    assert.deepEqual(
+      tokens.map((c) => [c.prompt, c.promptTokens]),
+      [['', [1, 2, 3]]],
+    );
+    const nested = fromOpenAICompletionRequest({ model: 'm', prompt: [[5], [6, 7]] }, T0);
+    assert.deepEqual(
+      nested.map((c) => c.promptTokens),
+      [[5], [6, 7]],
+    );
+    assert.ok(nested.every((c) => c.growContext === true && c.model === 'm'));
+    assert.deepEqual(decodeCompletionPrompt(['x']), [{ text: 'x' }]);
+  });
+
+  it('completions: malformed prompts are 400s naming the prompt', () => {
+    const escape = (text: string) => new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+    const bad = (prompt: unknown, text: string) =>
+      rejects400(() => fromOpenAICompletionRequest({ model: 'm', prompt }, T0), escape(text));
+    bad([], 'prompt must not be an empty array');
+    bad(['a', 1], 'not an array mixing them');
+    bad([[1], 'a'], 'not an array mixing them');
+    bad([[1], []], 'prompt[1] must not be an empty array');
+    bad([[1], ['a']], 'prompt[1] is not token ids');
+    bad([1.5], 'prompt token ids must be non-negative integers');
+    bad([[-1]], 'prompt token ids must be non-negative integers');
+    bad([2 ** 31], 'prompt token ids must be non-negative integers');
+    bad(42, 'prompt must be a string, an array of strings, an array of token ids, or an array of token-id arrays');
+    bad({ text: 'a' }, 'prompt must be a string');
+    assert.throws(
+      () => fromOpenAICompletionRequest({ model: 'm', prompt: [] }, T0),
+      (err: unknown) => err instanceof InvalidRequestError && err.param === 'prompt',
+    );
+  });
+
+  it('chat: the compat layer never cuts the prompt (growContext)', () => {
+    const cmd = fromOpenAIChatRequest({ model: 'm', messages: [{ role: 'user', content: 'x' }] }, T0);
+    assert.equal(cmd.growContext, true);
   });
 
   it('embeddings: input forms, encoding_format, dimensions', () => {

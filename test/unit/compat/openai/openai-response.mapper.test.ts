@@ -1,14 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { from, lastValueFrom, toArray } from 'rxjs';
+import { from, lastValueFrom, Observable, toArray } from 'rxjs';
 import { InternalError, InvalidRequestError, ModelNotFoundError, ServerBusyError } from '../../../../src/common/errors';
 import { toOpenAIError } from '../../../../src/compat/openai/openai-error';
 import {
   toBase64Float32,
   toChatCompletion,
   toChatCompletionChunks,
+  toCompletion,
   toCompletionChunks,
   toEmbeddingResponse,
+  toUsage,
 } from '../../../../src/compat/openai/openai-response.mapper';
 import type { GenerationEvent, GenerationMetrics } from '../../../../src/inference';
 
@@ -55,7 +57,11 @@ describe('OpenAI response mapper (§12.2–§12.4)', () => {
       { ...HEAD, choices: [{ index: 0, delta: { content: 'He' }, finish_reason: null }] },
       { ...HEAD, choices: [{ index: 0, delta: { content: 'llo' }, finish_reason: null }] },
       { ...HEAD, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
-      { ...HEAD, choices: [], usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 } },
+      {
+        ...HEAD,
+        choices: [],
+        usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8, prompt_tokens_details: { cached_tokens: 0 } },
+      },
     ]);
   });
 
@@ -111,16 +117,22 @@ describe('OpenAI response mapper (§12.2–§12.4)', () => {
           },
         },
       ],
-      usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 },
+      usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8, prompt_tokens_details: { cached_tokens: 0 } },
     });
   });
 
   it('completion chunks: text chunks, finish chunk, usage chunk', async () => {
     const out = await lastValueFrom(
-      from<GenerationEvent[]>([
-        { kind: 'delta', text: 'x' },
-        { kind: 'done', reason: 'length', metrics: METRICS },
-      ]).pipe(toCompletionChunks({ ...META, id: 'cmpl-1' }, true), toArray()),
+      toCompletionChunks(
+        { ...META, id: 'cmpl-1' },
+        [
+          from<GenerationEvent[]>([
+            { kind: 'delta', text: 'x' },
+            { kind: 'done', reason: 'length', metrics: METRICS },
+          ]),
+        ],
+        true,
+      ).pipe(toArray()),
     );
     assert.deepEqual(
       out.map((c) => [c.choices.map((ch) => [ch.text, ch.finish_reason]), c.usage?.total_tokens]),
@@ -129,6 +141,76 @@ describe('OpenAI response mapper (§12.2–§12.4)', () => {
         [[['', 'length']], undefined],
         [[], 8],
       ],
+    );
+  });
+
+  it('usage: prompt_tokens is the whole prompt, cached_tokens its reused part', () => {
+    assert.deepEqual(toUsage({ ...METRICS, promptEvalCount: 40, promptCachedCount: 31 }), {
+      prompt_tokens: 40,
+      completion_tokens: 3,
+      total_tokens: 43,
+      prompt_tokens_details: { cached_tokens: 31 },
+    });
+    assert.deepEqual(toUsage(undefined), {
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      total_tokens: 0,
+      prompt_tokens_details: { cached_tokens: 0 },
+    });
+  });
+
+  it('completions with several prompts: one choice per prompt by index, usage summed', async () => {
+    const second: GenerationMetrics = { ...METRICS, promptEvalCount: 7, promptCachedCount: 4, evalCount: 2 };
+    const sources = () => [
+      from<GenerationEvent[]>([
+        { kind: 'delta', text: 'a' },
+        { kind: 'delta', text: 'b' },
+        { kind: 'done', reason: 'stop', metrics: METRICS },
+      ]),
+      from<GenerationEvent[]>([
+        { kind: 'delta', text: 'c' },
+        { kind: 'done', reason: 'length', metrics: second },
+      ]),
+    ];
+    const whole = await lastValueFrom(toCompletion({ ...META, id: 'cmpl-2' }, sources()));
+    assert.equal(whole.object, 'text_completion');
+    assert.deepEqual(whole.choices, [
+      { text: 'ab', index: 0, finish_reason: 'stop', logprobs: null },
+      { text: 'c', index: 1, finish_reason: 'length', logprobs: null },
+    ]);
+    assert.deepEqual(whole.usage, {
+      prompt_tokens: 12,
+      completion_tokens: 5,
+      total_tokens: 17,
+      prompt_tokens_details: { cached_tokens: 4 },
+    });
+
+    const streamed = await lastValueFrom(
+      toCompletionChunks({ ...META, id: 'cmpl-2' }, sources(), true).pipe(toArray()),
+    );
+    const byIndex = (i: number) =>
+      streamed.flatMap((c) => c.choices.filter((ch) => ch.index === i).map((ch) => [ch.text, ch.finish_reason]));
+    assert.deepEqual(byIndex(0), [
+      ['a', null],
+      ['b', null],
+      ['', 'stop'],
+    ]);
+    assert.deepEqual(byIndex(1), [
+      ['c', null],
+      ['', 'length'],
+    ]);
+    const last = streamed.at(-1)!;
+    assert.deepEqual(last.choices, []);
+    assert.equal(last.usage?.prompt_tokens, 12);
+    assert.equal(last.usage?.prompt_tokens_details.cached_tokens, 4);
+    assert.equal(streamed.filter((c) => c.usage).length, 1, 'one usage chunk, after every choice finished');
+  });
+
+  it('completions: an error of one prompt fails the whole response', async () => {
+    const failing = new Observable<GenerationEvent>((s) => s.error(new InvalidRequestError('boom')));
+    await assert.rejects(
+      lastValueFrom(toCompletion(META, [from<GenerationEvent[]>([{ kind: 'done', reason: 'stop' }]), failing])),
+      /boom/,
     );
   });
 
