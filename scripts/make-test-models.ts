@@ -30,6 +30,7 @@ import {
   type GgufTensorSpec,
 } from '../src/models/gguf';
 import { REPO_ROOT, loadBinding } from '../src/native/load-binding';
+import { LLAMA2_CHAT_TEMPLATE, QWEN_TOOLS_JINJA_TEMPLATE } from './test-model-templates';
 
 /** Bump when the output of a given spec changes (tensor layout, keys, RNG). */
 const GENERATOR_VERSION = 1;
@@ -38,18 +39,6 @@ const WEIGHT_STD = 0.02;
 const FILE_TYPE_F16 = 1;
 
 const VOCAB_DIR = join(REPO_ROOT, 'vendor', 'llama.cpp', 'models');
-
-/** The usual Llama-2-chat Jinja template ([INST] turns, <<SYS>> block folded into the first user turn). */
-const LLAMA2_CHAT_TEMPLATE =
-  "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}" +
-  "{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}" +
-  '{% set system_message = false %}{% endif %}{% for message in loop_messages %}' +
-  "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}" +
-  "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}" +
-  "{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + " +
-  "'\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}" +
-  "{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}" +
-  "{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}";
 
 interface LlamaShape {
   arch: 'llama';
@@ -121,6 +110,17 @@ export const MODEL_SPECS: readonly ModelSpec[] = [
     chatTemplate: LLAMA2_CHAT_TEMPLATE,
   },
   { file: 'tiny-qwen2.gguf', name: 'tiny-qwen2', group: 'tiny', vocab: 'ggml-vocab-qwen2.gguf', shape: TINY_LLAMA },
+  {
+    // Tool calling: ChatML with Hermes-style <tool_call> tools (native mode); rendered-mode tests pair it with
+    // QWEN_TOOLS_GO_TEMPLATE.
+    file: 'tiny-qwen2-tools.gguf',
+    name: 'tiny-qwen2-tools',
+    group: 'tiny',
+    vocab: 'ggml-vocab-qwen2.gguf',
+    // A trained context well above the default 4,096 so growContext tests can send 10k-token prompts.
+    shape: { ...TINY_LLAMA, contextLength: 32768 },
+    chatTemplate: QWEN_TOOLS_JINJA_TEMPLATE,
+  },
   { file: 'tiny-bert.gguf', name: 'tiny-bert', group: 'tiny', vocab: 'ggml-vocab-bert-bge.gguf', shape: TINY_BERT },
   {
     file: 'tiny-nomic-bert.gguf',

@@ -34,6 +34,9 @@ export interface GoThinkingParser {
   finish?(): { thinking: string; content: string };
 }
 
+/** How a template writes tool calls (§8.5); see src/templates/tool-call.syntax.ts. */
+export type GoToolCallSyntax = templates.ToolCallSyntax;
+
 /** The Go-template engine API used by rendered mode. */
 export interface GoTemplatesApi {
   GoTemplate: { parse(text: string): GoTemplateHandle };
@@ -42,6 +45,18 @@ export interface GoTemplatesApi {
   ToolCallParser: new (template: GoTemplateHandle, tools: ToolDefinition[]) => GoToolCallParser;
   ThinkingParser: new (open: string, close: string, startInThinking?: boolean) => GoThinkingParser;
   inferThinkingTags(template: GoTemplateHandle): unknown;
+  /** The template's tool-call syntax, for the grammar that forces a call. */
+  inferToolCallSyntax(template: GoTemplateHandle): GoToolCallSyntax;
+  /**
+   * GBNF admitting only calls in `syntax` whose arguments follow each tool's schema (undefined when no tool has a
+   * name); throws when a schema cannot be converted by `toGrammar`.
+   */
+  buildToolCallGrammar(
+    syntax: GoToolCallSyntax,
+    tools: ToolDefinition[],
+    toGrammar: (schema: string) => string,
+    options?: { parallel?: boolean; thinking?: { open: string; close: string; startInThinking: boolean } },
+  ): string | undefined;
 }
 
 let cached: GoTemplatesApi | null | undefined;

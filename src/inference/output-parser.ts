@@ -60,11 +60,20 @@ export function parseToolArguments(text: string): Record<string, unknown> {
  * A partial parse that throws releases nothing for that piece.
  */
 export class NativeOutputParser implements OutputParser {
-  private text = '';
+  private text: string;
   private content = '';
   private thinking = '';
 
-  constructor(private readonly parser: NativeChatParser) {}
+  /**
+   * @param prefix text the prompt ended with that belongs to the model's answer (the opening of a forced tool call,
+   *   renderNative): parsed in front of the output, as if generated.
+   */
+  constructor(
+    private readonly parser: NativeChatParser,
+    prefix = '',
+  ) {
+    this.text = prefix;
+  }
 
   add(piece: string): ParsedDelta {
     this.text += piece;

@@ -14,9 +14,15 @@ export {
   jinjaCapabilities,
   inferToolCallTag,
   inferThinkingTags,
+  findToolCallBlock,
 } from './template-inspection';
 export { detectTemplate, loadLibraryTemplate, boundedLevenshtein, TEMPLATE_ASSETS_DIR } from './template-library';
 export type { LibraryTemplate } from './template-library';
 export { ToolCallParser, newToolCallId } from './tool-call.parser';
 export type { ParsedToolCall, ToolCallChunk } from './tool-call.parser';
 export { ThinkingParser } from './thinking.parser';
+export { inferToolCallSyntax } from './tool-call.syntax';
+export type { ToolCallSyntax, ToolCallSlot } from './tool-call.syntax';
+export { buildToolCallGrammar, argumentsSchema, ToolSchemaError } from './tool-call.grammar';
+export type { GrammarTool, ToolCallGrammarOptions } from './tool-call.grammar';
+export { gbnfLiteral, gbnfCharClass, prefixRules, untilRules } from './gbnf';

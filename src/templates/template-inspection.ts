@@ -81,11 +81,19 @@ function findTextNode(nodes: Node[]): TextNode | null {
 }
 
 /**
+ * The first `{{ if .ToolCalls }}` node of a template (searched through nested if/range/with, else branches
+ * included), as Ollama's tools/template.go finds it (reference §8.5); null when the template has none.
+ */
+export function findToolCallBlock(t: GoTemplate): BranchNode | null {
+  return findToolCallNode(t.root.nodes);
+}
+
+/**
  * Ollama's tool-call tag inference (reference §8.5): the first non-blank text inside the first `{{ if .ToolCalls }}`
  * block (searched through nested if/range/with), cut at the first `{`, trimmed; `{` when none is found.
  */
 export function inferToolCallTag(t: GoTemplate): string {
-  const tc = findToolCallNode(t.root.nodes);
+  const tc = findToolCallBlock(t);
   if (!tc) return '{';
   const tn = findTextNode(tc.list.nodes);
   if (!tn) return '{';

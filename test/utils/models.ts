@@ -12,6 +12,13 @@ export const MODELS_DIR = process.env.LLAMAD_MODELS_DIR
 export const TINY_LLAMA_SPM = join(MODELS_DIR, 'tiny-llama-spm.gguf');
 /** llama arch, qwen2 BPE vocabulary (151936 tokens), ChatML template, `<|im_end|>` ends generation; 19.7M params. */
 export const TINY_QWEN2 = join(MODELS_DIR, 'tiny-qwen2.gguf');
+/**
+ * tiny-qwen2's shape and vocabulary with a different random seed and a tools-capable Jinja template (ChatML + Hermes
+ * `<tool_call>` JSON, scripts/test-model-templates.ts); create it with `TEMPLATE` QWEN_TOOLS_GO_TEMPLATE for rendered
+ * mode, without for native mode.
+ */
+export const TINY_QWEN2_TOOLS = join(MODELS_DIR, 'tiny-qwen2-tools.gguf');
+export { QWEN_TOOLS_GO_TEMPLATE } from '../../scripts/test-model-templates';
 /** bert arch (embeddings), WPM vocabulary, context 512, mean pooling, 128-dim output. */
 export const TINY_BERT = join(MODELS_DIR, 'tiny-bert.gguf');
 /** nomic-bert arch (embeddings, RoPE), same vocabulary, context 2048, mean pooling, 128-dim output. */
@@ -20,7 +27,7 @@ export const TINY_NOMIC_BERT = join(MODELS_DIR, 'tiny-nomic-bert.gguf');
 /** Vision projector (mmproj, clip "mlp") for the 128-wide tiny llama models: 32×32 input, 4 image tokens. */
 export const TINY_MMPROJ = join(MODELS_DIR, 'tiny-mmproj.gguf');
 
-const ALL = [TINY_LLAMA_SPM, TINY_QWEN2, TINY_BERT, TINY_NOMIC_BERT, TINY_MMPROJ];
+const ALL = [TINY_LLAMA_SPM, TINY_QWEN2, TINY_QWEN2_TOOLS, TINY_BERT, TINY_NOMIC_BERT, TINY_MMPROJ];
 
 /**
  * Makes sure the tiny test models exist: when one is missing, runs the generator (dist/scripts/make-test-models.js,

@@ -1,0 +1,166 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { QWEN_TOOLS_GO_TEMPLATE } from '../../../scripts/test-model-templates';
+import { InvalidRequestError } from '../../../src/common/errors';
+import { JSON_OBJECT_GRAMMAR } from '../../../src/inference/format';
+import { ToolDefinition } from '../../../src/inference/generation.types';
+import { loadGoTemplates } from '../../../src/inference/go-template.port';
+import { renderGo, renderNative } from '../../../src/inference/prompt-render';
+import type { RunnerChatRender, RunnerChatRequest } from '../../../src/inference/runner/runner';
+import { FakeRunner, spec } from '../../utils/fake-runner';
+
+// How `toolChoice: 'required'` reaches generation (src/inference/prompt-render.ts): native mode keeps llama.cpp's
+// required-call grammar but starts the call in the prompt (its opening = the lazy grammar's trigger word) so no free
+// text comes first, and limits it to one call; rendered mode builds a grammar from the Go template's own tool-call
+// syntax (src/templates/tool-call.grammar.ts). Reference ollama-api.md §8.5, native-core.md (grammars).
+
+const weather: ToolDefinition = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Weather',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+};
+
+const GEN_PROMPT = '<|im_start|>assistant\n';
+const REQUIRED_GRAMMAR = [
+  `root ::= "${GEN_PROMPT.replace('\n', '\\n')}" space until-1? tool-calls`,
+  'tool-calls ::= (tool-call space)+',
+  'tool-call ::= "<tool_call>\\n" space "{}" space "</tool_call>"',
+  'space ::= | " "',
+  'until-1 ::= [^<]*',
+].join('\n');
+
+/** A runner whose renderChat answers like common/chat for a Hermes template (required: non-lazy; auto: lazy). */
+class ChatRunner extends FakeRunner {
+  thinking = false;
+  autoTriggers: RunnerChatRender['grammarTriggers'] = [{ type: 'word', value: '<tool_call>\n' }];
+  readonly parsed: string[] = [];
+
+  constructor() {
+    super(spec());
+  }
+
+  override renderChat(request: RunnerChatRequest): RunnerChatRender {
+    this.renders.push(request);
+    const required = request.toolChoice === 'required';
+    const hasTools = (request.tools?.length ?? 0) > 0;
+    return {
+      prompt: `<|im_start|>user\n${request.messages.at(-1)!.content}<|im_end|>\n${GEN_PROMPT}`,
+      format: 'peg-native',
+      grammar: hasTools ? REQUIRED_GRAMMAR : '',
+      grammarLazy: hasTools && !required,
+      grammarTriggers: hasTools && !required ? this.autoTriggers : [],
+      preservedTokens: ['<tool_call>', '</tool_call>'],
+      additionalStops: [],
+      thinking: this.thinking,
+      generationPrompt: GEN_PROMPT,
+      parser: {
+        parse: (text) => {
+          this.parsed.push(text);
+          return { content: '', reasoningContent: '', toolCalls: [] };
+        },
+      },
+    };
+  }
+
+  override jsonSchemaToGrammar(schema: string): string {
+    if (schema.includes('"nope"')) throw new InvalidRequestError('Unrecognized schema: "nope"', 'format');
+    return 'root ::= "{}"';
+  }
+}
+
+const messages = [{ role: 'user' as const, content: 'Weather in Paris?' }];
+const base = { think: undefined, thinking: false };
+
+describe('renderNative with toolChoice "required"', () => {
+  it('puts the call opening at the end of the prompt, prefills the grammar past it, one call only', () => {
+    const runner = new ChatRunner();
+    const { text, prompt } = renderNative(runner, messages, { ...base, tools: [weather], toolChoice: 'required' });
+    assert.ok(text.endsWith(`${GEN_PROMPT}<tool_call>\n`), JSON.stringify(text));
+    assert.equal(prompt.grammarPrefill, `${GEN_PROMPT}<tool_call>\n`);
+    assert.equal(prompt.grammarLazy, false);
+    assert.deepEqual(prompt.grammarTriggers, []);
+    assert.match(prompt.grammar!, /^tool-calls ::= tool-call space$/m);
+    assert.deepEqual(prompt.preservedTokens, ['<tool_call>', '</tool_call>']);
+    assert.deepEqual(
+      runner.renders.map((r) => r.toolChoice),
+      ['required', 'auto'],
+      'the lazy render gives the trigger word',
+    );
+    // The parser reads the output as if the model had written the opening.
+    prompt.parser!.add('{"name"');
+    assert.equal(runner.parsed.at(-1), '<tool_call>\n{"name"');
+  });
+
+  it('keeps llama.cpp grammar as it is when thinking comes first or the trigger is not one word', () => {
+    const thinking = new ChatRunner();
+    thinking.thinking = true;
+    const a = renderNative(thinking, messages, { ...base, tools: [weather], toolChoice: 'required' });
+    assert.ok(a.text.endsWith(GEN_PROMPT));
+    assert.equal(a.prompt.grammar, REQUIRED_GRAMMAR);
+    assert.equal(a.prompt.grammarPrefill, GEN_PROMPT);
+    assert.equal(thinking.renders.length, 1);
+
+    const pattern = new ChatRunner();
+    pattern.autoTriggers = [{ type: 'pattern', value: '<tool_call>|<function=' }];
+    const b = renderNative(pattern, messages, { ...base, tools: [weather], toolChoice: 'required' });
+    assert.ok(b.text.endsWith(GEN_PROMPT));
+    assert.equal(b.prompt.grammar, REQUIRED_GRAMMAR);
+  });
+
+  it('auto: one render, the lazy grammar and its triggers unchanged', () => {
+    const runner = new ChatRunner();
+    const { text, prompt } = renderNative(runner, messages, { ...base, tools: [weather] });
+    assert.ok(text.endsWith(GEN_PROMPT));
+    assert.equal(prompt.grammarLazy, true);
+    assert.equal(prompt.grammarPrefill, undefined);
+    assert.equal(runner.renders.length, 1);
+  });
+});
+
+describe('renderGo with toolChoice "required"', () => {
+  const api = loadGoTemplates()!;
+  const template = api.GoTemplate.parse(QWEN_TOOLS_GO_TEMPLATE);
+
+  it("forces a call in the template's own syntax from the first token", () => {
+    const { text, prompt } = renderGo(api, template, new ChatRunner(), messages, {
+      ...base,
+      tools: [weather],
+      toolChoice: 'required',
+    });
+    assert.ok(text.endsWith('<|im_start|>assistant\n'));
+    const lines = prompt.grammar!.split('\n');
+    assert.equal(lines[0], 'root ::= tool-calls');
+    assert.ok(lines.includes('tool-call ::= "<tool_call>\\n" tool-call-object "\\n</tool_call>"'));
+    assert.ok(lines.includes('args0-root ::= "{}"'));
+    assert.equal(prompt.grammarLazy, undefined);
+    assert.deepEqual(prompt.preservedTokens, ['<tool_call>', '</tool_call>']);
+    assert.ok(prompt.parser, 'the tool-call parser reads the call');
+  });
+
+  it('auto and "format" leave the forced grammar out', () => {
+    const auto = renderGo(api, template, new ChatRunner(), messages, { ...base, tools: [weather] });
+    assert.equal(auto.prompt.grammar, undefined);
+    const format = renderGo(api, template, new ChatRunner(), messages, {
+      ...base,
+      tools: [weather],
+      toolChoice: 'required',
+      format: { kind: 'json' },
+    });
+    assert.equal(format.prompt.grammar, JSON_OBJECT_GRAMMAR);
+  });
+
+  it('a tool schema the converter rejects is a 400 naming the tool', () => {
+    const bad: ToolDefinition = { type: 'function', function: { name: 'bad', parameters: { type: 'nope' } } };
+    assert.throws(
+      () => renderGo(api, template, new ChatRunner(), messages, { ...base, tools: [bad], toolChoice: 'required' }),
+      (err: unknown) => {
+        assert.ok(err instanceof InvalidRequestError);
+        assert.match(err.message, /^invalid JSON schema in the parameters of tool "bad": /);
+        return true;
+      },
+    );
+  });
+});
