@@ -52,4 +52,18 @@ describe('OpenAI /v1/responses with the real addon', { skip: addon.skip }, () =>
     const got = await client.responses.retrieve(second.id);
     assert.equal(got.output_text, second.output_text);
   });
+
+  it('the same request twice reports the same prompt size, the second with a cached part', async () => {
+    const body = {
+      model: 'tiny',
+      input: 'Count the prompt the same way twice, please.',
+      max_output_tokens: 4,
+      store: false,
+    };
+    const a = await client.responses.create(body);
+    const b = await client.responses.create(body);
+    assert.equal(b.usage!.input_tokens, a.usage!.input_tokens);
+    assert.ok(b.usage!.input_tokens_details.cached_tokens > 0, 'the second prompt came from the KV cache');
+    assert.ok(b.usage!.input_tokens_details.cached_tokens < b.usage!.input_tokens);
+  });
 });
