@@ -112,13 +112,14 @@ describe('generation on the tiny SPM llama', () => {
 
   it('more tasks than slots wait in the FIFO queue and all complete', async () => {
     const tasks = [0, 1, 2, 3].map((i) =>
-      runTask(ctx, { tokens: prompt.subarray(0, 4 + i), nPredict: 6, ignoreEos: true }),
+      // Long enough that no task can finish before the stats below are read.
+      runTask(ctx, { tokens: prompt.subarray(0, 4 + i), nPredict: 48, ignoreEos: true }),
     );
     const stats = ctx.stats();
     assert.equal(stats.queuedTasks + stats.activeSlots, 4);
     assert.ok(stats.activeSlots <= 2);
     const results = await Promise.all(tasks);
-    assert.ok(results.every((r) => r.done.reason === 'length' && r.tokens.length === 6));
+    assert.ok(results.every((r) => r.done.reason === 'length' && r.tokens.length === 48));
     const ids = results.map((r) => r.taskId);
     assert.equal(new Set(ids).size, 4);
   });
