@@ -1,2 +1,3 @@
+export * from './api-version';
 export * from './config.module';
 export * from './daemon-config';

@@ -1,6 +1,7 @@
-import { Controller, Get, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { Subscription } from 'rxjs';
+import { Controller, Get } from '@nestjs/common';
+import { LlamadRoutes } from '../common/http';
 import { ModelDetails, ModelsService } from '../models';
+import { ApiRoute, ApiTag } from '../openapi/api-route.decorator';
 import { LoadedRunnerInfo, SchedulerService } from './scheduler.service';
 
 /** One entry of GET /api/ps (Ollama `api.ProcessModelResponse`, reference/ollama-api.md §3.7). */
@@ -40,35 +41,25 @@ export function expiresAt(runner: LoadedRunnerInfo, now: number): Date {
 }
 
 /**
- * GET /api/ps — the loaded models (§3.7), longest remaining time first; `{"models": []}` when none. Also lets go of
- * deleted models: a delete unloads the runner of the deleted weights (§3.12), wired here because ModelsModule may not
- * depend on InferenceModule.
+ * GET /api/ps — the loaded models (§3.7), longest remaining time first; `{"models": []}` when none. (A delete unloads
+ * the runner of the deleted weights through ModelLifecycleService.deleted$, which the scheduler follows.)
  */
+@LlamadRoutes()
 @Controller('api')
-export class PsController implements OnModuleInit, OnModuleDestroy {
-  private readonly logger = new Logger(PsController.name);
-  private deletions?: Subscription;
-
+export class PsController {
   constructor(
     private readonly scheduler: SchedulerService,
     private readonly models: ModelsService,
   ) {}
 
-  /** Subscribes to deletions. */
-  onModuleInit(): void {
-    this.deletions = this.models.deleted$.subscribe((deleted) => {
-      this.logger.log(`unloading deleted model ${deleted.name}`);
-      this.scheduler.expire(deleted.modelPath);
-    });
-  }
-
-  /** Unsubscribes. */
-  onModuleDestroy(): void {
-    this.deletions?.unsubscribe();
-  }
-
   /** The loaded models; runners whose weights no manifest names any more are listed by blob path. */
   @Get('ps')
+  @ApiRoute({
+    id: 'listRunningModels',
+    summary: 'List loaded models',
+    tag: ApiTag.Ollama,
+    ok: { description: 'The models in memory, longest remaining time first.', json: 'ProcessResponse' },
+  })
   async ps(): Promise<ProcessResponseWire> {
     const now = Date.now();
     const loaded = this.scheduler.loaded().map((r) => ({ runner: r, expires: expiresAt(r, now) }));

@@ -123,3 +123,8 @@ export function buildModelConfig(fields: {
 export function isDigest(s: string): boolean {
   return /^sha256:[0-9a-f]{64}$/.test(s);
 }
+
+/** Digests of a manifest's config and layers (`sha256:<hex>`), in order. */
+export function manifestDigestsOf(manifest: Manifest): string[] {
+  return [manifest.config.digest, ...manifest.layers.map((l) => l.digest)];
+}

@@ -1,93 +1,38 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
-import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, open, readFile, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
-import { dirname, join, sep } from 'node:path';
-import { Readable, Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { DigestMismatchError, InternalError } from '../common/errors';
+import type { Readable } from 'node:stream';
 import { DaemonConfig } from '../config';
-import { goJsonEncode, isDigest, Manifest } from './manifest';
-import { ModelName } from './model-name';
-import { storeError } from './store-errors';
+import { BlobFiles } from './blob-files';
+import { BlobPins } from './blob-pins';
+import { isDigest, Manifest, manifestDigestsOf } from './manifest';
+import { ManifestFiles } from './manifest-files';
+import type { ModelName } from './model-name';
+import {
+  BlobPin,
+  CommittedManifest,
+  CopiedManifest,
+  MissingLayerError,
+  ModelStore,
+  StoredBlob,
+  StoredManifest,
+  SweepResult,
+} from './model-store';
+import { storeIo } from './store-files';
 import { DEFAULT_STORE_LOCK_TIMING, StoreLock, StoreLockTiming } from './store-lock';
 
-/** A blob written to or found in the store. */
-export interface StoredBlob {
-  /** `sha256:<hex>`. */
-  digest: string;
-  /** Bytes. */
-  size: number;
-}
-
-/** A manifest read from disk. */
-export interface StoredManifest {
-  /** The name with the case used on disk. */
-  name: ModelName;
-  manifest: Manifest;
-  /** Hex sha256 of the manifest file's bytes: the model "digest" of /api/tags (§1.4). */
-  digest: string;
-  /** The manifest file's mtime. */
-  modifiedAt: Date;
-  /** Absolute path of the manifest file. */
-  path: string;
-}
-
-/**
- * Digests an in-flight create or pull will reference (ModelStoreRepository.pin): the prune leaves them alone until
- * released, so a concurrent delete cannot remove a blob between the moment a new manifest's layers are chosen and
- * the moment the manifest is written.
- */
-export interface BlobPin {
-  /** Pins more digests (`sha256:<hex>`); a no-op after release(). */
-  add(...digests: string[]): void;
-  /**
-   * Unpins everything this pin holds (idempotent). Blobs a prune skipped only because of this pin, and that no
-   * manifest and no other pin references by now, are pruned then (under the store lock); failures are ignored
-   * (the next startup sweep removes what is left).
-   */
-  release(): Promise<void>;
-}
-
-/** What the startup sweep of orphaned blobs removed. */
-export interface SweepResult {
-  /** Orphaned blobs deleted. */
-  count: number;
-  /** Their total size, bytes. */
-  bytes: number;
-  /** True when the sweep did not run because some manifest file could not be read (it might reference blobs). */
-  skipped: boolean;
-}
-
-/**
- * A manifest about to be written references a blob that is no longer in the store: another process (a second
- * daemon's delete or startup sweep) removed it. Nothing was written. 500 (Ollama has no equivalent).
- */
-export class MissingLayerError extends InternalError {
-  constructor(
-    readonly digest: string,
-    what: string,
-  ) {
-    super(
-      `layer ${digest} of ${what} was removed from the model store (by another process) before its manifest was ` +
-        'written; nothing was written, try again',
-    );
-  }
-}
+// Kept importable from here, where they were defined before the store was split by job.
+export { manifestDigestsOf } from './manifest';
+export { MissingLayerError } from './model-store';
+export type { BlobPin, StoredBlob, StoredManifest, SweepResult } from './model-store';
 
 /** DI token of an optional StoreLockTiming for the repository (tests). */
 export const STORE_LOCK_TIMING = Symbol('STORE_LOCK_TIMING');
 
-/** Temporary files start with a dot: never a valid tag or digest name, so listings and Ollama's prune skip them. */
-function tempName(): string {
-  return `.tmp-${process.pid}-${randomBytes(6).toString('hex')}`;
-}
-
 /**
- * The model store on disk in Ollama's own layout (reference/ollama-api.md §10.1):
- * `<root>/blobs/sha256-<hex>` (content-addressed, mode 0644) and `<root>/manifests/<host>/<namespace>/<model>/<tag>`.
- * Every write is atomic: content goes to a temporary file in the destination directory, then is renamed.
- * The only class that touches these files (ARCHITECTURE.md §4 repository layer).
+ * The default ModelStore (MODEL_STORE): the model store on disk in Ollama's own layout (reference/ollama-api.md
+ * §10.1): `<root>/blobs/sha256-<hex>` (BlobFiles) and `<root>/manifests/<host>/<namespace>/<model>/<tag>`
+ * (ManifestFiles). Every write is atomic: content goes to a temporary file in the destination directory, then is
+ * renamed. The only class that touches these files (ARCHITECTURE.md §4 repository layer); this one adds the lock, the
+ * pins and the prunes that keep manifests and blobs consistent.
  *
  * Concurrency: operations that change which blobs are referenced (manifest writes, removals, prunes) run under
  * `exclusive()`, a lock shared with other processes on the same directory (StoreLock, `<root>/.llamad-store.lock`).
@@ -97,13 +42,12 @@ function tempName(): string {
  * text>`.
  */
 @Injectable()
-export class ModelStoreRepository {
+export class ModelStoreRepository implements ModelStore {
   private readonly logger = new Logger(ModelStoreRepository.name);
   private readonly lock: StoreLock;
-  /** Pinned digest → number of live pins holding it. */
-  private readonly pins = new Map<string, number>();
-  /** Unreferenced digests a prune left only because they were pinned: pruned when their last pin goes. */
-  private readonly deferred = new Set<string>();
+  private readonly pins = new BlobPins((digests) => this.pruneLayers(digests));
+  private readonly blobs = new BlobFiles(() => this.root);
+  private readonly manifests = new ManifestFiles(() => this.root);
 
   /**
    * @param lockTiming store lock timing (tests provide STORE_LOCK_TIMING to shrink it; default
@@ -143,35 +87,7 @@ export class ModelStoreRepository {
    * @param digests `sha256:<hex>` digests to pin at once.
    */
   pin(digests: Iterable<string> = []): BlobPin {
-    const held = new Set<string>();
-    let released = false;
-    const add = (...more: string[]) => {
-      if (released) return;
-      for (const d of more) {
-        if (held.has(d)) continue;
-        held.add(d);
-        this.pins.set(d, (this.pins.get(d) ?? 0) + 1);
-      }
-    };
-    add(...digests);
-    return {
-      add,
-      release: async () => {
-        if (released) return;
-        released = true;
-        const freed: string[] = [];
-        for (const d of held) {
-          const n = (this.pins.get(d) ?? 1) - 1;
-          if (n > 0) {
-            this.pins.set(d, n);
-            continue;
-          }
-          this.pins.delete(d);
-          if (this.deferred.delete(d)) freed.push(d);
-        }
-        if (freed.length > 0) await this.pruneLayers(freed).catch(() => undefined);
-      },
-    };
+    return this.pins.pin(digests);
   }
 
   /** Whether a digest is pinned by an in-flight create or pull of this process. */
@@ -184,164 +100,49 @@ export class ModelStoreRepository {
     return this.config.modelsDir;
   }
 
-  private get blobsDir(): string {
-    return join(this.root, 'blobs');
-  }
-
-  private get manifestsDir(): string {
-    return join(this.root, 'manifests');
-  }
-
-  /**
-   * Absolute path of a blob (`sha256:<hex>` → `<root>/blobs/sha256-<hex>`).
-   * @throws InternalError for a malformed digest (digests come from manifests, never straight from users).
-   */
+  /** See ModelStore.blobPath: `sha256:<hex>` → `<root>/blobs/sha256-<hex>`. */
   blobPath(digest: string): string {
-    if (!isDigest(digest)) throw new InternalError(`invalid digest format: ${digest}`);
-    return join(this.blobsDir, digest.replace(':', '-'));
+    return this.blobs.path(digest);
   }
 
-  /** Size in bytes of a blob, or null when it is missing. */
-  async blobSize(digest: string): Promise<number | null> {
-    try {
-      const s = await stat(this.blobPath(digest));
-      return s.isFile() ? s.size : null;
-    } catch {
-      return null;
-    }
+  /** See ModelStore.blobSize. */
+  blobSize(digest: string): Promise<number | null> {
+    return this.blobs.size(digest);
   }
 
-  /**
-   * Reads a whole blob (templates, params, config: small layers).
-   * @throws InternalError `cannot read blob sha256:…: <errno text>`.
-   */
-  async readBlob(digest: string): Promise<Buffer> {
-    return readFile(this.blobPath(digest)).catch((err: unknown) => {
-      throw storeError(err, `cannot read blob ${digest}`);
-    });
+  /** See ModelStore.readBlob. */
+  readBlob(digest: string): Promise<Buffer> {
+    return this.blobs.read(digest);
   }
 
-  /**
-   * Moves a finished temporary file to its blob path (§10.1). An existing blob with that name has the same bytes;
-   * replacing it by rename (atomic) rather than keeping it means the blob is there, with a fresh mtime, the moment
-   * this returns, even if a prune removed the old file meanwhile. `pin` (if any) gets the digest first.
-   */
-  private async commitBlob(tmp: string, digest: string, pin?: BlobPin): Promise<void> {
-    pin?.add(digest);
-    await rename(tmp, this.blobPath(digest));
+  /** See ModelStore.importFile (BlobFiles.importFile: hashed while streamed to a temporary file, then renamed). */
+  importFile(sourcePath: string, pin?: BlobPin): Promise<StoredBlob> {
+    return this.blobs.importFile(sourcePath, pin);
   }
 
-  /**
-   * Copies a file into the blob store, hashing while streaming to a temporary file in blobs/, then renaming
-   * (§10.1). Reading never loads the whole file in memory.
-   * @param pin pinned with the digest before the blob appears (in-flight creates).
-   * @returns its digest and size in bytes.
-   * @throws InternalError `cannot import file: <errno text>` (the source's path is not repeated).
-   */
-  async importFile(sourcePath: string, pin?: BlobPin): Promise<StoredBlob> {
-    return this.io('cannot import file', async () => {
-      await mkdir(this.blobsDir, { recursive: true });
-      const tmp = join(this.blobsDir, tempName());
-      try {
-        const { digest, size } = await hashCopy(createReadStream(sourcePath), tmp);
-        await this.commitBlob(tmp, digest, pin);
-        return { digest, size };
-      } catch (err) {
-        await rm(tmp, { force: true });
-        throw err;
-      }
-    });
+  /** See ModelStore.receiveBlob (POST /api/blobs/:digest, §3.10; BlobFiles.receive). */
+  receiveBlob(body: Readable, expected: string): Promise<StoredBlob & { created: boolean }> {
+    return this.blobs.receive(body, expected);
   }
 
-  /**
-   * Streams an uploaded body into the store (POST /api/blobs/:digest, §3.10): written to a temporary file in blobs/
-   * while hashed, fsynced, compared with `expected`, then renamed. Nothing is buffered in memory.
-   * @param expected `sha256:<hex>` (lower-case hex).
-   * @returns the blob and whether it was new (false when an identical blob already existed).
-   * @throws DigestMismatchError (400) `digest mismatch, expected "sha256:…", got "sha256:…"` (the temporary file is
-   *   removed); InternalError `cannot store blob: <errno or stream text>` (the temporary file is removed).
-   */
-  async receiveBlob(body: Readable, expected: string): Promise<StoredBlob & { created: boolean }> {
-    return this.io('cannot store blob', async () => {
-      await mkdir(this.blobsDir, { recursive: true });
-      const tmp = this.tempBlobPath();
-      try {
-        const { digest, size } = await hashCopy(body, tmp);
-        if (digest !== expected) {
-          throw new DigestMismatchError(expected, digest);
-        }
-        const existed = (await this.blobSize(digest)) !== null;
-        await this.commitBlob(tmp, digest);
-        return { digest, size, created: !existed };
-      } catch (err) {
-        await rm(tmp, { force: true });
-        throw err;
-      }
-    });
+  /** See ModelStore.newTempBlobPath: a temporary path inside blobs/ (created if needed). */
+  newTempBlobPath(): Promise<string> {
+    return this.blobs.newTempPath();
   }
 
-  /**
-   * A fresh temporary path inside blobs/ (created if needed) for producers that write a file themselves (the
-   * quantizer); hand it to adoptTempFile() when complete, or remove it.
-   */
-  async newTempBlobPath(): Promise<string> {
-    await this.io('cannot create blobs directory', () => mkdir(this.blobsDir, { recursive: true }));
-    return this.tempBlobPath();
+  /** See ModelStore.adoptTempFile. */
+  adoptTempFile(tmp: string, pin?: BlobPin): Promise<StoredBlob> {
+    return this.blobs.adopt(tmp, pin);
   }
 
-  private tempBlobPath(): string {
-    return join(this.blobsDir, tempName());
+  /** See ModelStore.writeBlob. */
+  writeBlob(data: string | Buffer, pin?: BlobPin): Promise<StoredBlob> {
+    return this.blobs.write(data, pin);
   }
 
-  /**
-   * Turns a complete temporary file from newTempBlobPath() into a blob: hashes it (streamed), fsyncs, renames.
-   * The temporary file is gone afterwards, whatever happens.
-   * @param pin pinned with the digest before the blob appears.
-   * @throws InternalError `cannot store blob: <errno text>`.
-   */
-  async adoptTempFile(tmp: string, pin?: BlobPin): Promise<StoredBlob> {
-    return this.io('cannot store blob', async () => {
-      try {
-        const hash = createHash('sha256');
-        let size = 0;
-        for await (const chunk of createReadStream(tmp)) {
-          hash.update(chunk as Buffer);
-          size += (chunk as Buffer).length;
-        }
-        await fsyncFile(tmp);
-        const digest = `sha256:${hash.digest('hex')}`;
-        await this.commitBlob(tmp, digest, pin);
-        return { digest, size };
-      } catch (err) {
-        await rm(tmp, { force: true });
-        throw err;
-      }
-    });
-  }
-
-  /**
-   * Startup hygiene (Ollama's Serve, reference §7.7): deletes files in blobs/ whose name is not a blob name
-   * (`sha256-<64 hex>`) — interrupted uploads, imports, quantizations, downloads — when older than `maxAgeMs`.
-   * Valid blobs are never touched here, referenced or not (see sweepOrphans).
-   * @returns the file names removed.
-   */
-  async removeStaleTempFiles(maxAgeMs: number, now = Date.now()): Promise<string[]> {
-    let entries: string[];
-    try {
-      entries = await readdir(this.blobsDir);
-    } catch {
-      return [];
-    }
-    const removed: string[] = [];
-    for (const entry of entries) {
-      if (BLOB_FILE_NAME.test(entry)) continue;
-      const path = join(this.blobsDir, entry);
-      const info = await stat(path).catch(() => null);
-      if (!info?.isFile() || now - info.mtimeMs < maxAgeMs) continue;
-      await rm(path, { force: true });
-      removed.push(entry);
-    }
-    return removed;
+  /** See ModelStore.removeStaleTempFiles (Ollama's Serve, reference §7.7; BlobFiles.removeStaleTempFiles). */
+  removeStaleTempFiles(maxAgeMs: number, now = Date.now()): Promise<string[]> {
+    return this.blobs.removeStaleTempFiles(maxAgeMs, now);
   }
 
   /**
@@ -358,140 +159,36 @@ export class ModelStoreRepository {
    */
   async sweepOrphans(minAgeMs: number, now = Date.now()): Promise<SweepResult> {
     const result: SweepResult = { count: 0, bytes: 0, skipped: false };
-    const exists = await stat(this.blobsDir).then(
-      () => true,
-      () => false,
-    );
-    if (!exists) return result; // an empty store: no lock (nor models directory) needed
+    if (!(await this.blobs.exists())) return result; // an empty store: no lock (nor models directory) needed
     return this.exclusive(() =>
-      this.io('cannot sweep orphaned blobs', async () => {
-        const entries = await readdir(this.blobsDir);
+      storeIo('cannot sweep orphaned blobs', async () => {
+        const entries = await this.blobs.list();
         const { used, complete } = await this.referencedDigests();
         if (!complete) return { ...result, skipped: true };
-        for (const entry of entries) {
-          if (!BLOB_FILE_NAME.test(entry)) continue;
-          const digest = entry.replace('-', ':');
-          if (used.has(digest) || this.pins.has(digest)) continue;
-          const path = join(this.blobsDir, entry);
-          const info = await stat(path).catch(() => null);
-          if (!info?.isFile() || now - info.mtimeMs < minAgeMs) continue;
-          await rm(path, { force: true });
-          result.count++;
-          result.bytes += info.size;
-        }
-        return result;
+        const keep = (digest: string) => used.has(digest) || this.pins.has(digest);
+        return { ...result, ...(await this.blobs.removeUnkept(entries, keep, minAgeMs, now)) };
       }),
     );
   }
 
-  /**
-   * Writes bytes as a blob (template, system, params, messages, license, config layers).
-   * @param pin pinned with the digest before the blob appears.
-   * @throws InternalError `cannot write blob: <errno text>`.
-   */
-  async writeBlob(data: string | Buffer, pin?: BlobPin): Promise<StoredBlob> {
-    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
-    const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
-    return this.io('cannot write blob', async () => {
-      await mkdir(this.blobsDir, { recursive: true });
-      const tmp = join(this.blobsDir, tempName());
-      try {
-        await writeFileSynced(tmp, bytes);
-        await this.commitBlob(tmp, digest, pin);
-      } catch (err) {
-        await rm(tmp, { force: true });
-        throw err;
-      }
-      return { digest, size: bytes.length };
-    });
+  /** See ModelStore.findExisting (Ollama's getExistingName, §10.4). */
+  findExisting(name: ModelName): Promise<ModelName | null> {
+    return this.manifests.findExisting(name);
+  }
+
+  /** See ModelStore.readManifest. */
+  readManifest(name: ModelName): Promise<StoredManifest | null> {
+    return this.manifests.read(name);
   }
 
   /**
-   * Finds the on-disk spelling of a name: each path component is matched case-insensitively against the existing
-   * manifest tree (an exact match wins), like Ollama's getExistingName (§10.4).
-   * @returns the existing name, or null when no manifest matches.
-   */
-  async findExisting(name: ModelName): Promise<ModelName | null> {
-    let dir = this.manifestsDir;
-    const found: string[] = [];
-    for (const [i, part] of name.manifestSegments().entries()) {
-      let entries: string[];
-      try {
-        entries = await readdir(dir);
-      } catch {
-        return null;
-      }
-      const match = entries.includes(part) ? part : entries.find((e) => e.toLowerCase() === part.toLowerCase());
-      if (match === undefined) return null;
-      found.push(match);
-      dir = join(dir, match);
-      if (i === 3) {
-        const s = await stat(dir).catch(() => null);
-        if (!s?.isFile()) return null;
-      }
-    }
-    return ModelName.fromParts(found[0], found[1], found[2], found[3]);
-  }
-
-  private manifestPath(name: ModelName): string {
-    return join(this.manifestsDir, ...name.manifestSegments());
-  }
-
-  /**
-   * Reads the manifest of a name (matched case-insensitively).
-   * @returns null when there is none.
-   * @throws InternalError when the file exists but is not a manifest or cannot be read.
-   */
-  async readManifest(name: ModelName): Promise<StoredManifest | null> {
-    const existing = await this.findExisting(name);
-    if (!existing) return null;
-    return this.io(`cannot read manifest of ${existing.toShortString()}`, () => this.readManifestAt(existing));
-  }
-
-  private async readManifestAt(name: ModelName): Promise<StoredManifest> {
-    const path = this.manifestPath(name);
-    const [bytes, info] = await Promise.all([readFile(path), stat(path)]);
-    let manifest: Manifest;
-    try {
-      manifest = JSON.parse(bytes.toString('utf8')) as Manifest;
-    } catch (err) {
-      throw new InternalError(`manifest ${name.toShortString()} is not valid JSON`, { cause: err });
-    }
-    if (!manifest || typeof manifest !== 'object' || !Array.isArray(manifest.layers) || !manifest.config) {
-      throw new InternalError(`manifest ${name.toShortString()} is malformed`);
-    }
-    return {
-      name,
-      manifest,
-      digest: createHash('sha256').update(bytes).digest('hex'),
-      modifiedAt: info.mtime,
-      path,
-    };
-  }
-
-  /**
-   * Writes a manifest atomically (temporary file + rename) as Go's encoder would (compact JSON, trailing newline).
-   * An existing manifest whose name differs only in case is replaced in place. Does not check the blobs: see
-   * commitManifest.
+   * Writes a manifest atomically (temporary file + rename) as Go's encoder would (compact JSON, trailing newline),
+   * under the store lock. An existing manifest whose name differs only in case is replaced in place. Does not check
+   * the blobs: see commitManifest.
    * @throws InternalError `cannot write manifest of <name>: <errno text>`.
    */
-  async writeManifest(name: ModelName, manifest: Manifest): Promise<StoredManifest> {
-    return this.exclusive(() =>
-      this.io(`cannot write manifest of ${name.toShortString()}`, async () => {
-        const target = (await this.findExisting(name)) ?? name;
-        const path = this.manifestPath(target);
-        await mkdir(dirname(path), { recursive: true });
-        const tmp = join(dirname(path), tempName());
-        try {
-          await writeFileSynced(tmp, Buffer.from(goJsonEncode(manifest), 'utf8'));
-          await rename(tmp, path);
-        } catch (err) {
-          await rm(tmp, { force: true });
-          throw err;
-        }
-        return this.readManifestAt(target);
-      }),
-    );
+  writeManifest(name: ModelName, manifest: Manifest): Promise<StoredManifest> {
+    return this.exclusive(() => this.manifests.write(name, manifest));
   }
 
   /**
@@ -517,10 +214,7 @@ export class ModelStoreRepository {
    * @throws MissingLayerError (500) when a referenced blob is gone: no manifest is written;
    *   InternalError for a file-system failure.
    */
-  async commitManifest(
-    name: ModelName,
-    manifest: Manifest,
-  ): Promise<{ stored: StoredManifest; replaced: StoredManifest | null; pruned: string[] }> {
+  async commitManifest(name: ModelName, manifest: Manifest): Promise<CommittedManifest> {
     return this.exclusive(async () => {
       await this.requireBlobs(manifest, `model "${name.toShortString()}"`);
       const replaced = await this.readManifest(name).catch(() => null);
@@ -535,7 +229,7 @@ export class ModelStoreRepository {
 
   /** Every valid manifest in the store (files whose four path parts form a valid name); unreadable ones skipped. */
   async listManifests(): Promise<StoredManifest[]> {
-    return (await this.scanManifests()).manifests;
+    return (await this.manifests.scan()).manifests;
   }
 
   /**
@@ -545,33 +239,8 @@ export class ModelStoreRepository {
    * @returns the destination as stored, and the manifest it replaced (if any); null when the source is gone.
    * @throws InternalError `cannot copy manifest: <errno text>`.
    */
-  async copyManifest(
-    source: StoredManifest,
-    destination: ModelName,
-  ): Promise<{ stored: StoredManifest; replaced: StoredManifest | null } | null> {
-    return this.exclusive(() =>
-      this.io('cannot copy manifest', async () => {
-        const bytes = await readFile(source.path).catch((err: NodeJS.ErrnoException) => {
-          if (err.code === 'ENOENT') return null;
-          throw err;
-        });
-        if (bytes === null) return null;
-        const existing = await this.findExisting(destination);
-        const replaced = existing ? await this.readManifestAt(existing).catch(() => null) : null;
-        const target = existing ?? destination;
-        const path = this.manifestPath(target);
-        await mkdir(dirname(path), { recursive: true });
-        const tmp = join(dirname(path), tempName());
-        try {
-          await writeFileSynced(tmp, bytes);
-          await rename(tmp, path);
-        } catch (err) {
-          await rm(tmp, { force: true });
-          throw err;
-        }
-        return { stored: await this.readManifestAt(target), replaced };
-      }),
-    );
+  copyManifest(source: StoredManifest, destination: ModelName): Promise<CopiedManifest | null> {
+    return this.exclusive(() => this.manifests.copy(source, destination));
   }
 
   /**
@@ -580,20 +249,7 @@ export class ModelStoreRepository {
    * @throws InternalError `cannot remove manifest: <errno text>`.
    */
   async removeManifest(stored: StoredManifest): Promise<void> {
-    await this.exclusive(() =>
-      this.io('cannot remove manifest', async () => {
-        await rm(stored.path, { force: true });
-        let dir = dirname(stored.path);
-        while (dir.startsWith(this.manifestsDir + sep) && dir !== this.manifestsDir) {
-          try {
-            await rmdir(dir);
-          } catch {
-            break; // not empty (or gone): stop
-          }
-          dir = dirname(dir);
-        }
-      }),
-    );
+    await this.exclusive(() => this.manifests.remove(stored));
   }
 
   /**
@@ -606,17 +262,17 @@ export class ModelStoreRepository {
    */
   async pruneLayers(digests: string[]): Promise<string[]> {
     return this.exclusive(() =>
-      this.io('cannot prune blobs', async () => {
+      storeIo('cannot prune blobs', async () => {
         const { used, complete } = await this.referencedDigests();
         if (!complete) return [];
         const removed: string[] = [];
         for (const digest of new Set(digests)) {
           if (used.has(digest) || !isDigest(digest)) continue;
           if (this.pins.has(digest)) {
-            this.deferred.add(digest);
+            this.pins.defer(digest);
             continue;
           }
-          await rm(this.blobPath(digest), { force: true });
+          await this.blobs.remove(digest);
           removed.push(digest);
         }
         return removed;
@@ -626,98 +282,9 @@ export class ModelStoreRepository {
 
   /** Every digest referenced by a manifest; `complete` is false when some manifest file could not be read. */
   private async referencedDigests(): Promise<{ used: Set<string>; complete: boolean }> {
-    const { manifests, unreadable } = await this.scanManifests();
+    const { manifests, unreadable } = await this.manifests.scan();
     const used = new Set<string>();
     for (const m of manifests) for (const d of manifestDigestsOf(m.manifest)) used.add(d);
     return { used, complete: unreadable === 0 };
   }
-
-  /** Runs a file-system operation, turning its failures into path-free errors (store-errors.ts). */
-  private async io<T>(action: string, op: () => Promise<T>): Promise<T> {
-    try {
-      return await op();
-    } catch (err) {
-      throw storeError(err, action);
-    }
-  }
-
-  /**
-   * Walks manifests/: valid manifests, and how many files with a valid name (or directories) could not be read.
-   */
-  private async scanManifests(): Promise<{ manifests: StoredManifest[]; unreadable: number }> {
-    const out: StoredManifest[] = [];
-    let unreadable = 0;
-    const walk = async (dir: string, parts: string[]): Promise<void> => {
-      let entries: import('node:fs').Dirent[];
-      try {
-        entries = await readdir(dir, { withFileTypes: true });
-      } catch (err) {
-        // No manifests/ yet is an empty store; an unreadable directory may hide manifests.
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') unreadable++;
-        return;
-      }
-      for (const entry of entries) {
-        const next = [...parts, entry.name];
-        if (parts.length < 3 && entry.isDirectory()) {
-          await walk(join(dir, entry.name), next);
-        } else if (parts.length === 3 && entry.isFile()) {
-          const name = ModelName.fromParts(next[0], next[1], next[2], next[3]);
-          if (!name) continue;
-          try {
-            out.push(await this.readManifestAt(name));
-          } catch {
-            // A broken or foreign file in the manifest tree is not a model; skip it.
-            unreadable++;
-          }
-        }
-      }
-    };
-    await walk(this.manifestsDir, []);
-    return { manifests: out, unreadable };
-  }
-}
-
-/** A valid blob file name in blobs/. */
-const BLOB_FILE_NAME = /^sha256-[0-9a-f]{64}$/;
-
-/** Digests of a manifest's config and layers (`sha256:<hex>`), in order. */
-export function manifestDigestsOf(manifest: Manifest): string[] {
-  return [manifest.config.digest, ...manifest.layers.map((l) => l.digest)];
-}
-
-/** Writes a file and fsyncs it, so a rename after a crash never exposes a truncated file. */
-async function writeFileSynced(path: string, data: Buffer): Promise<void> {
-  const handle = await open(path, 'w', 0o644);
-  try {
-    await handle.writeFile(data);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
-/** fsyncs a written file so that a rename after a crash never exposes a truncated blob. */
-async function fsyncFile(path: string): Promise<void> {
-  const handle = await open(path, 'r+');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
-/** Streams `source` into a new file at `path` while hashing; fsyncs it. @returns `sha256:<hex>` and bytes. */
-async function hashCopy(source: Readable, path: string): Promise<StoredBlob> {
-  const hash = createHash('sha256');
-  let size = 0;
-  const hasher = new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      hash.update(chunk);
-      size += chunk.length;
-      cb(null, chunk);
-    },
-  });
-  await pipeline(source, hasher, createWriteStream(path, { mode: 0o644 }));
-  await fsyncFile(path);
-  return { digest: `sha256:${hash.digest('hex')}`, size };
 }

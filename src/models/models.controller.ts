@@ -1,39 +1,50 @@
 import { Body, Controller, Delete, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { map } from 'rxjs';
-import { ollamaErrorLine, StreamResponder } from '../common/http';
+import { LlamadRoutes, ollamaErrorLine, StreamResponder } from '../common/http';
+import { LlamadService } from '../facade/llamad.service';
+import { ApiRoute, ApiTag } from '../openapi/api-route.decorator';
 import { isLoopbackAddress } from '../security';
 import { CopyRequestDto, DeleteRequestDto } from './dto/copy-delete-request.dto';
 import { CreateRequestDto } from './dto/create-request.dto';
 import { ListResponseWire, ShowResponseWire } from './dto/model-responses.dto';
 import { ShowRequestDto } from './dto/show-request.dto';
-import { fromCreateRequest, toListModelWire, toProgressWire, toShowResponseWire } from './models.mapper';
-import { CreateRequester, ModelsService } from './models.service';
+import { CreateRequester } from './model-create.types';
 
 /**
  * The model catalogue routes (reference/ollama-api.md §3): GET|HEAD /api/tags, POST /api/show, POST /api/create,
- * POST /api/copy, DELETE /api/delete.
+ * POST /api/copy, DELETE /api/delete. Thin: the facade does the work.
  */
+@LlamadRoutes()
 @Controller('api')
 export class ModelsController {
   constructor(
-    private readonly models: ModelsService,
+    private readonly llamad: LlamadService,
     private readonly responder: StreamResponder,
   ) {}
 
   /** Local models, newest first; `{"models": []}` when there are none (§3.6). */
   @Get('tags')
-  async tags(): Promise<ListResponseWire> {
-    const models = await this.models.list();
-    return { models: models.map(toListModelWire) };
+  @ApiRoute({
+    id: 'listModels',
+    summary: 'List local models',
+    tag: ApiTag.Ollama,
+    ok: { description: 'Local models, newest first.', json: 'ListResponse' },
+  })
+  tags(): Promise<ListResponseWire> {
+    return this.llamad.list();
   }
 
   /** Model information (§3.8). 400 `model is required`, 404 `model '<name:tag>' not found`. */
   @Post('show')
   @HttpCode(200)
-  async show(@Body() body: ShowRequestDto): Promise<ShowResponseWire> {
-    const info = await this.models.show(body.model || body.name || '', body.verbose ?? false);
-    return toShowResponseWire(info, { system: body.system, options: body.options });
+  @ApiRoute({
+    id: 'showModel',
+    summary: 'Show model information',
+    tag: ApiTag.Ollama,
+    ok: { description: 'Modelfile, parameters, template, details, model_info, capabilities.', json: 'ShowResponse' },
+  })
+  show(@Body() body: ShowRequestDto): Promise<ShowResponseWire> {
+    return this.llamad.show(body);
   }
 
   /**
@@ -42,8 +53,14 @@ export class ModelsController {
    */
   @Post('copy')
   @HttpCode(200)
+  @ApiRoute({
+    id: 'copyModel',
+    summary: 'Copy a model',
+    tag: ApiTag.Ollama,
+    ok: { description: 'Copied (empty body).' },
+  })
   async copy(@Body() body: CopyRequestDto, @Res() reply: FastifyReply): Promise<void> {
-    await this.models.copy(body.source ?? '', body.destination ?? '');
+    await this.llamad.copy(body);
     await reply.status(200).send();
   }
 
@@ -53,8 +70,14 @@ export class ModelsController {
    */
   @Delete('delete')
   @HttpCode(200)
+  @ApiRoute({
+    id: 'deleteModel',
+    summary: 'Delete a model',
+    tag: ApiTag.Ollama,
+    ok: { description: 'Deleted (empty body).' },
+  })
   async delete(@Body() body: DeleteRequestDto, @Res() reply: FastifyReply): Promise<void> {
-    await this.models.delete(body.model || body.name || '');
+    await this.llamad.delete(body);
     await reply.status(200).send();
   }
 
@@ -66,14 +89,21 @@ export class ModelsController {
    */
   @Post('create')
   @HttpCode(200)
+  @ApiRoute({
+    id: 'createModel',
+    summary: 'Create a model',
+    description:
+      'From a Modelfile (`modelfile`) or the JSON fields; NDJSON progress by default, `stream: false` for one.',
+    tag: ApiTag.Ollama,
+    ok: { description: 'Progress records, the last `success`.', ndjson: 'ProgressResponse', json: 'ProgressResponse' },
+  })
   async create(@Body() body: CreateRequestDto, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-    const plan = await this.models.prepareCreate(fromCreateRequest(body), requesterOf(req));
-    const progress$ = this.models.create(plan).pipe(map(toProgressWire));
-    if (body.stream === false) {
-      await this.responder.json(reply, progress$);
+    const progress = this.llamad.create(body, requesterOf(req));
+    if (!progress.stream) {
+      await this.responder.json(reply, progress.response$);
       return;
     }
-    await this.responder.ndjson(reply, progress$, ollamaErrorLine);
+    await this.responder.ndjson(reply, progress.observable, ollamaErrorLine);
   }
 }
 

@@ -1,5 +1,5 @@
 import { RegistryError } from '../common/errors';
-import { OLLAMA_API_VERSION } from '../app.controller';
+import { OLLAMA_API_VERSION } from '../config';
 import { RegistryCredentials } from './registry-credentials';
 import { parseWwwAuthenticate } from './www-authenticate';
 import { buildChallengeUrl, challengeSigningString, checkRealmHost } from './registry-challenge';

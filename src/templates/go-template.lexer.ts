@@ -1,152 +1,28 @@
 /**
  * Lexer for Go `text/template` source, mirroring Go's `text/template/parse/lex.go` (delimiters `{{` `}}`, trim
- * markers `{{- ` / ` -}}`, comments `{{/* *\/}}`, newlines allowed inside actions).
+ * markers `{{- ` / ` -}}`, comments `{{/* *\/}}`, newlines allowed inside actions): the Lexer and its state
+ * functions. Token types and character classes: go-template.tokens.ts.
  */
+import {
+  countNewlines,
+  goQuote,
+  hasLeftTrimMarker,
+  hasRightTrimMarker,
+  isAlphaNumeric,
+  isSpace,
+  Item,
+  ItemType,
+  KEYWORDS,
+  LEFT_COMMENT,
+  LEFT_DELIM,
+  leftTrimLength,
+  RIGHT_COMMENT,
+  RIGHT_DELIM,
+  rightTrimLength,
+  TRIM_MARKER_LEN,
+} from './go-template.tokens';
 
-export enum ItemType {
-  Error,
-  Bool,
-  Char,
-  CharConstant,
-  Comment,
-  Complex,
-  Assign,
-  Declare,
-  EOF,
-  Field,
-  Identifier,
-  LeftDelim,
-  LeftParen,
-  Number,
-  Pipe,
-  RawString,
-  RightDelim,
-  RightParen,
-  Space,
-  String,
-  Text,
-  Variable,
-  // Keywords come after all the above.
-  Keyword,
-  Block,
-  Break,
-  Continue,
-  Dot,
-  Define,
-  Else,
-  End,
-  If,
-  Nil,
-  Range,
-  Template,
-  With,
-}
-
-/** One lexed token: its type, text, byte-ish offset (UTF-16 index) and 1-based line. */
-export interface Item {
-  typ: ItemType;
-  val: string;
-  pos: number;
-  line: number;
-}
-
-const KEYWORDS: Record<string, ItemType> = {
-  '.': ItemType.Dot,
-  block: ItemType.Block,
-  break: ItemType.Break,
-  continue: ItemType.Continue,
-  define: ItemType.Define,
-  else: ItemType.Else,
-  end: ItemType.End,
-  if: ItemType.If,
-  range: ItemType.Range,
-  nil: ItemType.Nil,
-  template: ItemType.Template,
-  with: ItemType.With,
-};
-
-const LEFT_DELIM = '{{';
-const RIGHT_DELIM = '}}';
-const LEFT_COMMENT = '/*';
-const RIGHT_COMMENT = '*/';
-const TRIM_MARKER_LEN = 2;
-
-/** Go's `%q` of an item, as used in parse error messages (`unexpected "}" in operand`). */
-export function itemString(i: Item): string {
-  if (i.typ === ItemType.EOF) return 'EOF';
-  if (i.typ === ItemType.Error) return i.val;
-  if (i.typ > ItemType.Keyword) return `<${i.val}>`;
-  if ([...i.val].length > 10) return `${goQuote([...i.val].slice(0, 10).join(''))}...`;
-  return goQuote(i.val);
-}
-
-/** Go's strconv.Quote (printable non-ASCII kept as is). */
-export function goQuote(s: string): string {
-  let out = '"';
-  for (const ch of s) {
-    const c = ch.codePointAt(0) ?? 0;
-    switch (ch) {
-      case '"':
-        out += '\\"';
-        continue;
-      case '\\':
-        out += '\\\\';
-        continue;
-      case '\x07':
-        out += '\\a';
-        continue;
-      case '\b':
-        out += '\\b';
-        continue;
-      case '\f':
-        out += '\\f';
-        continue;
-      case '\n':
-        out += '\\n';
-        continue;
-      case '\r':
-        out += '\\r';
-        continue;
-      case '\t':
-        out += '\\t';
-        continue;
-      case '\v':
-        out += '\\v';
-        continue;
-    }
-    if (c < 0x20 || c === 0x7f) out += '\\x' + c.toString(16).padStart(2, '0');
-    else if (c >= 0x80 && c < 0xa0) out += '\\u' + c.toString(16).padStart(4, '0');
-    else if (c >= 0xd800 && c <= 0xdfff) out += '\\ufffd';
-    else out += ch;
-  }
-  return out + '"';
-}
-
-function isSpace(c: string): boolean {
-  return c === ' ' || c === '\t' || c === '\r' || c === '\n';
-}
-
-function isAlphaNumeric(c: string): boolean {
-  return c === '_' || /^[\p{L}\p{Nd}]$/u.test(c);
-}
-
-function hasLeftTrimMarker(s: string, at: number): boolean {
-  return s.length - at >= 2 && s[at] === '-' && isSpace(s[at + 1]);
-}
-
-function hasRightTrimMarker(s: string, at: number): boolean {
-  return s.length - at >= 2 && isSpace(s[at]) && s[at + 1] === '-';
-}
-
-function rightTrimLength(s: string): number {
-  return s.length - s.replace(/[ \t\r\n]+$/, '').length;
-}
-
-function leftTrimLength(s: string, at: number): number {
-  let i = at;
-  while (i < s.length && isSpace(s[i])) i++;
-  return i - at;
-}
+export { goQuote, Item, ItemType, itemString } from './go-template.tokens';
 
 type StateFn = ((l: Lexer) => StateFn) | null;
 
@@ -274,12 +150,6 @@ export class Lexer {
   get wantComments(): boolean {
     return this.emitComments;
   }
-}
-
-function countNewlines(s: string, from: number, to: number): number {
-  let n = 0;
-  for (let i = from; i < to && i < s.length; i++) if (s[i] === '\n') n++;
-  return n;
 }
 
 function lexText(l: Lexer): StateFn {

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Subject } from 'rxjs';
-import type { DeletedModel, ListedModel, ModelsService } from '../../../src/models';
+import type { ListedModel, ModelsService } from '../../../src/models';
 import { expiresAt, PsController } from '../../../src/inference/ps.controller';
 import type { LoadedRunnerInfo, SchedulerService } from '../../../src/inference/scheduler.service';
 import { spec } from '../../utils/fake-runner';
@@ -20,11 +19,8 @@ function runner(path: string, over: Partial<LoadedRunnerInfo> = {}): LoadedRunne
 }
 
 function controller(loaded: LoadedRunnerInfo[]) {
-  const expired: string[] = [];
-  const deleted = new Subject<DeletedModel>();
-  const scheduler = { loaded: () => loaded, expire: (p: string) => expired.push(p) } as unknown as SchedulerService;
+  const scheduler = { loaded: () => loaded } as unknown as SchedulerService;
   const models = {
-    deleted$: deleted.asObservable(),
     findByWeights: (p: string): Promise<ListedModel | null> =>
       Promise.resolve(
         p === '/gone'
@@ -45,7 +41,7 @@ function controller(loaded: LoadedRunnerInfo[]) {
             },
       ),
   } as unknown as ModelsService;
-  return { ps: new PsController(scheduler, models), expired, deleted };
+  return { ps: new PsController(scheduler, models) };
 }
 
 describe('PsController (GET /api/ps)', () => {
@@ -91,14 +87,5 @@ describe('PsController (GET /api/ps)', () => {
     assert.equal(expiresAt(runner('/x', { keepAliveMs: 0 }), NOW).getTime(), NOW);
     const forever = expiresAt(runner('/x', { keepAliveMs: Infinity }), NOW);
     assert.equal(forever.getUTCFullYear(), 2318);
-  });
-
-  it('unloads the weights of a deleted model', () => {
-    const { ps, expired, deleted } = controller([]);
-    ps.onModuleInit();
-    deleted.next({ name: 'x:latest', modelPath: '/blobs/sha256-x' });
-    ps.onModuleDestroy();
-    deleted.next({ name: 'y:latest', modelPath: '/blobs/sha256-y' });
-    assert.deepEqual(expired, ['/blobs/sha256-x']);
   });
 });

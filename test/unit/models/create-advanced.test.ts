@@ -9,9 +9,11 @@ import type { NativeBinding, NativeQuantizeParams } from '../../../binding';
 import { DigestMismatchError, InternalError, InvalidRequestError } from '../../../src/common/errors';
 import { buildManifest, MediaType } from '../../../src/models/manifest';
 import { ModelName } from '../../../src/models/model-name';
+import { ModelLifecycleService } from '../../../src/models/model-lifecycle.service';
 import { ModelsService, NOT_GGUF_MESSAGE, STALE_TEMP_AGE_MS } from '../../../src/models/models.service';
 import { writeTinyGguf } from '../../utils/gguf-fixtures';
 import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
+import { newModelsService } from '../../utils/models-service';
 
 /** ggml file types of general.file_type. */
 const FTYPE = { F16: 1, Q4_0: 2, Q8_0: 7 } as const;
@@ -44,7 +46,7 @@ describe('ModelsService create: quantize, adapters, blobs, templates', () => {
         await writeTinyGguf(output, { fileType: params.type === 'Q8_0' ? FTYPE.Q8_0 : FTYPE.Q4_0 });
       },
     } as unknown as NativeBinding;
-    models = new ModelsService(bed.store, () => binding);
+    models = newModelsService(bed.store, () => binding);
     gguf = join(bed.dir, 'f16.gguf');
     await writeTinyGguf(gguf, { fileType: FTYPE.F16 });
   });
@@ -254,8 +256,7 @@ describe('ModelStoreRepository uploads and startup cleanup', () => {
     await utimes(stale, old, old);
     await utimes(partial, old, old);
     await utimes(bed.store.blobPath(blob.digest), old, old);
-    const models = new ModelsService(bed.store);
-    await models.onModuleInit();
+    await new ModelLifecycleService(bed.store).onModuleInit();
     assert.deepEqual((await readdir(dir)).sort(), ['.tmp-2-def', blob.digest.replace(':', '-')].sort());
   });
 });

@@ -8,10 +8,11 @@ import { InternalError, ServerBusyError } from '../../../src/common/errors';
 import { buildManifest, MediaType } from '../../../src/models/manifest';
 import { ModelName } from '../../../src/models/model-name';
 import { MissingLayerError, ModelStoreRepository } from '../../../src/models/model-store.repository';
-import { ModelsService, STALE_TEMP_AGE_MS } from '../../../src/models/models.service';
+import { ModelLifecycleService, STALE_TEMP_AGE_MS } from '../../../src/models/model-lifecycle.service';
 import { describeIoError, redactPaths, storeError } from '../../../src/models/store-errors';
 import { STORE_LOCK_NAME, StoreLockTiming } from '../../../src/models/store-lock';
 import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
+import { newModelsService } from '../../utils/models-service';
 
 /** Short lock timing (proper-lockfile's minimum stale time is 2 s). */
 const FAST: StoreLockTiming = { staleMs: 2000, updateMs: 1000, acquireTimeoutMs: 300 };
@@ -190,11 +191,13 @@ describe('model store concurrency', () => {
 
     it('takes over the lock of a daemon killed with SIGKILL while holding it (stale after staleMs)', async () => {
       // A child process holds the store lock forever (same StoreLock, compiled), then dies without releasing it.
+      // The interval keeps it alive (the lock's own timers are unref'd): exiting on its own would release the lock.
       const child = spawn(
         process.execPath,
         [
           '-e',
           `const { StoreLock } = require(${JSON.stringify(require.resolve('../../../src/models/store-lock'))});
+           setInterval(() => {}, 60_000);
            new StoreLock(() => ${JSON.stringify(bed.config.modelsDir)}, ${JSON.stringify(FAST)})
              .run(() => { console.log('locked'); return new Promise(() => {}); });`,
         ],
@@ -246,7 +249,7 @@ describe('model store concurrency', () => {
       }
       await utimes(partial, old, old);
       const pin = store.pin([pinnedOrphan.digest]);
-      await new ModelsService(store).onModuleInit();
+      await new ModelLifecycleService(store).onModuleInit();
       const left = await readdir(blobs);
       const name = (d: string) => d.replace(':', '-');
       assert.ok(!left.includes(name(oldOrphan.digest)), 'old orphan swept');
@@ -307,7 +310,7 @@ describe('model store concurrency', () => {
     it('fails cleanly (nothing written) when another process removes a base blob before the commit', async () => {
       await bed.createModel('base', 'SYSTEM base');
       // A second daemon on the same store: its pins are its own, so its delete prunes the base's blobs.
-      const otherDaemon = new ModelsService(new ModelStoreRepository(bed.config));
+      const otherDaemon = newModelsService(new ModelStoreRepository(bed.config));
       const plan = await bed.models.prepareCreate({ model: 'child', modelfile: 'FROM base\nSYSTEM child' });
       const writing = gate();
       const proceed = gate();
@@ -349,7 +352,7 @@ describe('model store concurrency', () => {
       await bed.createModel('m');
       const model = await bed.models.resolve('m');
       await rm(model.modelPath);
-      const fresh = new ModelsService(store); // no cached GGUF facts
+      const fresh = newModelsService(store); // no cached GGUF facts
       await assert.rejects(fresh.show('m', false), (err: unknown) => {
         assert.ok(err instanceof InternalError);
         assert.match(err.message, /^cannot read model weights sha256:[0-9a-f]{64}: no such file or directory$/);

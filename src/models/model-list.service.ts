@@ -1,0 +1,81 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { MediaType, ModelConfig } from './manifest';
+import { configDetails, EMPTY_DETAILS, ModelResolverService, storedSize } from './model-resolver.service';
+import { MODEL_STORE, ModelStore, StoredManifest } from './model-store';
+import { ModelCapability, ModelDetails } from './model.types';
+
+/** A model as listed by /api/tags. */
+export interface ListedModel {
+  /** Shortest display name (`name:tag`). */
+  name: string;
+  modifiedAt: Date;
+  /** Bytes: layers + config. */
+  size: number;
+  /** Hex sha256 of the manifest bytes. */
+  digest: string;
+  details: ModelDetails;
+  /** What the model can do (§8.7); absent when its weights cannot be read. */
+  capabilities?: ModelCapability[];
+}
+
+/** The local models as lists show them: /api/tags (and /v1/models), and /api/ps's name for loaded weights. */
+@Injectable()
+export class ModelListService {
+  constructor(
+    @Inject(MODEL_STORE) private readonly store: ModelStore,
+    private readonly resolver: ModelResolverService,
+  ) {}
+
+  /**
+   * Every local model for /api/tags (§3.6), newest first. Manifests whose config cannot be read still appear, with
+   * the details that could be found.
+   */
+  async list(): Promise<ListedModel[]> {
+    const manifests = await this.store.listManifests();
+    const out: ListedModel[] = [];
+    for (const m of manifests) {
+      let details: ModelDetails = { ...EMPTY_DETAILS };
+      const raw = await this.resolver.readJsonBlob(m.manifest.config.digest).catch(() => undefined);
+      if (raw && typeof raw === 'object' && !Array.isArray(raw)) details = configDetails(raw as ModelConfig);
+      const capabilities = await this.resolver
+        .resolveStored(m, () => new Error('no weights'))
+        .then(
+          (r) => r.capabilities,
+          () => undefined,
+        );
+      out.push({
+        name: m.name.toShortString(),
+        modifiedAt: m.modifiedAt,
+        size: storedSize(m),
+        digest: m.digest,
+        details,
+        capabilities,
+      });
+    }
+    out.sort((a, b) => b.modifiedAt.getTime() - a.modifiedAt.getTime());
+    return out;
+  }
+
+  /**
+   * The model /api/ps shows for a loaded weights blob (§3.7): the most recently modified manifest whose weights
+   * layer is that blob, with its name, manifest digest and details; null when no manifest uses it any more.
+   */
+  async findByWeights(modelPath: string): Promise<ListedModel | null> {
+    let best: StoredManifest | undefined;
+    for (const m of await this.store.listManifests()) {
+      const layer = m.manifest.layers.find((l) => l.mediaType === MediaType.MODEL);
+      if (!layer || this.store.blobPath(layer.digest) !== modelPath) continue;
+      if (!best || m.modifiedAt > best.modifiedAt) best = m;
+    }
+    if (!best) return null;
+    const resolved = await this.resolver.resolveStored(best, () => new Error('no weights')).catch(() => undefined);
+    return {
+      name: best.name.toShortString(),
+      modifiedAt: best.modifiedAt,
+      size: storedSize(best),
+      digest: best.digest,
+      details: resolved ? configDetails(resolved.config) : { ...EMPTY_DETAILS },
+      capabilities: resolved?.capabilities,
+    };
+  }
+}
