@@ -1,6 +1,8 @@
+#!/usr/bin/env node
 import { Logger } from '@nestjs/common';
 import { createApp } from './app.factory';
 import { loadConfig } from './config';
+import { installShutdownSignals } from './observability';
 import { isLoopbackAddress } from './security';
 
 /**
@@ -19,6 +21,9 @@ async function bootstrap(): Promise<void> {
   process.on('uncaughtException', (err) => logger.error(`uncaught exception: ${err.message}`, err.stack));
 
   const app = await createApp({ config });
+  // SIGTERM/SIGINT: stop accepting, let requests in flight finish (LLAMAD_SHUTDOWN_TIMEOUT), unload, exit 0. SIGHUP
+  // is not one of them: it re-reads the API keys file.
+  installShutdownSignals(app);
   const host = config.listen.host === '' ? '0.0.0.0' : config.listen.host;
   await app.listen(config.listen.port, host);
   logger.log(
@@ -26,7 +31,9 @@ async function bootstrap(): Promise<void> {
       `parallel: ${config.numParallel})`,
   );
   const keysRequired = config.apiKeys.length > 0 || config.apiKeysFile !== '';
-  if (keysRequired) logger.log('API keys are required on every route but /, /api/version (docs/security.md)');
+  if (keysRequired) {
+    logger.log('API keys are required on every route but /, /api/version, /health, /ready (docs/security.md)');
+  }
   const boundAddress = app.getHttpServer().address();
   if (!keysRequired && typeof boundAddress === 'object' && boundAddress && !isLoopbackAddress(boundAddress.address)) {
     logger.warn(

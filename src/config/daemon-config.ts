@@ -11,6 +11,15 @@ export interface ListenAddress {
   port: number;
 }
 
+/** Log levels of LLAMAD_LOG_LEVEL (pino's, most verbose first), plus `silent`. */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+
+/** One of {@link LOG_LEVELS}. */
+export type LogLevelName = (typeof LOG_LEVELS)[number];
+
+/** LLAMAD_SHUTDOWN_TIMEOUT when unset, ms. */
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
+
 /**
  * Every setting the daemon reads from its environment. Built once by `loadConfig()` — src/config/ is the only place
  * that reads environment variables (ARCHITECTURE.md §4, after Ollama's envconfig) — and injected as a provider.
@@ -53,8 +62,26 @@ export class DaemonConfig {
   debugLevel = 0;
   /** LLAMAD_THREADS: threads per llama context; 0 = the addon's default (hardware concurrency). */
   threads = 0;
-  /** Whether logging is enabled at all (off in tests). Not an environment variable. */
+  /**
+   * LLAMAD_LOG_LEVEL: the log level (beyond Ollama); when unset, OLLAMA_DEBUG=1 means `debug`, 2 or more `trace`,
+   * else `info`. Logs are JSON lines (pino), pretty-printed when stdout is a terminal.
+   */
+  logLevel: LogLevelName = 'info';
+  /**
+   * LLAMAD_SHUTDOWN_TIMEOUT: on SIGTERM/SIGINT, how long requests in flight (streams included) may run before they
+   * are ended, ms (a Go duration such as `45s`, or bare seconds). Default 30 s (beyond Ollama).
+   */
+  shutdownTimeoutMs = DEFAULT_SHUTDOWN_TIMEOUT_MS;
+  /** Whether logging is enabled at all (off in tests: every log line is dropped). Not an environment variable. */
   logging = true;
+}
+
+/** LLAMAD_LOG_LEVEL (case-insensitive) when valid, else what OLLAMA_DEBUG asks for (1 → debug, ≥ 2 → trace). */
+function parseLogLevel(raw: string, debugLevel: number): LogLevelName {
+  const wanted = raw.toLowerCase();
+  const level = LOG_LEVELS.find((l) => l === wanted);
+  if (level) return level;
+  return debugLevel >= 2 ? 'trace' : debugLevel >= 1 ? 'debug' : 'info';
 }
 
 /** Ollama's envconfig.Var: whitespace and surrounding quotes trimmed. */
@@ -169,5 +196,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
   config.threads = envUint(env, 'LLAMAD_THREADS', 0);
   config.responsesMax = envUint(env, 'LLAMAD_RESPONSES_MAX', 1000);
   config.responsesTtlMs = envDurationMs(env, 'LLAMAD_RESPONSES_TTL', config.responsesTtlMs);
+  config.logLevel = parseLogLevel(envVar(env, 'LLAMAD_LOG_LEVEL'), config.debugLevel);
+  config.shutdownTimeoutMs = envDurationMs(env, 'LLAMAD_SHUTDOWN_TIMEOUT', DEFAULT_SHUTDOWN_TIMEOUT_MS);
   return config;
 }

@@ -1,10 +1,11 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable, Logger, Optional } from '@nestjs/common';
 import { catchError, defer, from, mergeMap, Observable, of, throwError } from 'rxjs';
 import { ContextLengthExceededError } from '../common/errors';
 import { OptionMap } from '../common/options';
 import { KeepAliveMs } from '../common/time';
 import { DaemonConfig } from '../config';
 import { ResolvedModel } from '../models';
+import { GenerationHooksRegistry, GenerationTracker } from '../observability/generation-hooks';
 import type { NativeGrammarTrigger } from '../../binding';
 import { GenerationEvent, GenerationMetrics, Logprob } from './generation.types';
 import { EffectiveOptions, resolveOptions } from './options';
@@ -40,6 +41,8 @@ export interface CompletionRequest {
   keepAliveMs?: KeepAliveMs;
   /** process.hrtime.bigint() at handler start. */
   startedAt: bigint;
+  /** What the request hooks and metrics call this generation (default `generate`). */
+  kind?: 'generate' | 'chat';
   /** Only load the model, then answer `done_reason: "load"` (empty prompt / messages). */
   loadOnly?: boolean;
   /** Builds the prompt tokens once the runner is loaded (it needs the runner's template and tokenizer). */
@@ -79,10 +82,15 @@ export class CompletionService {
   /** Models for which the Go-template fallback was already logged. */
   private readonly templateFallbackLogged = new Set<string>();
 
+  private readonly hooks: GenerationHooksRegistry;
+
   constructor(
     private readonly config: DaemonConfig,
     private readonly scheduler: SchedulerService,
-  ) {}
+    @Optional() hooks?: GenerationHooksRegistry,
+  ) {
+    this.hooks = hooks ?? new GenerationHooksRegistry();
+  }
 
   /**
    * Logs (once per model) that a Go TEMPLATE (Modelfile or request `template`) is present but no Go-template engine
@@ -116,10 +124,34 @@ export class CompletionService {
   /**
    * Streams the completion: `delta` events for every non-empty text piece, then one `done` with metrics
    * (reference/ollama-api.md §3.2: load_duration = scheduler/load wait, total_duration = handler start → final
-   * event, counts and durations from the runner).
+   * event, counts and durations from the runner). Every generation (not the load-only shortcut) is reported to the
+   * request hooks: start on subscribe, first token, end on the done event, an error or the unsubscribe.
    */
   complete(request: CompletionRequest): Observable<GenerationEvent> {
-    const first = this.run(request, request.options);
+    if (request.loadOnly || !request.buildPrompt) return this.attempts(request);
+    return new Observable<GenerationEvent>((subscriber) => {
+      const tracker = this.hooks.begin(request.model.shortName, request.kind ?? 'generate', request.startedAt);
+      const inner = this.attempts(request, tracker).subscribe({
+        next: (event) => {
+          if (event.kind === 'done' && event.metrics) tracker.finish(event.metrics, event.reason);
+          subscriber.next(event);
+        },
+        error: (err: unknown) => {
+          tracker.fail(err);
+          subscriber.error(err);
+        },
+        complete: () => subscriber.complete(),
+      });
+      return () => {
+        inner.unsubscribe();
+        tracker.cancel();
+      };
+    });
+  }
+
+  /** {@link complete} without the hooks: one run, and with `growContext` a second one with a larger context. */
+  private attempts(request: CompletionRequest, tracker?: GenerationTracker): Observable<GenerationEvent> {
+    const first = this.run(request, request.options, false, tracker);
     if (!request.growContext) return first;
     return first.pipe(
       catchError((err: unknown) => {
@@ -132,7 +164,7 @@ export class CompletionService {
             this.logger.log(
               `${request.model.shortName}: ${promptTokens}-token prompt does not fit; reloading with num_ctx ${numCtx}`,
             );
-            return this.run({ ...request, growContext: false }, { ...request.options, num_ctx: numCtx }, true);
+            return this.run({ ...request, growContext: false }, { ...request.options, num_ctx: numCtx }, true, tracker);
           }),
         );
       }),
@@ -183,15 +215,29 @@ export class CompletionService {
     return numCtx;
   }
 
-  /** One attempt of {@link complete} with these options; `grown` marks the reload for a long prompt. */
-  private run(request: CompletionRequest, requestOptions: OptionMap, grown = false): Observable<GenerationEvent> {
+  /**
+   * One attempt of {@link complete} with these options; `grown` marks the reload for a long prompt; `tracker` is told
+   * the prompt size and every generated token.
+   */
+  private run(
+    request: CompletionRequest,
+    requestOptions: OptionMap,
+    grown = false,
+    tracker?: GenerationTracker,
+  ): Observable<GenerationEvent> {
     const { options, spec } = this.plan(request.model, requestOptions);
-    const acquire = { spec, keepAliveMs: request.keepAliveMs, acceptLargerContext: request.growContext || grown };
+    const acquire = {
+      spec,
+      keepAliveMs: request.keepAliveMs,
+      acceptLargerContext: request.growContext || grown,
+      modelName: request.model.shortName,
+    };
     return this.scheduler.withRunner(acquire, (lease) => {
       if (request.loadOnly || !request.buildPrompt) return of<GenerationEvent>({ kind: 'done', reason: 'load' });
       const buildPrompt = request.buildPrompt;
       return defer(() => {
         const prompt = buildPrompt(lease.runner, options);
+        tracker?.prompt(prompt.tokens.length);
         const generated: number[] = [];
         const parser = prompt.parser;
         const s = options.sampling;
@@ -233,6 +279,7 @@ export class CompletionService {
               next: (event) => {
                 if (event.kind === 'token') {
                   generated.push(event.token);
+                  tracker?.token();
                   const logprobs: Logprob[] | undefined = event.logprob
                     ? [
                         {

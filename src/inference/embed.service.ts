@@ -1,9 +1,10 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Optional } from '@nestjs/common';
 import { from, lastValueFrom } from 'rxjs';
 import { InvalidRequestError, ModelNotFoundError } from '../common/errors';
 import { OptionMap } from '../common/options';
 import { KeepAliveMs } from '../common/time';
 import { ModelsService } from '../models';
+import { GenerationHooksRegistry } from '../observability/generation-hooks';
 import { CompletionService, elapsedNs } from './completion.service';
 import { Runner } from './runner/runner';
 import { SchedulerService } from './scheduler.service';
@@ -91,14 +92,20 @@ export function embedTokens(runner: Runner, text: string, limit: number, truncat
  */
 @Injectable()
 export class EmbedService {
+  private readonly hooks: GenerationHooksRegistry;
+
   constructor(
     private readonly models: ModelsService,
     private readonly completion: CompletionService,
     private readonly scheduler: SchedulerService,
-  ) {}
+    @Optional() hooks?: GenerationHooksRegistry,
+  ) {
+    this.hooks = hooks ?? new GenerationHooksRegistry();
+  }
 
   /**
-   * Embeds every input of the command, in order. Empty input still loads the model and returns no vectors.
+   * Embeds every input of the command, in order. Empty input still loads the model and returns no vectors. A request
+   * with inputs is reported to the request hooks (kind `embed`: prompt tokens, no generated tokens).
    * @throws ModelNotFoundError (`model '' not found`, `model "<name>" not found, try pulling it first`, 404),
    *   InvalidRequestError (`invalid input type`, `invalid model name`, `the input length exceeds the context length`,
    *   `embedding contains NaN or Inf values`), load errors from the scheduler.
@@ -111,8 +118,9 @@ export class EmbedService {
       () => `model ${JSON.stringify(cmd.model)} not found, try pulling it first`,
     );
     const { spec } = this.completion.plan(model, cmd.options);
-    return lastValueFrom(
-      this.scheduler.withRunner({ spec, keepAliveMs: cmd.keepAliveMs }, (lease) =>
+    const tracker = texts.length > 0 ? this.hooks.begin(model.shortName, 'embed', cmd.startedAt) : undefined;
+    const result = lastValueFrom(
+      this.scheduler.withRunner({ spec, keepAliveMs: cmd.keepAliveMs, modelName: model.shortName }, (lease) =>
         from(
           (async (): Promise<EmbedResult> => {
             const runner = lease.runner;
@@ -127,6 +135,27 @@ export class EmbedService {
           })(),
         ),
       ),
+    );
+    if (!tracker) return result;
+    return result.then(
+      (r) => {
+        tracker.finish(
+          {
+            totalDurationNs: r.totalDurationNs,
+            promptEvalCount: r.promptEvalCount,
+            promptCachedCount: 0,
+            promptEvalDurationNs: Math.max(0, r.totalDurationNs - r.loadDurationNs),
+            evalCount: 0,
+            evalDurationNs: 0,
+          },
+          'stop',
+        );
+        return r;
+      },
+      (err: unknown) => {
+        tracker.fail(err);
+        throw err;
+      },
     );
   }
 }

@@ -1,18 +1,27 @@
-import { Inject, Injectable, Logger, OnApplicationShutdown, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
 import { Observable, Subscription } from 'rxjs';
 import { RequestCancelledError, ServerBusyError } from '../common/errors';
 import { DaemonConfig } from '../config';
+import { ModelLifecycleService } from '../models';
 import { MemoryProbe, SystemMemoryProbe } from './memory.estimator';
 import { Runner, RUNNER_FACTORY, RunnerFactory, RunnerSpec } from './runner/runner';
 
+import {
+  AcquireRequest,
+  DEFAULT_MAX_LOADED_MODELS,
+  LoadedRunnerInfo,
+  MEMORY_FIT_RATIO,
+  MemoryFit,
+  RunnerLease,
+  sameSpec,
+  SchedulerStats,
+} from './scheduler.types';
+import { schedulerStats } from './scheduler.stats';
+
+export * from './scheduler.types';
+
 /** setTimeout's longest delay (2^31 - 1 ms, about 24.8 days); longer keep-alives re-arm in steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
-
-/** OLLAMA_MAX_LOADED_MODELS when unset (0): 3 × GPUs, and 3 on CPU (§7.3). */
-export const DEFAULT_MAX_LOADED_MODELS = 3;
-
-/** A new load may use at most this share of the free memory before something is evicted (§7.3). */
-export const MEMORY_FIT_RATIO = 0.8;
 
 /** A loaded runner and its bookkeeping (Ollama `runnerRef`, reference/ollama-api.md §7.1). */
 interface LoadedRunner {
@@ -34,49 +43,8 @@ interface LoadedRunner {
   markGone: () => void;
   /** Whether unload() already ran. */
   unloading: boolean;
-}
-
-/** A runner held for one request. Call `release()` exactly once when the request is over (extra calls are no-ops). */
-export interface RunnerLease {
-  runner: Runner;
-  /** Time spent waiting for the scheduler and the load, ns (Ollama's load_duration). */
-  loadDurationNs: number;
-  release(): void;
-}
-
-/** What to acquire. */
-export interface AcquireRequest {
-  spec: RunnerSpec;
-  /** The request's keep_alive in ms (Infinity = forever), or undefined to keep the runner's current value. */
-  keepAliveMs?: number;
-  /**
-   * A loaded runner whose context is larger than `spec.numCtx` (all else equal) serves the request without a reload:
-   * set by requests that grew the context for a long prompt (the compat layers), so that the next turn of the same
-   * conversation does not shrink it back.
-   */
-  acceptLargerContext?: boolean;
-}
-
-/** What loading a spec would need against what is available, bytes (see {@link SchedulerService.memoryFit}). */
-export interface MemoryFit {
-  fits: boolean;
-  neededBytes: number;
-  availableBytes: number;
-}
-
-/** One loaded runner as /api/ps sees it (§3.7). */
-export interface LoadedRunnerInfo {
-  spec: RunnerSpec;
-  /** In-flight requests. */
-  refCount: number;
-  /** When the idle timer fires; undefined while in use or kept forever. */
-  expiresAt?: Date;
-  /** Keep-alive in ms (Infinity = forever). */
-  keepAliveMs: number;
-  /** Estimated resident bytes (weights + KV cache + compute). */
-  sizeBytes: number;
-  /** Whether it is marked to unload once idle. */
-  expired: boolean;
+  /** The model name it was last acquired under (metrics labels); the weights path until one is given. */
+  name: string;
 }
 
 /** A request waiting for a load (Ollama's pendingReqCh entry). */
@@ -108,11 +76,12 @@ interface PendingLoad {
  *   after that long;
  * - a request whose caller aborts while waiting stops waiting (RequestCancelledError, 499); a load already started
  *   completes and the runner idles under its keep-alive; nothing leaks;
+ * - a deleted model's runner is unloaded once idle (§3.12): the scheduler follows ModelLifecycleService.deleted$;
  * - on shutdown pending requests fail and every runner is closed.
  * All state is touched on the main thread only (no locks).
  */
 @Injectable()
-export class SchedulerService implements OnApplicationShutdown {
+export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(SchedulerService.name);
   private readonly runners = new Map<string, LoadedRunner>();
   /** Requests waiting for a load, in arrival order (the head may be loading). */
@@ -121,14 +90,31 @@ export class SchedulerService implements OnApplicationShutdown {
   private active?: PendingLoad;
   private processing = false;
   private shuttingDown = false;
+  /** Ends each request running through {@link withRunner} now (see {@link abortAll}). */
+  private readonly inFlight = new Set<(err: unknown) => void>();
   private memory: MemoryProbe;
+  /** The subscription to model deletions (see onModuleInit). */
+  private deletions?: Subscription;
 
   constructor(
     private readonly config: DaemonConfig,
     @Inject(RUNNER_FACTORY) private readonly factory: RunnerFactory,
     @Optional() memory?: SystemMemoryProbe,
+    @Optional() private readonly lifecycle?: ModelLifecycleService,
   ) {
     this.memory = memory ?? new SystemMemoryProbe();
+  }
+
+  /**
+   * Follows model deletions: the runner of a deleted model's weights is unloaded as soon as it is idle (§3.12, like
+   * Ollama's delete handler expiring the runner). Without a ModelLifecycleService (hand-wired tests) nothing is
+   * followed.
+   */
+  onModuleInit(): void {
+    this.deletions ??= this.lifecycle?.deleted$.subscribe((deleted) => {
+      this.logger.log(`unloading deleted model ${deleted.name}`);
+      this.expire(deleted.modelPath);
+    });
   }
 
   /** Replaces the memory probe (tests). */
@@ -153,6 +139,7 @@ export class SchedulerService implements OnApplicationShutdown {
     } else {
       entry = await this.enqueue(request, signal);
     }
+    if (request.modelName) entry.name = request.modelName;
     return this.lease(entry, started);
   }
 
@@ -275,6 +262,7 @@ export class SchedulerService implements OnApplicationShutdown {
       gone,
       markGone,
       unloading: false,
+      name: key,
     };
     this.runners.set(key, entry);
     return entry;
@@ -308,6 +296,14 @@ export class SchedulerService implements OnApplicationShutdown {
       let lease: RunnerLease | undefined;
       let inner: Subscription | undefined;
       const abort = new AbortController();
+      const end = (err: unknown) => {
+        this.inFlight.delete(end);
+        abort.abort();
+        inner?.unsubscribe();
+        lease?.release();
+        subscriber.error(err);
+      };
+      this.inFlight.add(end);
       this.acquire(request, abort.signal).then(
         (acquired) => {
           if (abort.signal.aborted) {
@@ -337,11 +333,37 @@ export class SchedulerService implements OnApplicationShutdown {
         },
       );
       return () => {
+        this.inFlight.delete(end);
         abort.abort();
         inner?.unsubscribe();
         lease?.release();
       };
     });
+  }
+
+  /**
+   * Ends every request running through {@link withRunner} at once with `err` (graceful shutdown after its timeout):
+   * generations are cancelled (their slots freed), waiting requests stop waiting, and each caller's Observable errors
+   * — so a stream ends with its dialect's final error frame. Requests that start afterwards are not affected.
+   * @returns how many requests were ended.
+   */
+  abortAll(err: unknown): number {
+    const ends = [...this.inFlight];
+    for (const end of ends) end(err);
+    return ends.length;
+  }
+
+  /** Requests running through {@link withRunner} now (waiting for a load or a slot, or generating). */
+  inFlightCount(): number {
+    return this.inFlight.size;
+  }
+
+  /**
+   * The load of the scheduler and of every loaded runner right now (for the metrics gauges, read at scrape time).
+   * Slots and KV cells come from the runner's `usage()`; a runner without it counts its requests as busy slots.
+   */
+  stats(): SchedulerStats {
+    return schedulerStats(this.pendingCount(), this.runners.values());
   }
 
   /**
@@ -372,6 +394,7 @@ export class SchedulerService implements OnApplicationShutdown {
 
   /** Closes every runner and fails waiting requests (SIGINT/SIGTERM or app.close()). */
   async onApplicationShutdown(): Promise<void> {
+    this.deletions?.unsubscribe();
     this.shuttingDown = true;
     for (const pending of this.queue.splice(0)) pending.reject(new ServerBusyError('server is shutting down'));
     const entries = [...this.runners.values()];
@@ -461,23 +484,4 @@ export class SchedulerService implements OnApplicationShutdown {
       .catch((err: unknown) => this.logger.error(`closing ${entry.key} failed: ${(err as Error).message}`))
       .finally(() => entry.markGone());
   }
-}
-
-/**
- * Whether a loaded runner (`a`) can serve a request (`b`): Ollama's needsReload, negated; num_gpu -1 matches
- * anything; with `acceptLargerContext` a larger loaded context also serves.
- */
-export function sameSpec(a: RunnerSpec, b: RunnerSpec, acceptLargerContext = false): boolean {
-  return (
-    a.modelPath === b.modelPath &&
-    (a.numCtx === b.numCtx || (acceptLargerContext && a.numCtx > b.numCtx)) &&
-    a.numParallel === b.numParallel &&
-    a.numBatch === b.numBatch &&
-    a.numThread === b.numThread &&
-    (a.numGpu === b.numGpu || a.numGpu < 0 || b.numGpu < 0) &&
-    (a.mainGpu ?? 0) === (b.mainGpu ?? 0) &&
-    (a.useMmap ?? true) === (b.useMmap ?? true) &&
-    (a.projectorPath ?? '') === (b.projectorPath ?? '') &&
-    (a.adapterPaths ?? []).join('\n') === (b.adapterPaths ?? []).join('\n')
-  );
 }

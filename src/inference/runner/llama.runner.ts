@@ -23,6 +23,7 @@ import {
   RunnerModelInfo,
   RunnerRequest,
   RunnerSpec,
+  RunnerUsage,
 } from './runner';
 
 /** A failure while loading is a load error unless the addon said something more specific (e.g. out of memory). */
@@ -73,6 +74,8 @@ export class LlamaRunner implements Runner {
   private closed: Promise<void> | undefined;
   /** The embedding context: the main context of an embedding model, else created on the first embed(). */
   private embedContext: Promise<NativeContext> | undefined;
+  /** KV cells held by generations in flight (prompt + generated tokens), for {@link usage}. */
+  private cellsInFlight = 0;
 
   private constructor(
     readonly spec: RunnerSpec,
@@ -152,6 +155,13 @@ export class LlamaRunner implements Runner {
     return new Observable<RunnerEvent>((subscriber) => {
       let finished = false;
       let taskId: number | undefined;
+      // KV cells this generation holds (for usage()): its prompt once the first token shows it was evaluated (a task
+      // still queued for a slot holds none), then one more per token; all given back at the end.
+      let cells = 0;
+      const releaseCells = () => {
+        this.cellsInFlight -= cells;
+        cells = 0;
+      };
       const task: NativeTaskParams = {
         tokens: request.media ? new Int32Array(0) : Int32Array.from(request.tokens),
         ...(request.media ? { prompt: request.media.prompt, images: request.media.images } : {}),
@@ -164,12 +174,16 @@ export class LlamaRunner implements Runner {
         if (finished) return;
         switch (event.type) {
           case 'token': {
+            const added = cells === 0 ? request.tokens.length + 1 : 1;
+            cells += added;
+            this.cellsInFlight += added;
             const logprob = eventLogprob(event);
             subscriber.next({ kind: 'token', text: event.text, token: event.token, ...(logprob ? { logprob } : {}) });
             break;
           }
           case 'done':
             finished = true;
+            releaseCells();
             if (event.reason === 'cancelled') {
               subscriber.error(new RequestCancelledError());
               return;
@@ -190,6 +204,7 @@ export class LlamaRunner implements Runner {
             break;
           case 'error':
             finished = true;
+            releaseCells();
             subscriber.error(mapNativeError({ code: event.code, message: event.message }));
             break;
         }
@@ -198,15 +213,33 @@ export class LlamaRunner implements Runner {
         taskId = this.context.submit(task, onEvent);
       } catch (err) {
         finished = true;
+        releaseCells();
         subscriber.error(mapNativeError(err));
       }
       return () => {
+        releaseCells();
         if (!finished && taskId !== undefined) {
           finished = true;
           this.context.cancel(taskId);
         }
       };
     });
+  }
+
+  /**
+   * Slots and queue from the context's own stats; KV cells used as tracked here (the addon has no KV-cell query): the
+   * prompt and generated tokens of the generations that are generating, not what idle slots keep for prefix reuse.
+   */
+  usage(): RunnerUsage {
+    const total = this.spec.numCtx * this.spec.numParallel;
+    if (this.closed) return { slotsBusy: 0, queuedTasks: 0, kvCellsTotal: total, kvCellsUsed: 0 };
+    const stats = this.context.stats();
+    return {
+      slotsBusy: this.info.embeddingModel ? 0 : stats.activeSlots,
+      queuedTasks: this.info.embeddingModel ? 0 : stats.queuedTasks,
+      kvCellsTotal: stats.nCtx,
+      kvCellsUsed: Math.min(stats.nCtx, this.cellsInFlight),
+    };
   }
 
   tokenize(text: string, options: { addSpecial: boolean; parseSpecial: boolean }): number[] {

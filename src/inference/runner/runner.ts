@@ -113,6 +113,18 @@ export type RunnerChatRequest = NativeChatRequest;
 /** What renderChat returns: prompt, grammar, triggers, stops, thinking flag and an output parser. */
 export type RunnerChatRender = NativeChatRender;
 
+/** A runner's load right now (metrics gauges, read at scrape time). */
+export interface RunnerUsage {
+  /** Slots decoding a generation. */
+  slotsBusy: number;
+  /** Generations waiting for a free slot. */
+  queuedTasks: number;
+  /** KV cache size, cells (tokens over all slots). */
+  kvCellsTotal: number;
+  /** KV cells held by the generations in flight: their prompt tokens plus the tokens generated so far. */
+  kvCellsUsed: number;
+}
+
 export interface Runner {
   readonly spec: RunnerSpec;
   readonly info: RunnerModelInfo;
@@ -154,6 +166,8 @@ export interface Runner {
   embed(inputs: number[][]): Promise<Float32Array[]>;
   /** Cancels running generations and frees the model (and its contexts). Idempotent. */
   close(): Promise<void>;
+  /** Slots and KV cells in use (optional: fakes may leave it out; the scheduler then estimates from requests). */
+  usage?(): RunnerUsage;
 }
 
 /** Creates (loads) runners. Rejects with ModelLoadError / InsufficientMemoryError. */

@@ -88,4 +88,26 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({ LLAMAD_RESPONSES_TTL: 'soon' }).responsesTtlMs, 3_600_000);
     assert.equal(loadConfig({ LLAMAD_RESPONSES_TTL: '-5m' }).responsesTtlMs, 3_600_000);
   });
+
+  it('reads LLAMAD_LOG_LEVEL, falling back to OLLAMA_DEBUG (1 → debug, 2 → trace), else info', () => {
+    assert.equal(loadConfig({}).logLevel, 'info');
+    assert.equal(loadConfig({ LLAMAD_LOG_LEVEL: 'warn' }).logLevel, 'warn');
+    assert.equal(loadConfig({ LLAMAD_LOG_LEVEL: ' "ERROR" ' }).logLevel, 'error');
+    assert.equal(loadConfig({ LLAMAD_LOG_LEVEL: 'silent' }).logLevel, 'silent');
+    assert.equal(loadConfig({ OLLAMA_DEBUG: '1' }).logLevel, 'debug');
+    assert.equal(loadConfig({ OLLAMA_DEBUG: 'true' }).logLevel, 'debug');
+    assert.equal(loadConfig({ OLLAMA_DEBUG: '2' }).logLevel, 'trace');
+    assert.equal(loadConfig({ OLLAMA_DEBUG: '1', LLAMAD_LOG_LEVEL: 'error' }).logLevel, 'error');
+    assert.equal(loadConfig({ LLAMAD_LOG_LEVEL: 'chatty', OLLAMA_DEBUG: '1' }).logLevel, 'debug');
+    assert.equal(loadConfig({ LLAMAD_LOG_LEVEL: 'chatty' }).logLevel, 'info');
+  });
+
+  it('reads LLAMAD_SHUTDOWN_TIMEOUT as a Go duration or seconds (default 30 s)', () => {
+    assert.equal(loadConfig({}).shutdownTimeoutMs, 30_000);
+    assert.equal(loadConfig({ LLAMAD_SHUTDOWN_TIMEOUT: '2m' }).shutdownTimeoutMs, 120_000);
+    assert.equal(loadConfig({ LLAMAD_SHUTDOWN_TIMEOUT: '1500ms' }).shutdownTimeoutMs, 1500);
+    assert.equal(loadConfig({ LLAMAD_SHUTDOWN_TIMEOUT: '45' }).shutdownTimeoutMs, 45_000);
+    assert.equal(loadConfig({ LLAMAD_SHUTDOWN_TIMEOUT: '0' }).shutdownTimeoutMs, 0);
+    assert.equal(loadConfig({ LLAMAD_SHUTDOWN_TIMEOUT: 'later' }).shutdownTimeoutMs, 30_000);
+  });
 });

@@ -1,0 +1,105 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+
+/** Header that carries the request id, in both directions (kept when a client sends one, generated otherwise). */
+export const REQUEST_ID_HEADER = 'x-request-id';
+
+/** The route label of requests that matched no route (404s): raw URLs would make label values unbounded. */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+/** Longest client-sent request id that is kept, characters; longer ones (or odd characters) are replaced. */
+export const MAX_REQUEST_ID_LENGTH = 200;
+
+/** Visible ASCII only: a request id is echoed in a header and written to logs as is. */
+const REQUEST_ID_PATTERN = /^[\x21-\x7e]+$/;
+
+/**
+ * The request id for an incoming `x-request-id` value: the client's when it is 1..{@link MAX_REQUEST_ID_LENGTH}
+ * visible ASCII characters (repeated headers: the first), else a new random UUID.
+ */
+export function requestIdFrom(header: string | string[] | undefined): string {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (value !== undefined && value.length <= MAX_REQUEST_ID_LENGTH && REQUEST_ID_PATTERN.test(value)) return value;
+  return randomUUID();
+}
+
+/** What one request's generations added up to (for its log line). Token counts are summed over its generations. */
+export interface RequestGenerationSummary {
+  /** The model of the last generation (its short name, e.g. `tiny:latest`). */
+  model: string;
+  /** Generations (generate/chat/embed runs) the request made. */
+  generations: number;
+  /** Prompt tokens, reused from the KV cache or evaluated. */
+  promptTokens: number;
+  /** Of those, tokens reused from the KV cache. */
+  cachedTokens: number;
+  /** Tokens generated. */
+  completionTokens: number;
+  /** Time to the first generated token of the first generation, ms since the handler started. */
+  timeToFirstTokenMs?: number;
+  /** The last generation's done reason (`stop`, `length`), when it finished. */
+  doneReason?: string;
+  /** The last generation's error message (`cancelled` when the client left). */
+  error?: string;
+}
+
+/**
+ * Per-request state shared by the HTTP layer and the services behind it (without threading it through every call):
+ * created by the HTTP observation hook for each request, made current for the handler through
+ * {@link requestContextStorage}, read by the generation hooks (request id, token counts) and by the request's log
+ * line. Plain data; one object per request, none per token.
+ */
+export class RequestContext {
+  /** What the request's generations added up to; undefined when it ran none. */
+  generation?: RequestGenerationSummary;
+
+  /**
+   * @param id the request id (see {@link requestIdFrom}).
+   * @param method the HTTP method.
+   * @param route the Fastify route pattern that matched (`/api/chat`), or {@link UNMATCHED_ROUTE}.
+   */
+  constructor(
+    readonly id: string,
+    readonly method: string,
+    readonly route: string,
+  ) {}
+
+  /** Adds one finished (or failed, or cancelled) generation to the summary. */
+  addGeneration(info: {
+    model: string;
+    promptTokens: number;
+    cachedTokens: number;
+    completionTokens: number;
+    timeToFirstTokenMs?: number;
+    doneReason?: string;
+    error?: string;
+  }): void {
+    const g = (this.generation ??= {
+      model: info.model,
+      generations: 0,
+      promptTokens: 0,
+      cachedTokens: 0,
+      completionTokens: 0,
+    });
+    g.model = info.model;
+    g.generations++;
+    g.promptTokens += info.promptTokens;
+    g.cachedTokens += info.cachedTokens;
+    g.completionTokens += info.completionTokens;
+    g.timeToFirstTokenMs ??= info.timeToFirstTokenMs;
+    g.doneReason = info.doneReason;
+    g.error = info.error;
+  }
+}
+
+/**
+ * The current request's {@link RequestContext}: entered by the HTTP observation hook around each handler (so
+ * services called from it, and the promises and observables they start, see it); empty outside a request. One per
+ * process, shared by every app in it (each request has its own context object).
+ */
+export const requestContextStorage = new AsyncLocalStorage<RequestContext>();
+
+/** The current request's context, or undefined outside an HTTP request (e.g. a host application's own call). */
+export function currentRequestContext(): RequestContext | undefined {
+  return requestContextStorage.getStore();
+}

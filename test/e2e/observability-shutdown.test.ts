@@ -1,0 +1,172 @@
+// The daemon as a subprocess (`node dist/src/main.js`): JSON log lines on stdout with the x-request-id sent, and
+// graceful shutdown on SIGTERM — a stream in flight finishes (done record) and the process exits 0; past
+// LLAMAD_SHUTDOWN_TIMEOUT a stream ends with the dialect's error line, still exit 0.
+import assert from 'node:assert/strict';
+import { ChildProcess, spawn } from 'node:child_process';
+import { connect } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { REPO_ROOT } from '../../src/native/load-binding';
+import { ensureTestModels, TINY_QWEN2 } from '../utils/models';
+import { realAddon } from '../utils/real-addon';
+import { freePort } from '../utils/registry-server';
+
+const addon = realAddon();
+
+/** A daemon subprocess with its stdout lines and its exit. */
+interface Daemon {
+  child: ChildProcess;
+  base: string;
+  lines: string[];
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+async function startDaemon(store: string, env: Record<string, string> = {}): Promise<Daemon> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const child = spawn(process.execPath, [join(REPO_ROOT, 'dist', 'src', 'main.js')], {
+    env: { ...process.env, OLLAMA_HOST: `127.0.0.1:${port}`, OLLAMA_MODELS: store, OLLAMA_DEBUG: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  let partial = '';
+  child.stdout!.setEncoding('utf8').on('data', (data: string) => {
+    const parts = (partial + data).split('\n');
+    partial = parts.pop() ?? '';
+    lines.push(...parts.filter((l) => l !== ''));
+  });
+  child.stderr!.resume();
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  for (let i = 0; i < 200; i++) {
+    const up = await fetch(`${base}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (up) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const created = await fetch(`${base}/api/create`, {
+    method: 'POST',
+    body: JSON.stringify({ model: 't', modelfile: `FROM ${TINY_QWEN2}\n`, stream: false }),
+  });
+  assert.equal(created.status, 200);
+  return { child, base, lines, exited };
+}
+
+/** Starts a streamed /api/generate and resolves once its first line arrived; `rest` reads the remaining lines. */
+async function startStream(base: string, requestId: string, numPredict: number) {
+  const res = await fetch(`${base}/api/generate`, {
+    method: 'POST',
+    headers: { 'x-request-id': requestId },
+    body: JSON.stringify({ model: 't', prompt: 'Tell a long story', options: { num_predict: numPredict } }),
+  });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('x-request-id'), requestId);
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  while (!text.includes('\n')) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  const rest = async (): Promise<Array<Record<string, unknown>>> => {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+    return text
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  };
+  return rest;
+}
+
+describe('daemon subprocess: logs and graceful shutdown', { skip: addon.skip }, () => {
+  const store = mkdtempSync(join(tmpdir(), 'llamad-shutdown-'));
+  after(() => rmSync(store, { recursive: true, force: true }));
+  ensureTestModels();
+
+  it(
+    'SIGTERM during a stream: no new connections, the stream finishes, exit 0; JSON logs with the request id',
+    { timeout: 90_000 },
+    async () => {
+      const d = await startDaemon(store);
+      try {
+        const rest = await startStream(d.base, 'sigterm-stream-1', 100);
+        d.child.kill('SIGTERM');
+        await new Promise((r) => setTimeout(r, 300));
+        // A new connection is refused; a request on a kept-alive one would get 503 `server is shutting down`.
+        const refused = await new Promise<string>((resolve) => {
+          const socket = connect(Number(new URL(d.base).port), '127.0.0.1');
+          socket.once('connect', () => {
+            socket.destroy();
+            resolve('connected');
+          });
+          socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
+        });
+        const kept = await fetch(`${d.base}/health`, { signal: AbortSignal.timeout(2000) }).then(
+          (r) => r.status,
+          () => 'refused',
+        );
+        const chunks = await rest();
+        const last = chunks.at(-1)!;
+        assert.equal(last.done, true, JSON.stringify(last));
+        assert.equal(last.done_reason, 'length');
+        assert.equal(last.eval_count, 100);
+        assert.ok(chunks.slice(0, -1).every((c) => c.done === false && c.error === undefined));
+        assert.equal(refused, 'ECONNREFUSED', 'the listening socket is closed while draining');
+        assert.ok(kept === 503 || kept === 'refused', String(kept));
+        const exit = await d.exited;
+        assert.deepEqual(exit, { code: 0, signal: null });
+
+        const records = d.lines.map((l) => JSON.parse(l) as Record<string, unknown>); // every line is JSON
+        const line = records.find((r) => r.reqId === 'sigterm-stream-1' && r.msg === 'request completed');
+        assert.ok(line, d.lines.join('\n'));
+        assert.equal(line.route, '/api/generate');
+        assert.equal(line.status, 200);
+        assert.equal(line.model, 't:latest');
+        assert.equal(line.completionTokens, 100);
+        assert.equal(line.doneReason, 'length');
+        const messages = records.map((r) => r.msg);
+        assert.ok(messages.includes('SIGTERM: shutting down'), messages.join('\n'));
+        assert.ok(
+          messages.some((m) => typeof m === 'string' && m.startsWith('unloading ')),
+          'models unloaded',
+        );
+        assert.equal(messages.at(-1), 'stopped');
+      } finally {
+        d.child.kill('SIGKILL');
+      }
+    },
+  );
+
+  it(
+    'past LLAMAD_SHUTDOWN_TIMEOUT a stream ends with its error line and the process still exits 0',
+    { timeout: 90_000 },
+    async () => {
+      const d = await startDaemon(store, { LLAMAD_SHUTDOWN_TIMEOUT: '300ms' });
+      try {
+        const rest = await startStream(d.base, 'sigterm-stream-2', 1500);
+        const signalled = Date.now();
+        d.child.kill('SIGTERM');
+        const chunks = await rest();
+        assert.deepEqual(chunks.at(-1), { error: 'server is shutting down' });
+        const exit = await d.exited;
+        assert.deepEqual(exit, { code: 0, signal: null });
+        assert.ok(Date.now() - signalled < 15_000, 'ended at the timeout, not after 1500 tokens');
+        const records = d.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+        const line = records.find((r) => r.reqId === 'sigterm-stream-2' && r.msg === 'request completed');
+        assert.equal(line?.error, 'server is shutting down');
+      } finally {
+        d.child.kill('SIGKILL');
+      }
+    },
+  );
+});
