@@ -2,7 +2,19 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'build/**', 'vendor/**', 'node_modules/**', 'scripts/**/*.mjs', '*.mjs', 'binding.d.ts'] },
+  {
+    ignores: [
+      'dist/**',
+      'build/**',
+      'vendor/**',
+      'node_modules/**',
+      'scripts/**/*.mjs',
+      '*.mjs',
+      'binding.d.ts',
+      // Its own package (depends on the packed `llamad`), built and checked by test/e2e/host-app.test.ts.
+      'examples/**',
+    ],
+  },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],

@@ -4,6 +4,7 @@
 // Backend and CPU switches (LLAMAD_BACKEND, LLAMAD_NATIVE, LLAMAD_CUDA_ARCHS, LLAMAD_BUILD_TYPE): see native-flags.mjs.
 // ccache is used when it is on the PATH (ggml's GGML_CCACHE).
 import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { nativeFlags } from './native-flags.mjs';
@@ -17,7 +18,10 @@ try {
   process.exit(1);
 }
 const jobs = process.env.LLAMAD_JOBS ?? String(Math.max(1, (await import('node:os')).availableParallelism()));
-const cmakeJs = join(root, 'node_modules', 'cmake-js', 'bin', 'cmake-js');
+// Resolved like any dependency: in an installed copy (node_modules/llamad) they are usually hoisted next to it.
+const require = createRequire(join(root, 'package.json'));
+const cmakeJs = require.resolve('cmake-js/bin/cmake-js');
+defines.NODE_ADDON_API_DIR = dirname(require.resolve('node-addon-api/package.json'));
 const common = ['--directory', root, '--out', join(root, 'build', backend)];
 const generator = spawnSync('ninja', ['--version']).status === 0 ? ['-G', 'Ninja'] : [];
 console.log(

@@ -1,42 +1,53 @@
-import { LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppModule, AppOptions } from './app.module';
 import { installJsonBodyParser } from './common/http';
+import { createHttpLogger, createNestLogger, createRootLogger, installHttpObservation } from './observability';
+import { setupOpenApi } from './openapi';
 import { installRequestGate } from './security';
 
 /** Largest request body, bytes (images arrive base64-encoded inside JSON). */
 export const BODY_LIMIT_BYTES = 100 * 1024 * 1024;
 
-/** Nest log levels for an OLLAMA_DEBUG level (0 = info, 1 = debug, 2 = verbose). */
-export function logLevels(debugLevel: number): LogLevel[] {
-  const levels: LogLevel[] = ['fatal', 'error', 'warn', 'log'];
-  if (debugLevel >= 1) levels.push('debug');
-  if (debugLevel >= 2) levels.push('verbose');
-  return levels;
+/** What createApp takes besides the module's options. */
+export interface CreateAppExtras {
+  /** Where the JSON log lines go instead of stdout (tests capture them); logs even when `config.logging` is false. */
+  logDestination?: { write(line: string): void };
 }
 
 /**
- * Builds the Nest application on Fastify with the daemon's HTTP conventions (reference/ollama-api.md §1.1): the
- * Origin/Host request gate first on every route (§1.2, §1.3; docs/security.md), every body parsed as JSON whatever
- * its content type (nesting depth limited), trailing slashes ignored, shutdown hooks (runners are closed on
- * SIGINT/SIGTERM). Shared by main.ts and the e2e tests; the caller listens.
+ * Builds the Nest application on Fastify with the daemon's HTTP conventions (reference/ollama-api.md §1.1): request
+ * ids, metrics and one structured log line per request on every route (src/observability, before anything else), the
+ * Origin/Host request gate first among the checks on every route (§1.2, §1.3; docs/security.md), every body parsed as
+ * JSON whatever its content type (nesting depth limited), trailing slashes ignored, Nest's logs through pino (JSON
+ * lines, pretty on a terminal, LLAMAD_LOG_LEVEL; silent when `config.logging` is false). Signals are main.ts's
+ * (installShutdownSignals: drain, close, exit 0); `app.close()` unloads the models. Shared by main.ts and the e2e
+ * tests; the caller listens.
  */
-export async function createApp(options: AppOptions): Promise<NestFastifyApplication> {
+export async function createApp(options: AppOptions, extras: CreateAppExtras = {}): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
     ignoreTrailingSlash: true,
     // Shutdown must not wait for keep-alive sockets (a client may hold an unused one open for minutes).
     forceCloseConnections: true,
   });
+  const logging = options.config.logging || extras.logDestination !== undefined;
+  const rootLogger = logging
+    ? createRootLogger({
+        level: options.config.logLevel,
+        pretty: process.stdout.isTTY === true,
+        ...(extras.logDestination ? { destination: extras.logDestination } : {}),
+      })
+    : undefined;
+  installHttpObservation(adapter.getInstance(), rootLogger ? { logger: createHttpLogger(rootLogger) } : {});
   installRequestGate(adapter.getInstance(), { origins: options.config.origins });
   installJsonBodyParser(adapter.getInstance(), BODY_LIMIT_BYTES);
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(options), adapter, {
-    logger: options.config.logging ? logLevels(options.config.debugLevel) : false,
+    ...(rootLogger ? { bufferLogs: true } : { logger: false }),
     bodyParser: false,
   });
-  // SIGINT and SIGTERM only: Nest's default list includes SIGHUP, which re-reads the API keys file instead.
-  app.enableShutdownHooks(['SIGINT', 'SIGTERM']);
+  if (rootLogger) app.useLogger(createNestLogger(rootLogger));
+  setupOpenApi(app); // GET /openapi.json and /docs (src/openapi)
   await app.init();
   return app;
 }

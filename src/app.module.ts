@@ -1,18 +1,14 @@
-import { DynamicModule, Module } from '@nestjs/common';
-import { APP_FILTER, APP_PIPE, HttpAdapterHost } from '@nestjs/core';
+import { DynamicModule, Module, Provider } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD, HttpAdapterHost } from '@nestjs/core';
 import type { NativeBinding } from '../binding';
-import { AppController } from './app.controller';
-import { CommonModule } from './common/common.module';
-import { CompatModule } from './compat/compat.module';
-import { OllamaExceptionFilter, OllamaValidationPipe, RoutedExceptionFilter } from './common/http';
-import { AnthropicExceptionFilter } from './compat/anthropic';
-import { OpenAIExceptionFilter } from './compat/openai';
-import { ConfigModule, DaemonConfig } from './config';
-import { InferenceModule, RunnerFactory } from './inference';
-import { ModelsModule } from './models';
-import { NativeModule } from './native';
-import { RegistryModule } from './registry';
-import { SecurityModule } from './security';
+import { OllamaExceptionFilter, RoutedExceptionFilter } from './common/http';
+import { AnthropicExceptionFilter } from './compat/anthropic/anthropic-error';
+import { OpenAIExceptionFilter } from './compat/openai/openai-error';
+import { DaemonConfig } from './config';
+import { RUNNER_FACTORY, RunnerFactory } from './inference/runner/runner';
+import { LlamadModule } from './llamad.module';
+import { NATIVE_BINDING, NativeBindingLoader } from './native/native.tokens';
+import { AuthorizationGuard } from './security/authorization.guard';
 
 /** What can be swapped when building the app (tests). */
 export interface AppOptions {
@@ -24,27 +20,25 @@ export interface AppOptions {
 }
 
 /**
- * Root module: Config and Native (global), Security (the AUTHORIZER behind a global guard), Models, Inference; the
- * global exception filter (errors raised before a controller, in the dialect of the URL; Ollama's by default) and
- * validation pipe; CompatModule (/v1, with its own controller-bound filters) shares the same InferenceModule.
+ * The daemon: LlamadModule with every surface at the root (no prefix; the request gate and the JSON body parser are
+ * installed on every route by createApp) plus the daemon-only global parts: the exception filter for errors raised
+ * before any controller (the body parser's 400/413, unknown routes: gin's 404/405), in the dialect of the URL
+ * (Ollama's by default), and the authorization guard for daemon routes outside the module (the module's own
+ * controllers carry it already; a request is authorized once).
  */
 @Module({})
 export class AppModule {
   static forRoot(options: AppOptions): DynamicModule {
-    const inference = InferenceModule.forRoot(options.runnerFactory);
+    const seams: Provider[] = [];
+    if (options.binding) {
+      const binding = options.binding;
+      const loader: NativeBindingLoader = () => binding;
+      seams.push({ provide: NATIVE_BINDING, useValue: loader });
+    }
+    if (options.runnerFactory) seams.push({ provide: RUNNER_FACTORY, useValue: options.runnerFactory });
     return {
       module: AppModule,
-      imports: [
-        ConfigModule.forRoot(options.config),
-        NativeModule.forRoot(options.binding),
-        CommonModule,
-        SecurityModule,
-        ModelsModule,
-        inference,
-        RegistryModule,
-        CompatModule.forRoot(inference),
-      ],
-      controllers: [AppController],
+      imports: [LlamadModule.forRoot({ config: options.config, requestGate: false, providers: seams })],
       providers: [
         {
           provide: APP_FILTER,
@@ -58,7 +52,7 @@ export class AppModule {
             ),
           inject: [HttpAdapterHost],
         },
-        { provide: APP_PIPE, useClass: OllamaValidationPipe },
+        { provide: APP_GUARD, useClass: AuthorizationGuard },
       ],
     };
   }

@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { defer, Observable, of, switchMap } from 'rxjs';
 import { InvalidRequestError, UnsupportedCapabilityError } from '../common/errors';
 import { ModelsService, ResolvedModel } from '../models';
@@ -17,6 +17,7 @@ import {
 } from './prompt-render';
 import { Runner } from './runner/runner';
 import { SchedulerService } from './scheduler.service';
+import { GoTemplateRenderer, TEMPLATE_RENDERER, TemplateRenderer } from './template-renderer';
 import { toMediaPrompt, withImageMarkers } from './media-prompt';
 
 /** Observes one chat() call (the compat layers use it to report usage before the first token). */
@@ -53,6 +54,9 @@ export class ChatService {
     private readonly models: ModelsService,
     private readonly completion: CompletionService,
     private readonly scheduler: SchedulerService,
+    @Optional()
+    @Inject(TEMPLATE_RENDERER)
+    private readonly templates: TemplateRenderer = new GoTemplateRenderer(),
   ) {}
 
   /** Whether the request is a load/unload shortcut, answered with one JSON object even when streaming (§3.3). */
@@ -90,7 +94,12 @@ export class ChatService {
       switchMap((model) => {
         this.check(cmd, model);
         const { spec } = this.completion.plan(model, cmd.options);
-        const acquire = { spec, keepAliveMs: cmd.keepAliveMs, acceptLargerContext: cmd.growContext };
+        const acquire = {
+          spec,
+          keepAliveMs: cmd.keepAliveMs,
+          acceptLargerContext: cmd.growContext,
+          modelName: model.shortName,
+        };
         return this.scheduler.withRunner(acquire, (lease) =>
           defer(() =>
             of(this.preparePrompt(cmd, model, lease.runner, ChatService.assembleMessages(cmd, model)).tokens.length),
@@ -130,7 +139,7 @@ export class ChatService {
     messages: ChatMessage[],
   ): PreparedPrompt {
     const opts = renderOptions(cmd, model);
-    const go = goTemplateFor(model.template);
+    const go = goTemplateFor(model.template, this.templates.engine());
     const images = messages.flatMap((m) => m.images ?? []);
     const r = go
       ? renderGo(go.api, go.template, runner, messages, opts)
@@ -151,6 +160,7 @@ export class ChatService {
       options: cmd.options,
       keepAliveMs: cmd.keepAliveMs,
       startedAt: cmd.startedAt,
+      kind: 'chat' as const,
       topLogprobs: cmd.topLogprobs,
       growContext: cmd.growContext,
     };
@@ -194,7 +204,9 @@ export class ChatService {
     options: EffectiveOptions,
   ): PreparedPrompt {
     const messages = ChatService.assembleMessages(cmd, model);
-    if (model.template && !goTemplateFor(model.template)) this.completion.noteTemplateFallback(model);
+    if (model.template && !goTemplateFor(model.template, this.templates.engine())) {
+      this.completion.noteTemplateFallback(model);
+    }
     // Images: the engine evaluates the text and images itself; no message dropping or truncation (too long → 400 there).
     if (messages.some((m) => m.images?.length)) return this.preparePrompt(cmd, model, runner, messages);
     const render = (list: ChatMessage[]) => this.preparePrompt(cmd, model, runner, list);

@@ -1,16 +1,16 @@
 import { Body, Controller, HttpCode, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { map } from 'rxjs';
-import { ollamaErrorLine, StreamResponder } from '../common/http';
+import { LlamadRoutes, ollamaErrorLine, StreamResponder } from '../common/http';
+import { LlamadService } from '../facade/llamad.service';
+import { ApiRoute, ApiTag } from '../openapi/api-route.decorator';
 import { GenerateRequestDto } from './dto/generate-request.dto';
-import { GenerateService } from './generate.service';
-import { fromGenerateRequest, toGenerateChunk, toGenerateResponse } from './ollama.mapper';
 
-/** POST /api/generate (reference/ollama-api.md §3.2). Thin: decode, call the service, choose the wire format. */
+/** POST /api/generate (reference/ollama-api.md §3.2). Thin: call the facade, choose the wire format. */
+@LlamadRoutes()
 @Controller('api')
 export class GenerateController {
   constructor(
-    private readonly generateService: GenerateService,
+    private readonly llamad: LlamadService,
     private readonly responder: StreamResponder,
   ) {}
 
@@ -20,13 +20,20 @@ export class GenerateController {
    */
   @Post('generate')
   @HttpCode(200)
+  @ApiRoute({
+    id: 'generate',
+    summary: 'Generate a completion',
+    description:
+      'Streams NDJSON chunks by default; one JSON object with `stream: false`. Empty prompt: loads the model.',
+    tag: ApiTag.Ollama,
+    ok: { description: 'Chunks (stream) or the whole answer.', ndjson: 'GenerateResponse', json: 'GenerateResponse' },
+  })
   async generate(@Body() body: GenerateRequestDto, @Res() reply: FastifyReply): Promise<void> {
-    const cmd = fromGenerateRequest(body, process.hrtime.bigint());
-    const events$ = this.generateService.generate(cmd);
-    if (body.stream === false || GenerateService.isShortcut(cmd)) {
-      await this.responder.json(reply, events$.pipe(toGenerateResponse(cmd.model)));
+    const answer = this.llamad.generate(body);
+    if (!answer.stream) {
+      await this.responder.json(reply, answer.response$);
       return;
     }
-    await this.responder.ndjson(reply, events$.pipe(map((e) => toGenerateChunk(cmd.model, e))), ollamaErrorLine);
+    await this.responder.ndjson(reply, answer.observable, ollamaErrorLine);
   }
 }

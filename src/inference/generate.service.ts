@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { defer, Observable, of, switchMap } from 'rxjs';
 import { InvalidRequestError, ModelNotFoundError, UnsupportedCapabilityError } from '../common/errors';
 import { ModelsService, ResolvedModel } from '../models';
@@ -10,6 +10,7 @@ import { fitPrompt, tokenizePrompt } from './prompt.builder';
 import { checkImages, goTemplateFor, renderGo, renderNative, thinkingEnabled } from './prompt-render';
 import { Runner } from './runner/runner';
 import { SchedulerService } from './scheduler.service';
+import { GoTemplateRenderer, TEMPLATE_RENDERER, TemplateRenderer } from './template-renderer';
 import { toMediaPrompt, withImageMarkers } from './media-prompt';
 
 /** Ollama's text when `think` is asked of a model without the capability (§5.2): the name as sent, Go-quoted. */
@@ -34,6 +35,9 @@ export class GenerateService {
     private readonly models: ModelsService,
     private readonly completion: CompletionService,
     private readonly scheduler: SchedulerService,
+    @Optional()
+    @Inject(TEMPLATE_RENDERER)
+    private readonly templates: TemplateRenderer = new GoTemplateRenderer(),
   ) {}
 
   /** Whether the request is a load/unload shortcut, answered with one JSON object even when streaming (§3.2). */
@@ -122,7 +126,7 @@ export class GenerateService {
       extra = formatOnly();
     } else {
       const templateText = cmd.template || model.template;
-      const go = goTemplateFor(templateText);
+      const go = goTemplateFor(templateText, this.templates.engine());
       if (templateText && !go) this.completion.noteTemplateFallback(model);
       const thinking = thinkingEnabled(cmd.think, model);
       const opts = { think: cmd.think, thinking, format: cmd.format };

@@ -297,13 +297,14 @@ export function renderGo(
 /**
  * The parsed Go template a request uses (request `template` over the Modelfile TEMPLATE), or undefined when there is
  * none or the engine is not available (native mode then).
+ * @param api the engine (the TEMPLATE_RENDERER's); default: src/templates, or the one set for tests.
  * @throws InvalidRequestError `template error: …` when the template does not parse.
  */
 export function goTemplateFor(
   text: string | undefined,
+  api: GoTemplatesApi | undefined = loadGoTemplates(),
 ): { api: GoTemplatesApi; template: GoTemplateHandle } | undefined {
   if (!text) return undefined;
-  const api = loadGoTemplates();
   if (!api) return undefined;
   try {
     return { api, template: api.GoTemplate.parse(text) };

@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { DaemonError, ErrorCode } from '../common/errors';
-import { ModelName, ModelStoreRepository } from '../models';
+import { ModelName, ModelStore } from '../models';
 
 /** A downloaded blob that does not hash to its digest (§6.3). Ollama: 400 (DIGEST_MISMATCH). */
 export class BlobDigestMismatchError extends DaemonError {
@@ -23,10 +23,10 @@ export class BlobDigestMismatchError extends DaemonError {
  * - a verified partial is renamed into `blobs/` (same file system: atomic);
  * - a pulled manifest is written byte for byte as received, to a temporary file beside its target, fsynced, then
  *   renamed (so its digest is the registry's).
- * Paths come from ModelStoreRepository (blobPath, findExisting); the layout is Ollama's.
+ * Paths come from the MODEL_STORE (blobPath, findExisting); the layout is Ollama's.
  */
 export class RegistryFiles {
-  constructor(private readonly store: ModelStoreRepository) {}
+  constructor(private readonly store: ModelStore) {}
 
   /** `<OLLAMA_MODELS>/partial`. */
   get partialDir(): string {

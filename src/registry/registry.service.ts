@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { readFile } from 'node:fs/promises';
 import { Observable } from 'rxjs';
 import { InvalidRequestError, ModelNotFoundError, RegistryError } from '../common/errors';
@@ -8,7 +8,8 @@ import {
   manifestDigestsOf,
   ManifestLayer,
   MediaType,
-  ModelStoreRepository,
+  MODEL_STORE,
+  ModelStore,
   StoredManifest,
   storeError,
 } from '../models';
@@ -62,7 +63,7 @@ export class RegistryService {
   private readonly files: RegistryFiles;
   private readonly inFlight = new Map<string, InFlight>();
 
-  constructor(private readonly store: ModelStoreRepository) {
+  constructor(@Inject(MODEL_STORE) private readonly store: ModelStore) {
     this.files = new RegistryFiles(store);
   }
 

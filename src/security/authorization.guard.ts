@@ -11,9 +11,14 @@ const PUBLIC_ROUTE = 'llamad:public-route';
  */
 export const Public = (): MethodDecorator & ClassDecorator => SetMetadata(PUBLIC_ROUTE, true);
 
+/** Requests already authorized (the daemon runs the guard both globally and on the module's controllers). */
+const authorized = new WeakSet<object>();
+
 /**
- * Runs the {@link AUTHORIZER} before every handler that is not {@link Public}. Registered as a global guard, so a
- * new route is covered without wiring; its errors are rendered by the route's own dialect filter (Ollama, OpenAI or
+ * Runs the {@link AUTHORIZER} before every handler that is not {@link Public}. Bound to each of the module's
+ * controllers (`LlamadRoutes`, so a host application's routes are not touched) and, in the daemon only, also
+ * registered as a global guard so that a daemon route outside the module is covered without wiring; a request is
+ * authorized once even when both run. Its errors are rendered by the route's own dialect filter (Ollama, OpenAI or
  * Anthropic shape). Runs after the request gate (Origin/Host) and before validation and the handler, so a refused
  * request has no side effect.
  */
@@ -32,12 +37,14 @@ export class AuthorizationGuard implements CanActivate {
     ]);
     if (isPublic) return true;
     const request = context.switchToHttp().getRequest<FastifyRequest>();
+    if (authorized.has(request)) return true;
     await this.authorizer.authorize({
       method: request.method,
       route: request.routeOptions.url ?? request.url.split('?')[0],
       headers: request.headers,
       remoteAddress: request.socket.remoteAddress,
     });
+    authorized.add(request);
     return true;
   }
 }

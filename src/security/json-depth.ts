@@ -49,3 +49,38 @@ export function checkJsonDepth(text: string, limit: number = MAX_JSON_DEPTH): vo
     throw new InvalidRequestError(`request body is nested too deeply: more than ${limit} levels of arrays and objects`);
   }
 }
+
+/**
+ * Deepest nesting of arrays and objects of an already parsed value (iterative: no recursion whatever the depth),
+ * stopping as soon as `limit` is exceeded. For bodies parsed by someone else's parser (a host application's), where
+ * {@link checkJsonDepth} could not see the text.
+ * @returns the depth reached, at most `limit + 1`.
+ */
+export function valueDepth(value: unknown, limit: number = MAX_JSON_DEPTH): number {
+  let deepest = 0;
+  const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  while (stack.length > 0) {
+    const { value: current, depth } = stack.pop()!;
+    if (typeof current !== 'object' || current === null) continue;
+    const level = depth + 1;
+    if (level > deepest) {
+      deepest = level;
+      if (deepest > limit) return deepest;
+    }
+    const children = Array.isArray(current) ? current : Object.values(current);
+    for (const child of children) {
+      if (typeof child === 'object' && child !== null) stack.push({ value: child, depth: level });
+    }
+  }
+  return deepest;
+}
+
+/**
+ * {@link checkJsonDepth} for a parsed value.
+ * @throws InvalidRequestError `request body is nested too deeply: more than 512 levels of arrays and objects`.
+ */
+export function checkValueDepth(value: unknown, limit: number = MAX_JSON_DEPTH): void {
+  if (valueDepth(value, limit) > limit) {
+    throw new InvalidRequestError(`request body is nested too deeply: more than ${limit} levels of arrays and objects`);
+  }
+}

@@ -114,8 +114,13 @@ export class RequestGate {
  * guards and handlers on every route (unknown ones included). CORS headers go on the raw response, which streamed
  * replies (written by StreamResponder after `reply.hijack()`) keep as well as ordinary ones.
  * @param options.origins OLLAMA_ORIGINS entries; `listenAddress` is read from the server once it listens.
+ * @param options.applies which request paths (query string removed) the gate judges; default every path (the
+ *   daemon). LlamadModule in a host application passes its route prefix, so the host's other routes are untouched.
  */
-export function installRequestGate(fastify: FastifyInstance, options: { origins: readonly string[] }): RequestGate {
+export function installRequestGate(
+  fastify: FastifyInstance,
+  options: { origins: readonly string[]; applies?: (path: string) => boolean },
+): RequestGate {
   const logger = new Logger('Security');
   const hosts = new HostPolicy(() => {
     const address = fastify.server.address();
@@ -123,6 +128,10 @@ export function installRequestGate(fastify: FastifyInstance, options: { origins:
   });
   const gate = new RequestGate(new OriginPolicy(options.origins), hosts);
   fastify.addHook('onRequest', (request, reply, done) => {
+    if (options.applies && !options.applies(request.url.split('?')[0])) {
+      done();
+      return;
+    }
     const verdict = gate.judge({ method: request.method, headers: request.headers });
     if (verdict.action === 'forbid') {
       logger.warn(

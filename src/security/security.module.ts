@@ -1,18 +1,15 @@
 import { Module } from '@nestjs/common';
-import { APP_GUARD } from '@nestjs/core';
 import { ApiKeyAuthorizer, AUTHORIZER } from './authorizer';
-import { AuthorizationGuard } from './authorization.guard';
 
 /**
- * Request authorization: the {@link AUTHORIZER} (default {@link ApiKeyAuthorizer}) behind the global
- * {@link AuthorizationGuard}. The Origin/Host gate is installed on Fastify by `installRequestGate` (it must run
- * before routing, which a Nest guard cannot); the JSON depth limit lives in the body parser (`checkJsonDepth`).
+ * The default {@link AUTHORIZER} ({@link ApiKeyAuthorizer}) for standalone use; it needs a DaemonConfig from the
+ * importer. LlamadModule provides AUTHORIZER through its own core module (replaceable by the host) and binds the
+ * AuthorizationGuard to its controllers (`LlamadRoutes`), never globally; the daemon adds the global guard itself.
+ * The Origin/Host gate is installed on Fastify by `installRequestGate` (it must run before routing, which a Nest
+ * guard cannot); the JSON depth limit lives in the body parser (`checkJsonDepth`) and the validation pipe.
  */
 @Module({
-  providers: [
-    { provide: AUTHORIZER, useClass: ApiKeyAuthorizer },
-    { provide: APP_GUARD, useClass: AuthorizationGuard },
-  ],
+  providers: [{ provide: AUTHORIZER, useClass: ApiKeyAuthorizer }],
   exports: [AUTHORIZER],
 })
 export class SecurityModule {}

@@ -12,9 +12,12 @@ import { LlamaRunnerFactory } from '../../src/inference/runner/llama.runner';
 import { RunnerFactory } from '../../src/inference/runner/runner';
 import { SchedulerService } from '../../src/inference/scheduler.service';
 import { ModelStoreRepository } from '../../src/models/model-store.repository';
+import { ModelLifecycleService } from '../../src/models/model-lifecycle.service';
 import { CreateProgress, ModelsService } from '../../src/models/models.service';
+import { GenerationHooksRegistry } from '../../src/observability/generation-hooks';
 import { FakeBinding } from './fake-binding';
 import { TinyGgufOptions, writeTinyGguf } from './gguf-fixtures';
+import { newModelCatalog } from './models-service';
 
 /** Services wired by hand (no Nest container) over a temporary store — immich's `newTestService` idea. */
 export interface InferenceTestbed {
@@ -22,6 +25,8 @@ export interface InferenceTestbed {
   dir: string;
   store: ModelStoreRepository;
   models: ModelsService;
+  /** Copy/delete/prune; the scheduler follows its `deleted$` (as in the app). */
+  lifecycle: ModelLifecycleService;
   binding: FakeBinding;
   scheduler: SchedulerService;
   generate: GenerateService;
@@ -36,25 +41,33 @@ let ggufCounter = 0;
 
 /** Builds the testbed; logging is silenced. */
 export async function createInferenceTestbed(
-  options: { config?: Partial<DaemonConfig>; binding?: FakeBinding; runnerFactory?: RunnerFactory } = {},
+  options: {
+    config?: Partial<DaemonConfig>;
+    binding?: FakeBinding;
+    runnerFactory?: RunnerFactory;
+    /** The request hooks registry the completion and embed services report to. */
+    hooks?: GenerationHooksRegistry;
+  } = {},
 ): Promise<InferenceTestbed> {
   Logger.overrideLogger(false);
   const dir = await mkdtemp(join(tmpdir(), 'llamad-unit-'));
   const config = Object.assign(new DaemonConfig(), { modelsDir: join(dir, 'models'), logging: false }, options.config);
   const store = new ModelStoreRepository(config);
-  const models = new ModelsService(store);
+  const { models, lifecycle } = newModelCatalog(store);
   const binding = options.binding ?? new FakeBinding();
   const factory = options.runnerFactory ?? new LlamaRunnerFactory(() => binding);
-  const scheduler = new SchedulerService(config, factory);
-  const completion = new CompletionService(config, scheduler);
+  const scheduler = new SchedulerService(config, factory, undefined, lifecycle);
+  scheduler.onModuleInit();
+  const completion = new CompletionService(config, scheduler, options.hooks);
   const generate = new GenerateService(models, completion, scheduler);
   const chat = new ChatService(models, completion, scheduler);
-  const embed = new EmbedService(models, completion, scheduler);
+  const embed = new EmbedService(models, completion, scheduler, options.hooks);
   return {
     config,
     dir,
     store,
     models,
+    lifecycle,
     binding,
     scheduler,
     generate,

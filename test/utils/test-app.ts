@@ -28,6 +28,8 @@ export interface TestAppOptions {
   config?: Partial<DaemonConfig>;
   /** Address to bind (default 127.0.0.1); `baseUrl` still points at 127.0.0.1. */
   listenHost?: string;
+  /** Captures the daemon's JSON log lines (logging is on for this app then, at `config.logLevel`). */
+  logDestination?: { write(line: string): void };
 }
 
 /**
@@ -42,7 +44,10 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     contextLength: 512,
     ...options.config,
   });
-  const app = await createApp({ config, binding: options.binding, runnerFactory: options.runnerFactory });
+  const app = await createApp(
+    { config, binding: options.binding, runnerFactory: options.runnerFactory },
+    options.logDestination ? { logDestination: options.logDestination } : {},
+  );
   await app.listen(0, options.listenHost ?? '127.0.0.1');
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : 0;

@@ -1,4 +1,7 @@
-import { ArgumentMetadata, Injectable, ValidationError, ValidationPipe } from '@nestjs/common';
+import { ArgumentMetadata, Injectable, Type, ValidationError, ValidationPipe } from '@nestjs/common';
+import { plainToInstance } from 'class-transformer';
+import { validateSync } from 'class-validator';
+import { checkValueDepth } from '../../security/json-depth';
 import { InvalidRequestError } from '../errors';
 import { jsonKind } from '../validation';
 
@@ -19,6 +22,49 @@ function firstError(errors: ValidationError[], parent = ''): { message: string; 
   return undefined;
 }
 
+/** The class-validator options of the pipe (Go's decoder: unknown fields dropped silently, never rejected). */
+const VALIDATOR_OPTIONS = {
+  whitelist: true,
+  forbidNonWhitelisted: false,
+  forbidUnknownValues: false,
+  validationError: { target: false, value: true },
+} as const;
+
+/**
+ * Ollama's body rules that come before validation (§1.1), shared by the pipe and {@link decodeRequestBody}: no body →
+ * `missing request body`; a JSON value that is not an object → `json: cannot unmarshal <kind> into Go value of type
+ * <api.Type>`; `null` → an empty request; nesting deeper than MAX_JSON_DEPTH → 400 (a host application's body parser
+ * does not check it the way the daemon's does).
+ */
+function checkBody(value: unknown, metatype: Type<unknown>): object {
+  if (value === undefined || value === '') throw new InvalidRequestError('missing request body');
+  const body = value === null ? {} : value;
+  if (typeof body !== 'object' || Array.isArray(body)) {
+    const goType = (metatype as GoTyped).goTypeName ?? metatype.name;
+    throw new InvalidRequestError(`json: cannot unmarshal ${jsonKind(body)} into Go value of type ${goType}`);
+  }
+  checkValueDepth(body);
+  return body;
+}
+
+/**
+ * The pipe's work without Nest, synchronously (every DTO constraint is synchronous): a plain request object → a
+ * validated DTO instance. Used by the LlamadService facade for requests that do not come through HTTP; an instance
+ * of `metatype` (already validated by the pipe) is returned as is.
+ * @throws InvalidRequestError as the pipe does.
+ */
+export function decodeRequestBody<T extends object>(metatype: Type<T>, value: unknown): T {
+  if (value instanceof metatype) return value;
+  const body = checkBody(value, metatype);
+  const instance = plainToInstance(metatype, body);
+  const errors = validateSync(instance, VALIDATOR_OPTIONS);
+  if (errors.length > 0) {
+    const first = firstError(errors);
+    throw new InvalidRequestError(first?.message ?? 'invalid request', first?.path);
+  }
+  return instance;
+}
+
 /**
  * The request-body pipe of every route (ARCHITECTURE.md §8): class-validator with `transform` and `whitelist`
  * (unknown fields are dropped silently — Ollama ignores them — never rejected), and an exceptionFactory that throws
@@ -31,10 +77,7 @@ export class OllamaValidationPipe extends ValidationPipe {
   constructor() {
     super({
       transform: true,
-      whitelist: true,
-      forbidNonWhitelisted: false,
-      forbidUnknownValues: false,
-      validationError: { target: false, value: true },
+      ...VALIDATOR_OPTIONS,
       exceptionFactory: (errors: ValidationError[]) => {
         const first = firstError(errors);
         return new InvalidRequestError(first?.message ?? 'invalid request', first?.path);
@@ -46,12 +89,6 @@ export class OllamaValidationPipe extends ValidationPipe {
     if (metadata.type !== 'body' || !metadata.metatype || metadata.metatype === Object) {
       return super.transform(value, metadata);
     }
-    if (value === undefined || value === '') throw new InvalidRequestError('missing request body');
-    const body = value === null ? {} : value;
-    if (typeof body !== 'object' || Array.isArray(body)) {
-      const goType = (metadata.metatype as GoTyped).goTypeName ?? metadata.metatype.name;
-      throw new InvalidRequestError(`json: cannot unmarshal ${jsonKind(body)} into Go value of type ${goType}`);
-    }
-    return super.transform(body, metadata);
+    return super.transform(checkBody(value, metadata.metatype), metadata);
   }
 }

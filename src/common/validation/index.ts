@@ -1,1 +1,2 @@
 export * from './go-json.decorators';
+export * from './wire-fields';

@@ -1,7 +1,8 @@
-import { Body, Controller, HttpCode, Post, Res, UseFilters } from '@nestjs/common';
+import { Body, Controller, HttpCode, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { lastValueFrom } from 'rxjs';
-import { StreamResponder } from '../../common/http';
+import { LlamadRoutes, StreamResponder } from '../../common/http';
+import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import { AnthropicExceptionFilter, toAnthropicError } from './anthropic-error';
 import { AnthropicMessagesService } from './anthropic-messages.service';
 import { fromMessagesRequest } from './anthropic-request.mapper';
@@ -13,7 +14,7 @@ import { streamSse } from './anthropic-sse.responder';
  * `anthropic-beta` are accepted and ignored. Errors render in Anthropic's shape through AnthropicExceptionFilter.
  */
 @Controller('v1/messages')
-@UseFilters(AnthropicExceptionFilter)
+@LlamadRoutes(AnthropicExceptionFilter)
 export class AnthropicController {
   constructor(
     private readonly service: AnthropicMessagesService,
@@ -26,6 +27,17 @@ export class AnthropicController {
    */
   @Post()
   @HttpCode(200)
+  @ApiRoute({
+    id: 'createMessage',
+    summary: 'Create a message',
+    tag: ApiTag.Anthropic,
+    body: 'AnthropicMessagesRequest',
+    ok: {
+      description: 'A message, or with `stream: true` its events.',
+      json: 'AnthropicMessage',
+      sse: 'AnthropicStreamEvent',
+    },
+  })
   async create(@Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
     const cmd = fromMessagesRequest(body, process.hrtime.bigint());
     if ((body as { stream?: unknown }).stream === true) {
@@ -44,6 +56,13 @@ export class AnthropicController {
    */
   @Post('count_tokens')
   @HttpCode(200)
+  @ApiRoute({
+    id: 'countMessageTokens',
+    summary: 'Count the tokens of a message request',
+    tag: ApiTag.Anthropic,
+    body: 'AnthropicCountTokensRequest',
+    ok: { description: 'The prompt size in tokens.', json: 'AnthropicCountTokensResponse' },
+  })
   async countTokens(@Body() body: unknown): Promise<{ input_tokens: number }> {
     const cmd = fromMessagesRequest(body, process.hrtime.bigint(), false);
     return { input_tokens: await lastValueFrom(this.service.countTokens(cmd)) };

@@ -1,7 +1,8 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Res, UseFilters } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { ModelNotFoundError } from '../../common/errors';
-import { StreamResponder } from '../../common/http';
+import { LlamadRoutes, StreamResponder } from '../../common/http';
+import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import { ChatService, EmbedService, GenerateService } from '../../inference';
 import { ModelName, ModelsService } from '../../models';
 import { OpenAIExceptionFilter, openAIErrorFrame } from './openai-error';
@@ -33,7 +34,7 @@ import { writeSse } from './sse-writer';
  * none is checked (the service spec: any dummy key).
  */
 @Controller('v1')
-@UseFilters(OpenAIExceptionFilter)
+@LlamadRoutes(OpenAIExceptionFilter)
 export class OpenAIController {
   constructor(
     private readonly chatService: ChatService,
@@ -49,6 +50,17 @@ export class OpenAIController {
    */
   @Post('chat/completions')
   @HttpCode(200)
+  @ApiRoute({
+    id: 'createChatCompletion',
+    summary: 'Create a chat completion',
+    tag: ApiTag.OpenAI,
+    body: 'OpenAIChatRequest',
+    ok: {
+      description: '`chat.completion`, or with `stream: true` `chat.completion.chunk` events ending in `[DONE]`.',
+      json: 'OpenAIChatCompletion',
+      sse: 'OpenAIChatCompletionEvent',
+    },
+  })
   async chatCompletions(@Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
     const cmd = fromOpenAIChatRequest(body, process.hrtime.bigint());
     const meta = { id: newCompletionId('chatcmpl'), created: unixNow(), model: cmd.model };
@@ -69,6 +81,17 @@ export class OpenAIController {
    */
   @Post('completions')
   @HttpCode(200)
+  @ApiRoute({
+    id: 'createCompletion',
+    summary: 'Create a text completion',
+    tag: ApiTag.OpenAI,
+    body: 'OpenAICompletionRequest',
+    ok: {
+      description: '`text_completion`, or with `stream: true` chunks of the same shape ending in `[DONE]`.',
+      json: 'OpenAICompletion',
+      sse: 'OpenAICompletionEvent',
+    },
+  })
   async completions(@Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
     const cmds = fromOpenAICompletionRequest(body, process.hrtime.bigint());
     const meta = { id: newCompletionId('cmpl'), created: unixNow(), model: cmds[0].model };
@@ -83,6 +106,13 @@ export class OpenAIController {
   /** POST /v1/embeddings: one L2-normalized vector per input, as numbers or base64 little-endian float32. */
   @Post('embeddings')
   @HttpCode(200)
+  @ApiRoute({
+    id: 'createEmbedding',
+    summary: 'Create embeddings',
+    tag: ApiTag.OpenAI,
+    body: 'OpenAIEmbeddingRequest',
+    ok: { description: 'One L2-normalized vector per input.', json: 'OpenAIEmbeddingResponse' },
+  })
   async embeddings(@Body() body: unknown): Promise<OpenAIEmbeddingResponse> {
     const { command, encoding } = fromOpenAIEmbeddingRequest(body, process.hrtime.bigint());
     const result = await this.embedService.embed(command);
@@ -91,6 +121,12 @@ export class OpenAIController {
 
   /** GET /v1/models: every local model, newest first; `data` is `[]` when there are none. */
   @Get('models')
+  @ApiRoute({
+    id: 'listOpenAIModels',
+    summary: 'List models',
+    tag: ApiTag.OpenAI,
+    ok: { description: 'Every local model, newest first.', json: 'OpenAIModelList' },
+  })
   async listModels(): Promise<OpenAIModelList> {
     const models = await this.models.list();
     return {
@@ -101,6 +137,13 @@ export class OpenAIController {
 
   /** GET /v1/models/:model: the model with `id` as requested; 404 `model '<id>' not found` when unknown. */
   @Get('models/:model')
+  @ApiRoute({
+    id: 'retrieveOpenAIModel',
+    summary: 'Retrieve a model',
+    tag: ApiTag.OpenAI,
+    params: { model: 'Model name.' },
+    ok: { description: 'The model.', json: 'OpenAIModel' },
+  })
   async retrieveModel(@Param('model') id: string): Promise<OpenAIModel> {
     const model = await this.models.resolve(id, () => ModelNotFoundError.notFoundMessage(id));
     return fromResolvedModel(id, model);

@@ -1,6 +1,7 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Res, UseFilters } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { StreamResponder } from '../../common/http';
+import { LlamadRoutes, StreamResponder } from '../../common/http';
+import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import { OpenAIExceptionFilter } from '../openai';
 import { writeResponsesSse } from './responses-sse';
 import { ResponsesService } from './responses.service';
@@ -13,7 +14,7 @@ import { ResponseDeleted, ResponseObject } from './responses.types';
  * (400 invalid_request_error, 404 not_found_error — the SDK's BadRequestError / NotFoundError).
  */
 @Controller('v1/responses')
-@UseFilters(OpenAIExceptionFilter)
+@LlamadRoutes(OpenAIExceptionFilter)
 export class ResponsesController {
   constructor(
     private readonly service: ResponsesService,
@@ -27,6 +28,17 @@ export class ResponsesController {
    */
   @Post()
   @HttpCode(200)
+  @ApiRoute({
+    id: 'createResponse',
+    summary: 'Create a model response (Responses API)',
+    tag: ApiTag.OpenAI,
+    body: 'ResponsesRequest',
+    ok: {
+      description: 'A Response object, or with `stream: true` events from `response.created` to `response.completed`.',
+      json: 'ResponseObject',
+      sse: 'ResponseStreamEvent',
+    },
+  })
   async create(@Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
     const prepared = this.service.prepare(body, process.hrtime.bigint());
     if (!prepared.stream) {
@@ -39,6 +51,13 @@ export class ResponsesController {
 
   /** A stored response (404 when unknown, expired, deleted, or created with `store: false`). */
   @Get(':id')
+  @ApiRoute({
+    id: 'getResponse',
+    summary: 'Retrieve a stored response',
+    tag: ApiTag.OpenAI,
+    params: { id: '`resp_…`.' },
+    ok: { description: 'The response.', json: 'ResponseObject' },
+  })
   retrieve(@Param('id') id: string): ResponseObject {
     return this.service.retrieve(id);
   }
@@ -46,6 +65,13 @@ export class ResponsesController {
   /** Deletes a stored response: `{id, object: "response", deleted: true}`; 404 when there is none. */
   @Delete(':id')
   @HttpCode(200)
+  @ApiRoute({
+    id: 'deleteResponse',
+    summary: 'Delete a stored response',
+    tag: ApiTag.OpenAI,
+    params: { id: '`resp_…`.' },
+    ok: { description: 'Deleted.', json: 'ResponseDeleted' },
+  })
   remove(@Param('id') id: string): ResponseDeleted {
     return this.service.delete(id);
   }

@@ -1,0 +1,15 @@
+import { applyDecorators, ExceptionFilter, Type, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
+import { AuthorizationGuard } from '../../security/authorization.guard';
+import { OllamaExceptionFilter } from './ollama-exception.filter';
+import { OllamaValidationPipe } from './ollama-validation.pipe';
+
+/**
+ * The class decorator of every controller of the module: binds the dialect's exception filter, the validation pipe
+ * and the authorization guard to the controller itself, never to the application, so that a host application that
+ * imports LlamadModule keeps its own error format, validation and guards on its own routes (and these routes keep
+ * theirs whatever the host installs globally, except the host's global pipes and guards, which Nest runs first).
+ * @param filter the dialect's filter (default: Ollama's `{"error": "..."}`); OpenAI and Anthropic pass theirs.
+ */
+export function LlamadRoutes(filter: Type<ExceptionFilter> = OllamaExceptionFilter): ClassDecorator {
+  return applyDecorators(UseFilters(filter), UsePipes(OllamaValidationPipe), UseGuards(AuthorizationGuard));
+}

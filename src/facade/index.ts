@@ -1,0 +1,2 @@
+export * from './llamad-stream';
+export * from './llamad.service';

@@ -1,0 +1,234 @@
+import { Injectable } from '@nestjs/common';
+import { defer, filter, map, Observable, switchMap } from 'rxjs';
+import { InvalidRequestError } from '../common/errors';
+import { decodeRequestBody } from '../common/http/ollama-validation.pipe';
+import { decodeOptions } from '../common/options';
+import { parseKeepAlive } from '../common/time';
+import { ChatService } from '../inference/chat.service';
+import { ChatRequestDto } from '../inference/dto/chat-request.dto';
+import {
+  EmbeddingsRequestDto,
+  EmbeddingsResponseWire,
+  EmbedRequestDto,
+  EmbedResponseWire,
+} from '../inference/dto/embed-request.dto';
+import { GenerateRequestDto } from '../inference/dto/generate-request.dto';
+import { ChatResponseWire, GenerateResponseWire } from '../inference/dto/generation-response.dto';
+import { EmbedService } from '../inference/embed.service';
+import { GenerateService } from '../inference/generate.service';
+import {
+  fromChatRequest,
+  fromGenerateRequest,
+  toChatChunk,
+  toChatResponse,
+  toGenerateChunk,
+  toGenerateResponse,
+} from '../inference/ollama.mapper';
+import { CopyRequestDto, DeleteRequestDto } from '../models/dto/copy-delete-request.dto';
+import { CreateRequestDto } from '../models/dto/create-request.dto';
+import { ListResponseWire, ProgressWire, ShowResponseWire } from '../models/dto/model-responses.dto';
+import { ShowRequestDto } from '../models/dto/show-request.dto';
+import { fromCreateRequest, toListModelWire, toProgressWire, toShowResponseWire } from '../models/models.mapper';
+import { CreateRequester, LOCAL_REQUESTER, ModelsService } from '../models';
+import { RegistryRequestDto } from '../registry/dto/registry-request.dto';
+import { RegistryService } from '../registry/registry.service';
+import { RegistryProgress, RegistryProgressWire, toRegistryProgressWire } from '../registry/registry.types';
+import { LlamadStream } from './llamad-stream';
+
+/** Body of /api/generate (Ollama `api.GenerateRequest`; wire names). */
+export type GenerateRequest = GenerateRequestDto;
+/** Body of /api/chat (Ollama `api.ChatRequest`). */
+export type ChatRequest = ChatRequestDto;
+/** Body of /api/embed (Ollama `api.EmbedRequest`). */
+export type EmbedRequest = EmbedRequestDto;
+/** Body of the legacy /api/embeddings (Ollama `api.EmbeddingRequest`). */
+export type EmbeddingsRequest = EmbeddingsRequestDto;
+/** Body of /api/show. */
+export type ShowRequest = ShowRequestDto;
+/** Body of /api/create. */
+export type CreateRequest = CreateRequestDto;
+/** Body of /api/pull and /api/push. */
+export type PullRequest = RegistryRequestDto;
+/** Body of /api/copy. */
+export type CopyRequest = CopyRequestDto;
+/** Body of /api/delete. */
+export type DeleteRequest = DeleteRequestDto;
+/** The `stream: false` answer of /api/pull and /api/push. */
+export interface RegistryResult {
+  status: 'success';
+}
+
+/**
+ * The programmatic API of the native (Ollama) surface: what a host application's services call without HTTP, and
+ * what the native HTTP controllers call (they only add the wire format). Requests are the native API's request
+ * shapes (plain objects are validated as the HTTP API validates bodies: InvalidRequestError with Ollama's message);
+ * answers are its response shapes. Errors are the daemon's domain errors (DaemonError subclasses with `status`).
+ */
+@Injectable()
+export class LlamadService {
+  constructor(
+    private readonly generateService: GenerateService,
+    private readonly chatService: ChatService,
+    private readonly embedService: EmbedService,
+    private readonly models: ModelsService,
+    private readonly registry: RegistryService,
+  ) {}
+
+  /**
+   * /api/generate: the chunks as they are generated, or `.response()` for the one-object answer. An empty prompt
+   * loads the model (with `keep_alive: 0`, unloads it).
+   * @throws (synchronously) InvalidRequestError for an invalid request; the stream fails with ModelNotFoundError,
+   *   UnsupportedCapabilityError, … (see GenerateService.generate).
+   */
+  generate(request: GenerateRequest): LlamadStream<GenerateResponseWire> {
+    const body = decodeRequestBody(GenerateRequestDto, request);
+    const cmd = fromGenerateRequest(body, process.hrtime.bigint());
+    const events$ = this.generateService.generate(cmd);
+    return new LlamadStream(
+      events$.pipe(map((e) => toGenerateChunk(cmd.model, e))),
+      events$.pipe(toGenerateResponse(cmd.model)),
+      body.stream !== false && !GenerateService.isShortcut(cmd),
+    );
+  }
+
+  /**
+   * /api/chat: the chunks as they are generated (`for await (const chunk of llm.chat(req))`; leaving the loop
+   * cancels generation), or `.response()` for the one-object answer. No messages loads the model.
+   * @throws (synchronously) InvalidRequestError for an invalid request; the stream fails with domain errors.
+   */
+  chat(request: ChatRequest): LlamadStream<ChatResponseWire> {
+    const body = decodeRequestBody(ChatRequestDto, request);
+    const cmd = fromChatRequest(body, process.hrtime.bigint());
+    const events$ = this.chatService.chat(cmd);
+    return new LlamadStream(
+      events$.pipe(map((e) => toChatChunk(cmd.model, e))),
+      events$.pipe(toChatResponse(cmd.model)),
+      body.stream !== false && !ChatService.isShortcut(cmd),
+    );
+  }
+
+  /**
+   * /api/embed: one vector per input, in order (zero metrics omitted as on the wire).
+   * @throws InvalidRequestError, ModelNotFoundError, UnsupportedCapabilityError, ContextLengthExceededError.
+   */
+  async embed(request: EmbedRequest): Promise<EmbedResponseWire> {
+    const body = decodeRequestBody(EmbedRequestDto, request);
+    const startedAt = process.hrtime.bigint();
+    const model = body.model ?? '';
+    const result = await this.embedService.embed({
+      model,
+      input: body.input,
+      truncate: body.truncate ?? true,
+      dimensions: body.dimensions ?? undefined,
+      options: decodeOptions(body.options),
+      keepAliveMs: parseKeepAlive(body.keep_alive),
+      startedAt,
+    });
+    const out: EmbedResponseWire = { model, embeddings: result.embeddings };
+    if (result.totalDurationNs > 0) out.total_duration = Math.round(result.totalDurationNs);
+    if (result.loadDurationNs > 0) out.load_duration = Math.round(result.loadDurationNs);
+    if (result.promptEvalCount > 0) out.prompt_eval_count = result.promptEvalCount;
+    return out;
+  }
+
+  /** The legacy /api/embeddings: `{embedding}` for one `prompt`; an empty prompt loads the model. */
+  async embeddings(request: EmbeddingsRequest): Promise<EmbeddingsResponseWire> {
+    const body = decodeRequestBody(EmbeddingsRequestDto, request);
+    if (!body.model) throw new InvalidRequestError('model is required', 'model');
+    const result = await this.embedService.embed({
+      model: body.model,
+      input: body.prompt ?? '',
+      truncate: true,
+      options: decodeOptions(body.options),
+      keepAliveMs: parseKeepAlive(body.keep_alive),
+      startedAt: process.hrtime.bigint(),
+    });
+    return { embedding: result.embeddings[0] ?? [] };
+  }
+
+  /** /api/tags: local models, newest first. */
+  async list(): Promise<ListResponseWire> {
+    const models = await this.models.list();
+    return { models: models.map(toListModelWire) };
+  }
+
+  /**
+   * /api/show: a model's Modelfile, template, parameters, details, capabilities and metadata.
+   * @param request a model name, or the request body (`verbose` adds the tensors and full metadata).
+   * @throws InvalidRequestError `model is required`; ModelNotFoundError.
+   */
+  async show(request: ShowRequest | string): Promise<ShowResponseWire> {
+    const body = decodeRequestBody(ShowRequestDto, typeof request === 'string' ? { model: request } : request);
+    const info = await this.models.show(body.model || body.name || '', body.verbose ?? false);
+    return toShowResponseWire(info, { system: body.system, options: body.options });
+  }
+
+  /**
+   * /api/create: progress records from `parsing modelfile` to `success`. Validation errors (an unknown FROM, a bad
+   * Modelfile) fail the stream before its first record.
+   * @param requester who asks: FROM/ADAPTER may name server files only for a local requester. Default: local (the
+   *   host application's own code); the HTTP API passes the client's.
+   */
+  create(request: CreateRequest, requester: CreateRequester = LOCAL_REQUESTER): LlamadStream<ProgressWire> {
+    const body = decodeRequestBody(CreateRequestDto, request);
+    const progress$ = defer(async () => this.models.prepareCreate(fromCreateRequest(body), requester)).pipe(
+      switchMap((plan) => this.models.create(plan)),
+      map(toProgressWire),
+    );
+    return new LlamadStream(progress$, progress$, body.stream !== false);
+  }
+
+  /**
+   * /api/pull: progress records (`pulling manifest`, `pulling <layer>` with byte counts, …, `success`).
+   * @param request a model name, or the request body (`insecure` allows plain http).
+   */
+  pull(request: PullRequest | string): LlamadStream<RegistryProgressWire, RegistryResult> {
+    const body = decodeRequestBody(RegistryRequestDto, typeof request === 'string' ? { model: request } : request);
+    return registryStream(
+      defer(() => this.registry.pull(this.registry.preparePull(body.model || body.name || '', body.insecure ?? false))),
+      body.stream !== false,
+    );
+  }
+
+  /** /api/push: uploads a local model; progress records as pull. */
+  push(request: PullRequest | string): LlamadStream<RegistryProgressWire, RegistryResult> {
+    const body = decodeRequestBody(RegistryRequestDto, typeof request === 'string' ? { model: request } : request);
+    const progress$ = defer(async () =>
+      this.registry.preparePush(body.model || body.name || '', body.insecure ?? false),
+    ).pipe(switchMap((plan) => this.registry.push(plan)));
+    return registryStream(progress$, body.stream !== false);
+  }
+
+  /**
+   * /api/copy: copies a model (blobs are shared).
+   * @throws InvalidRequestError `source "<x>" is invalid` / `destination "<x>" is invalid`; ModelNotFoundError.
+   */
+  async copy(request: CopyRequest): Promise<void> {
+    const body = decodeRequestBody(CopyRequestDto, request);
+    await this.models.copy(body.source ?? '', body.destination ?? '');
+  }
+
+  /**
+   * /api/delete: removes a model (unused blobs are removed, a loaded runner is unloaded).
+   * @param request a model name, or the request body.
+   */
+  async delete(request: DeleteRequest | string): Promise<void> {
+    const body = decodeRequestBody(DeleteRequestDto, typeof request === 'string' ? { model: request } : request);
+    await this.models.delete(body.model || body.name || '');
+  }
+}
+
+/** Pull/push progress as chunks; the `stream: false` answer is `{"status":"success"}`. */
+function registryStream(
+  progress$: Observable<RegistryProgress>,
+  stream: boolean,
+): LlamadStream<RegistryProgressWire, RegistryResult> {
+  return new LlamadStream(
+    progress$.pipe(map(toRegistryProgressWire)),
+    progress$.pipe(
+      filter((p) => p.status === 'success'),
+      map((): RegistryResult => ({ status: 'success' })),
+    ),
+    stream,
+  );
+}

@@ -1,0 +1,89 @@
+/**
+ * The library entry of the `llamad` package (`import { LlamadModule, LlamadService } from 'llamad'`): the NestJS
+ * module, the programmatic API, the extension tokens with their interfaces and default implementations, and the
+ * request/response types of the native API. Importing it starts nothing and does not load the native addon (that
+ * happens when the first model loads). The daemon is the package's `llamad` bin (dist/src/main.js). See
+ * docs/library.md.
+ */
+
+// The module and its options.
+export {
+  ALL_SURFACES,
+  LLAMAD_MODULE_OPTIONS,
+  LlamadModule,
+  type LlamadModuleExtras,
+  type LlamadModuleOptions,
+  type LlamadSurface,
+} from './llamad.module';
+
+// The programmatic API (the facade the native controllers use too).
+export * from './facade';
+
+// Settings.
+export { DaemonConfig, loadConfig, type ListenAddress } from './config/daemon-config';
+
+// Extension tokens, their interfaces and default implementations.
+export { ApiKeyAuthorizer, AUTHORIZER, type AuthorizationRequest, type RequestAuthorizer } from './security/authorizer';
+export {
+  MODEL_STORE,
+  MissingLayerError,
+  type BlobPin,
+  type CommittedManifest,
+  type CopiedManifest,
+  type ModelStore,
+  type StoredBlob,
+  type StoredManifest,
+  type SweepResult,
+} from './models/model-store';
+export { ModelStoreRepository } from './models/model-store.repository';
+export type { Manifest, ManifestLayer } from './models/manifest';
+export { ModelName } from './models/model-name';
+export {
+  RUNNER_FACTORY,
+  type Runner,
+  type RunnerEvent,
+  type RunnerFactory,
+  type RunnerModelInfo,
+  type RunnerRequest,
+  type RunnerSpec,
+} from './inference/runner/runner';
+export { LlamaRunnerFactory } from './inference/runner/llama.runner';
+export { GoTemplateRenderer, TEMPLATE_RENDERER, type TemplateRenderer } from './inference/template-renderer';
+export type { GoTemplateHandle, GoTemplatesApi, GoTemplateValues } from './inference/go-template.port';
+export { REQUEST_HOOKS, type RequestHooksValue } from './observability/request-hooks.token';
+export type { GenerationEndInfo, GenerationInfo, GenerationKind, RequestHooks } from './observability/generation-hooks';
+export { NATIVE_BINDING, type NativeBindingLoader } from './native/native.tokens';
+export { loadBinding, findAddonPath } from './native/load-binding';
+
+// Errors (every error the API raises is a DaemonError with an HTTP status).
+export * from './common/errors';
+
+// The native API's request and response shapes.
+export { ChatRequestDto, MessageDto } from './inference/dto/chat-request.dto';
+export { GenerateRequestDto } from './inference/dto/generate-request.dto';
+export {
+  EmbeddingsRequestDto,
+  EmbedRequestDto,
+  type EmbeddingsResponseWire,
+  type EmbedResponseWire,
+} from './inference/dto/embed-request.dto';
+export type {
+  ChatMessageWire,
+  ChatResponseWire,
+  GenerateResponseWire,
+  LogprobWire,
+  MetricsWire,
+  ToolCallWire,
+} from './inference/dto/generation-response.dto';
+export { CopyRequestDto, DeleteRequestDto } from './models/dto/copy-delete-request.dto';
+export { CreateRequestDto } from './models/dto/create-request.dto';
+export { ShowRequestDto } from './models/dto/show-request.dto';
+export type { ListModelWire, ListResponseWire, ProgressWire, ShowResponseWire } from './models/dto/model-responses.dto';
+export { RegistryRequestDto } from './registry/dto/registry-request.dto';
+export type { RegistryProgressWire } from './registry/registry.types';
+
+// For a host that dedicates its Fastify instance to the service: the daemon's own HTTP conventions.
+export { installJsonBodyParser } from './common/http/json-body.parser';
+export { installRequestGate } from './security/request-gate';
+export { BODY_LIMIT_BYTES, createApp } from './app.factory';
+export type { AppOptions } from './app.module';

@@ -1,0 +1,344 @@
+import {
+  ConfigurableModuleBuilder,
+  DynamicModule,
+  Module,
+  OnModuleDestroy,
+  OnModuleInit,
+  Provider,
+  Type,
+} from '@nestjs/common';
+import { ApplicationConfig, HttpAdapterHost, RouterModule } from '@nestjs/core';
+import type { FastifyInstance } from 'fastify';
+import { AppController } from './app.controller';
+import { CommonModule } from './common/common.module';
+import { AnthropicController } from './compat/anthropic/anthropic.controller';
+import { CompatModule } from './compat/compat.module';
+import { OpenAIController } from './compat/openai/openai.controller';
+import { ResponsesController } from './compat/responses/responses.controller';
+import { DaemonConfig } from './config/daemon-config';
+import { LlamadService } from './facade/llamad.service';
+import { ChatController } from './inference/chat.controller';
+import { EmbedController } from './inference/embed.controller';
+import { GenerateController } from './inference/generate.controller';
+import { InferenceModule } from './inference/inference.module';
+import { PsController } from './inference/ps.controller';
+import { LlamaRunnerFactory } from './inference/runner/llama.runner';
+import { RUNNER_FACTORY } from './inference/runner/runner';
+import { GoTemplateRenderer, TEMPLATE_RENDERER } from './inference/template-renderer';
+import { BlobsController } from './models/blobs.controller';
+import { MODEL_STORE } from './models/model-store';
+import { ModelsController } from './models/models.controller';
+import { ModelsModule } from './models/models.module';
+import { loadBinding } from './native/load-binding';
+import { NATIVE_BINDING } from './native/native.tokens';
+import { GenerationHooksRegistry } from './observability/generation-hooks';
+import { GenerationHooksModule } from './observability/generation-hooks.module';
+import { OBSERVABILITY_CONTROLLERS, ObservabilityModule } from './observability/observability.module';
+import { REQUEST_HOOKS, RequestHooksValue } from './observability/request-hooks.token';
+import { RegistryController } from './registry/registry.controller';
+import { RegistryModule } from './registry/registry.module';
+import { ApiKeyAuthorizer, AUTHORIZER } from './security/authorizer';
+import { installRequestGate } from './security/request-gate';
+
+/** An HTTP API surface the module can mount. */
+export type LlamadSurface = 'native' | 'openai' | 'anthropic';
+
+/** Every surface, the default. */
+export const ALL_SURFACES: readonly LlamadSurface[] = ['native', 'openai', 'anthropic'];
+
+/**
+ * Options of LlamadModule that may come from a factory (`forRootAsync`): the daemon's settings.
+ */
+export interface LlamadModuleOptions {
+  /**
+   * Settings (a DaemonConfig, or the fields that differ from its defaults: `modelsDir`, `numParallel`,
+   * `keepAliveMs`, `origins`, `apiKeys`, …). The environment is NOT read by the library: pass
+   * `loadConfig(process.env)` to get the daemon's environment handling (OLLAMA_MODELS, OLLAMA_NUM_PARALLEL, …).
+   */
+  config?: Partial<DaemonConfig>;
+}
+
+/**
+ * Options that shape the module itself, so they are given to `forRoot`/`forRootAsync` directly (never by a factory).
+ */
+export interface LlamadModuleExtras {
+  /**
+   * Which HTTP APIs to mount: `native` (/api/*, GET /), `openai` (/v1/*), `anthropic` (/v1/messages). Default all;
+   * `[]` mounts none (LlamadService only).
+   */
+  surfaces?: readonly LlamadSurface[];
+  /** Route prefix of every mounted route, e.g. `/llm` → `/llm/api/chat`, `/llm/v1/chat/completions`. Default none. */
+  prefix?: string;
+  /**
+   * Install the Origin/Host gate and CORS (reference/ollama-api.md §1.2, §1.3; docs/security.md) as a Fastify
+   * `onRequest` hook on the module's paths (under `prefix`; without a prefix `/`, `/api/*` and `/v1/*`). Default
+   * true. The daemon passes false: it installs the gate on every path itself.
+   */
+  requestGate?: boolean;
+  /**
+   * Providers that replace the defaults of the extension tokens: AUTHORIZER, MODEL_STORE, RUNNER_FACTORY,
+   * TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING (docs/library.md). They may inject DaemonConfig and whatever the
+   * modules in `imports` export.
+   */
+  providers?: Provider[];
+  /** Modules whose exports the `providers` (and an async options factory) may inject. */
+  imports?: NonNullable<DynamicModule['imports']>;
+}
+
+const EXTRAS_DEFAULTS: Required<Omit<LlamadModuleExtras, 'imports'>> & Pick<LlamadModuleExtras, 'imports'> = {
+  surfaces: ALL_SURFACES,
+  prefix: '',
+  requestGate: true,
+  providers: [],
+  imports: undefined,
+};
+
+/** The controllers of each surface. */
+const SURFACE_CONTROLLERS: Record<LlamadSurface, Type<unknown>[]> = {
+  native: [
+    AppController,
+    GenerateController,
+    ChatController,
+    EmbedController,
+    PsController,
+    ModelsController,
+    BlobsController,
+    RegistryController,
+  ],
+  openai: [OpenAIController, ResponsesController],
+  anthropic: [AnthropicController],
+};
+
+/** What the module was mounted with, for the request gate. */
+const LLAMAD_MOUNT = Symbol('LLAMAD_MOUNT');
+
+interface LlamadMount {
+  prefix: string;
+  surfaces: readonly LlamadSurface[];
+  requestGate: boolean;
+}
+
+/** `llm`, `/llm/` → `/llm`; `''`, `/` → `''`. */
+export function normalizePrefix(prefix: string | undefined): string {
+  const trimmed = (prefix ?? '').trim().replace(/^\/+|\/+$/g, '');
+  return trimmed === '' ? '' : `/${trimmed}`;
+}
+
+/** Whether a request path belongs to the module's routes (for the request gate). */
+export function isModulePath(path: string, prefix: string): boolean {
+  if (prefix !== '') return path === prefix || path.startsWith(`${prefix}/`);
+  return path === '/' || /^\/(?:api|v1)(?:\/|$)/.test(path) || /^\/(?:metrics|health|ready)$/.test(path);
+}
+
+/** Holds the config, the addon loader and the extension tokens (internal; shared by every internal module). */
+@Module({})
+class LlamadCoreModule {}
+
+/** Holds LlamadService (internal). */
+@Module({})
+class LlamadFacadeModule {}
+
+/** Holds the mounted controllers, under the route prefix (internal). */
+@Module({})
+class LlamadHttpModule {}
+
+/** Installs the request gate on the host's Fastify instance for the module's paths. */
+class LlamadRequestGateInstaller implements OnModuleInit {
+  constructor(
+    private readonly adapterHost: HttpAdapterHost,
+    private readonly config: DaemonConfig,
+    private readonly mount: LlamadMount,
+    private readonly appConfig: ApplicationConfig,
+  ) {}
+
+  onModuleInit(): void {
+    const adapter = this.adapterHost.httpAdapter;
+    if (!adapter || this.mount.surfaces.length === 0) return; // an application context without HTTP
+    if (adapter.getType() !== 'fastify') {
+      throw new Error(
+        `LlamadModule needs Nest's Fastify adapter (@nestjs/platform-fastify), not "${adapter.getType()}": its ` +
+          'routes stream through Fastify replies',
+      );
+    }
+    if (!this.mount.requestGate) return;
+    const prefix = this.mount.prefix;
+    // The host's global prefix (app.setGlobalPrefix, set before init) comes in front of the module's.
+    const global = normalizePrefix(this.appConfig.getGlobalPrefix());
+    installRequestGate(adapter.getInstance<FastifyInstance>(), {
+      origins: this.config.origins,
+      applies: (path) => {
+        if (global === '') return isModulePath(path, prefix);
+        if (path !== global && !path.startsWith(`${global}/`)) return false;
+        return isModulePath(path.slice(global.length) || '/', prefix);
+      },
+    });
+  }
+}
+
+/** Registers the REQUEST_HOOKS in the application's GenerationHooksRegistry while the module runs. */
+class LlamadRequestHooksRegistrar implements OnModuleInit, OnModuleDestroy {
+  private unregister: (() => void)[] = [];
+
+  constructor(
+    private readonly registry: GenerationHooksRegistry,
+    private readonly hooks: RequestHooksValue,
+  ) {}
+
+  onModuleInit(): void {
+    const list = Array.isArray(this.hooks) ? this.hooks : this.hooks ? [this.hooks] : [];
+    this.unregister = list.map((hooks) => this.registry.register(hooks));
+  }
+
+  onModuleDestroy(): void {
+    for (const remove of this.unregister) remove();
+    this.unregister = [];
+  }
+}
+
+/** Tokens the core always exports. */
+const CORE_TOKENS: unknown[] = [
+  DaemonConfig,
+  NATIVE_BINDING,
+  AUTHORIZER,
+  RUNNER_FACTORY,
+  TEMPLATE_RENDERER,
+  REQUEST_HOOKS,
+];
+
+/** Tokens whose override belongs to the models module (it provides them itself). */
+const MODELS_TOKENS: unknown[] = [MODEL_STORE];
+
+function tokenOf(provider: Provider): unknown {
+  return typeof provider === 'function' ? provider : provider.provide;
+}
+
+const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } = new ConfigurableModuleBuilder<LlamadModuleOptions>({
+  moduleName: 'Llamad',
+})
+  .setClassMethodName('forRoot')
+  .setExtras<LlamadModuleExtras>(EXTRAS_DEFAULTS, (definition, extras) => assemble(definition, extras))
+  .build();
+
+/** Injection token of the LlamadModuleOptions (after a `forRootAsync` factory resolved). */
+export const LLAMAD_MODULE_OPTIONS = MODULE_OPTIONS_TOKEN;
+
+/**
+ * The service as a NestJS module (ARCHITECTURE.md §13):
+ *
+ * ```ts
+ * @Module({ imports: [LlamadModule.forRoot({ prefix: '/llm', config: { modelsDir: '/srv/models' } })] })
+ * export class AppModule {}
+ * ```
+ *
+ * Mounts the chosen surfaces' controllers (under `prefix`), exports LlamadService (the programmatic API), and
+ * provides the extension tokens with their defaults (replace them with `providers`). Nothing is global: the
+ * exception filters, validation pipe and authorization guard are bound to the module's own controllers, and the
+ * request gate judges the module's paths only. The daemon (AppModule) is this module plus its global parts.
+ * Importing it starts nothing: the native addon is loaded when the first model loads.
+ */
+export class LlamadModule extends ConfigurableModuleClass {}
+
+/** Builds the module graph: one core shared by every internal module, no global provider. */
+function assemble(definition: DynamicModule, extras: LlamadModuleExtras): DynamicModule {
+  const surfaces = [...new Set(extras.surfaces ?? ALL_SURFACES)];
+  for (const surface of surfaces) {
+    if (!(surface in SURFACE_CONTROLLERS)) throw new Error(`LlamadModule: unknown surface ${JSON.stringify(surface)}`);
+  }
+  const prefix = normalizePrefix(extras.prefix);
+  const mount: LlamadMount = { prefix, surfaces, requestGate: extras.requestGate !== false };
+  const overrides = extras.providers ?? [];
+  const modelOverrides = overrides.filter((p) => MODELS_TOKENS.includes(tokenOf(p)));
+  const coreOverrides = overrides.filter((p) => !MODELS_TOKENS.includes(tokenOf(p)));
+  const hostImports = [...(definition.imports ?? []), ...(extras.imports ?? [])];
+
+  const core: DynamicModule = {
+    module: LlamadCoreModule,
+    imports: hostImports,
+    providers: [
+      ...(definition.providers ?? []),
+      {
+        provide: DaemonConfig,
+        inject: [MODULE_OPTIONS_TOKEN],
+        useFactory: (options: LlamadModuleOptions): DaemonConfig =>
+          options.config instanceof DaemonConfig ? options.config : Object.assign(new DaemonConfig(), options.config),
+      },
+      // A loader: the addon is `require`d when the first model loads, never at import or bootstrap.
+      { provide: NATIVE_BINDING, useValue: loadBinding },
+      { provide: AUTHORIZER, useClass: ApiKeyAuthorizer },
+      { provide: RUNNER_FACTORY, useClass: LlamaRunnerFactory },
+      { provide: TEMPLATE_RENDERER, useClass: GoTemplateRenderer },
+      { provide: REQUEST_HOOKS, useValue: [] },
+      { provide: LLAMAD_MOUNT, useValue: mount },
+      // Overrides come last: a later provider of the same token replaces the default.
+      ...coreOverrides,
+    ],
+    exports: [
+      DaemonConfig,
+      NATIVE_BINDING,
+      AUTHORIZER,
+      RUNNER_FACTORY,
+      TEMPLATE_RENDERER,
+      REQUEST_HOOKS,
+      LLAMAD_MOUNT,
+      ...coreOverrides.map(tokenOf).filter((token) => !CORE_TOKENS.includes(token)),
+      ...hostImports,
+    ] as NonNullable<DynamicModule['exports']>,
+  };
+  const models: DynamicModule = { module: ModelsModule, imports: [core], providers: modelOverrides };
+  // GenerationHooksModule is static: one registry per application, shared with the daemon's metrics.
+  const inference: DynamicModule = { module: InferenceModule, imports: [core, models, GenerationHooksModule] };
+  const registry: DynamicModule = { module: RegistryModule, imports: [core, models] };
+  const facade: DynamicModule = {
+    module: LlamadFacadeModule,
+    imports: [models, inference, registry],
+    providers: [LlamadService],
+    exports: [LlamadService],
+  };
+  const controllers = surfaces.flatMap((surface) => SURFACE_CONTROLLERS[surface]);
+  const compat: DynamicModule = { module: CompatModule, imports: [core, models, inference] };
+  // Metrics, probes, graceful shutdown (src/observability); its routes are mounted with the others.
+  const observability: DynamicModule = { module: ObservabilityModule, imports: [core, inference] };
+  const http: DynamicModule = {
+    module: LlamadHttpModule,
+    imports: [
+      core,
+      CommonModule,
+      models,
+      inference,
+      registry,
+      facade,
+      ...(controllers.length > 0 ? [compat, observability] : []),
+    ],
+    controllers: controllers.length > 0 ? [...controllers, ...OBSERVABILITY_CONTROLLERS] : [],
+  };
+  return {
+    module: definition.module,
+    imports: [
+      core,
+      GenerationHooksModule,
+      models,
+      inference,
+      observability,
+      facade,
+      http,
+      ...(prefix !== '' && controllers.length > 0
+        ? [RouterModule.register([{ path: prefix, module: LlamadHttpModule }])]
+        : []),
+    ],
+    providers: [
+      {
+        provide: LlamadRequestGateInstaller,
+        inject: [HttpAdapterHost, DaemonConfig, LLAMAD_MOUNT, ApplicationConfig],
+        useFactory: (host: HttpAdapterHost, config: DaemonConfig, m: LlamadMount, app: ApplicationConfig) =>
+          new LlamadRequestGateInstaller(host, config, m, app),
+      },
+      {
+        provide: LlamadRequestHooksRegistrar,
+        inject: [GenerationHooksRegistry, REQUEST_HOOKS],
+        useFactory: (registry: GenerationHooksRegistry, hooks: RequestHooksValue) =>
+          new LlamadRequestHooksRegistrar(registry, hooks),
+      },
+    ],
+    exports: [core, facade, models, inference],
+  };
+}

@@ -1,0 +1,3 @@
+export * from './api-route.decorator';
+export * from './openapi';
+export * from './schemas';
