@@ -273,12 +273,7 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
       ...coreOverrides,
     ],
     exports: [
-      DaemonConfig,
-      NATIVE_BINDING,
-      AUTHORIZER,
-      RUNNER_FACTORY,
-      TEMPLATE_RENDERER,
-      REQUEST_HOOKS,
+      ...CORE_TOKENS,
       LLAMAD_MOUNT,
       ...coreOverrides.map(tokenOf).filter((token) => !CORE_TOKENS.includes(token)),
       ...hostImports,
