@@ -39,6 +39,7 @@ export { ModelStoreRepository } from './models/model-store.repository';
 export type { Manifest, ManifestLayer } from './models/manifest';
 export { ModelName } from './models/model-name';
 export {
+  LlamaRunnerFactory,
   RUNNER_FACTORY,
   type Runner,
   type RunnerEvent,
@@ -46,10 +47,15 @@ export {
   type RunnerModelInfo,
   type RunnerRequest,
   type RunnerSpec,
-} from './inference/runner/runner';
-export { LlamaRunnerFactory } from './inference/runner/llama.runner';
-export { GoTemplateRenderer, TEMPLATE_RENDERER, type TemplateRenderer } from './inference/template-renderer';
-export type { GoTemplateHandle, GoTemplatesApi, GoTemplateValues } from './inference/go-template.port';
+} from './runner';
+export {
+  GoTemplateRenderer,
+  TEMPLATE_RENDERER,
+  type GoTemplateHandle,
+  type GoTemplatesApi,
+  type GoTemplateValues,
+  type TemplateRenderer,
+} from './generation';
 export { REQUEST_HOOKS, type RequestHooksValue } from './observability/request-hooks.token';
 export type { GenerationEndInfo, GenerationInfo, GenerationKind, RequestHooks } from './observability/generation-hooks';
 export { NATIVE_BINDING, type NativeBindingLoader } from './native/native.tokens';
@@ -59,27 +65,30 @@ export { loadBinding, findAddonPath } from './native/load-binding';
 export * from './common/errors';
 
 // The native API's request and response shapes.
-export { ChatRequestDto, MessageDto } from './inference/dto/chat-request.dto';
-export { GenerateRequestDto } from './inference/dto/generate-request.dto';
 export {
+  ChatRequestDto,
+  CopyRequestDto,
+  CreateRequestDto,
+  DeleteRequestDto,
   EmbeddingsRequestDto,
   EmbedRequestDto,
+  GenerateRequestDto,
+  MessageDto,
+  RegistryRequestDto,
+  ShowRequestDto,
+  type ChatMessageWire,
+  type ChatResponseWire,
   type EmbeddingsResponseWire,
   type EmbedResponseWire,
-} from './inference/dto/embed-request.dto';
-export type {
-  ChatMessageWire,
-  ChatResponseWire,
-  GenerateResponseWire,
-  LogprobWire,
-  MetricsWire,
-  ToolCallWire,
-} from './inference/dto/generation-response.dto';
-export { CopyRequestDto, DeleteRequestDto } from './models/dto/copy-delete-request.dto';
-export { CreateRequestDto } from './models/dto/create-request.dto';
-export { ShowRequestDto } from './models/dto/show-request.dto';
-export type { ListModelWire, ListResponseWire, ProgressWire, ShowResponseWire } from './models/dto/model-responses.dto';
-export { RegistryRequestDto } from './registry/dto/registry-request.dto';
+  type GenerateResponseWire,
+  type ListModelWire,
+  type ListResponseWire,
+  type LogprobWire,
+  type MetricsWire,
+  type ProgressWire,
+  type ShowResponseWire,
+  type ToolCallWire,
+} from './api/ollama';
 export type { RegistryProgressWire } from './registry/registry.types';
 
 // For a host that dedicates its Fastify instance to the service: the daemon's own HTTP conventions.

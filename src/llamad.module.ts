@@ -9,25 +9,26 @@ import {
 } from '@nestjs/common';
 import { ApplicationConfig, HttpAdapterHost, RouterModule } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
-import { AppController } from './app.controller';
+import {
+  AppController,
+  ChatController,
+  EmbedController,
+  GenerateController,
+  PsController,
+  BlobsController,
+  ModelsController,
+  RegistryController,
+} from './api/ollama';
 import { CommonModule } from './common/common.module';
-import { AnthropicController } from './compat/anthropic/anthropic.controller';
-import { CompatModule } from './compat/compat.module';
-import { OpenAIController } from './compat/openai/openai.controller';
-import { ResponsesController } from './compat/responses/responses.controller';
+import { AnthropicController } from './api/anthropic';
+import { CompatModule } from './api';
+import { OpenAIController } from './api/openai';
+import { ResponsesController } from './api/openai/responses';
 import { DaemonConfig } from './config/daemon-config';
 import { LlamadService } from './facade/llamad.service';
-import { ChatController } from './inference/chat.controller';
-import { EmbedController } from './inference/embed.controller';
-import { GenerateController } from './inference/generate.controller';
-import { InferenceModule } from './inference/inference.module';
-import { PsController } from './inference/ps.controller';
-import { LlamaRunnerFactory } from './inference/runner/llama.runner';
-import { RUNNER_FACTORY } from './inference/runner/runner';
-import { GoTemplateRenderer, TEMPLATE_RENDERER } from './inference/template-renderer';
-import { BlobsController } from './models/blobs.controller';
+import { InferenceModule, GoTemplateRenderer, TEMPLATE_RENDERER } from './generation';
+import { LlamaRunnerFactory, RUNNER_FACTORY } from './runner';
 import { MODEL_STORE } from './models/model-store';
-import { ModelsController } from './models/models.controller';
 import { ModelsModule } from './models/models.module';
 import { loadBinding } from './native/load-binding';
 import { NATIVE_BINDING } from './native/native.tokens';
@@ -35,7 +36,6 @@ import { GenerationHooksRegistry } from './observability/generation-hooks';
 import { GenerationHooksModule } from './observability/generation-hooks.module';
 import { OBSERVABILITY_CONTROLLERS, ObservabilityModule } from './observability/observability.module';
 import { REQUEST_HOOKS, RequestHooksValue } from './observability/request-hooks.token';
-import { RegistryController } from './registry/registry.controller';
 import { RegistryModule } from './registry/registry.module';
 import { ApiKeyAuthorizer, AUTHORIZER } from './security/authorizer';
 import { installRequestGate } from './security/request-gate';

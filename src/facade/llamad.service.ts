@@ -4,18 +4,16 @@ import { InvalidRequestError } from '../common/errors';
 import { decodeRequestBody } from '../common/http/ollama-validation.pipe';
 import { decodeOptions } from '../common/options';
 import { parseKeepAlive } from '../common/time';
-import { ChatService } from '../inference/chat.service';
-import { ChatRequestDto } from '../inference/dto/chat-request.dto';
+import { ChatService, EmbedService, GenerateService } from '../generation';
+import { ChatRequestDto } from '../api/ollama/dto/chat-request.dto';
 import {
   EmbeddingsRequestDto,
   EmbeddingsResponseWire,
   EmbedRequestDto,
   EmbedResponseWire,
-} from '../inference/dto/embed-request.dto';
-import { GenerateRequestDto } from '../inference/dto/generate-request.dto';
-import { ChatResponseWire, GenerateResponseWire } from '../inference/dto/generation-response.dto';
-import { EmbedService } from '../inference/embed.service';
-import { GenerateService } from '../inference/generate.service';
+} from '../api/ollama/dto/embed-request.dto';
+import { GenerateRequestDto } from '../api/ollama/dto/generate-request.dto';
+import { ChatResponseWire, GenerateResponseWire } from '../api/ollama/dto/generation-response.dto';
 import {
   fromChatRequest,
   fromGenerateRequest,
@@ -23,14 +21,14 @@ import {
   toChatResponse,
   toGenerateChunk,
   toGenerateResponse,
-} from '../inference/ollama.mapper';
-import { CopyRequestDto, DeleteRequestDto } from '../models/dto/copy-delete-request.dto';
-import { CreateRequestDto } from '../models/dto/create-request.dto';
-import { ListResponseWire, ProgressWire, ShowResponseWire } from '../models/dto/model-responses.dto';
-import { ShowRequestDto } from '../models/dto/show-request.dto';
-import { fromCreateRequest, toListModelWire, toProgressWire, toShowResponseWire } from '../models/models.mapper';
+} from '../api/ollama/ollama.mapper';
+import { CopyRequestDto, DeleteRequestDto } from '../api/ollama/dto/copy-delete-request.dto';
+import { CreateRequestDto } from '../api/ollama/dto/create-request.dto';
+import { ListResponseWire, ProgressWire, ShowResponseWire } from '../api/ollama/dto/model-responses.dto';
+import { ShowRequestDto } from '../api/ollama/dto/show-request.dto';
+import { fromCreateRequest, toListModelWire, toProgressWire, toShowResponseWire } from '../api/ollama/models.mapper';
 import { CreateRequester, LOCAL_REQUESTER, ModelsService } from '../models';
-import { RegistryRequestDto } from '../registry/dto/registry-request.dto';
+import { RegistryRequestDto } from '../api/ollama/dto/registry-request.dto';
 import { RegistryService } from '../registry/registry.service';
 import { RegistryProgress, RegistryProgressWire, toRegistryProgressWire } from '../registry/registry.types';
 import { LlamadStream } from './llamad-stream';

@@ -1,8 +1,8 @@
 import 'reflect-metadata';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GenerateRequestDto } from '../../src/inference/dto/generate-request.dto';
-import { SchedulerService } from '../../src/inference/scheduler.service';
+import { GenerateRequestDto } from '../../src/api/ollama/dto/generate-request.dto';
+import { SchedulerService } from '../../src/scheduler/scheduler.service';
 import { ModelsService } from '../../src/models/models.service';
 
 // Guard against a test runner or build that drops emitDecoratorMetadata (esbuild, tsx, type stripping): Nest would

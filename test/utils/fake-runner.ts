@@ -9,7 +9,7 @@ import type {
   RunnerModelInfo,
   RunnerRequest,
   RunnerSpec,
-} from '../../src/inference/runner/runner';
+} from '../../src/runner/runner';
 
 /**
  * A Runner that replays `pieces` per request, for tests that need no binding at all (scheduler, services).

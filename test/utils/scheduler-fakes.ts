@@ -1,5 +1,5 @@
-import type { MemoryProbe } from '../../src/inference/memory.estimator';
-import type { Runner, RunnerFactory, RunnerSpec } from '../../src/inference/runner/runner';
+import type { MemoryProbe } from '../../src/scheduler/memory.estimator';
+import type { Runner, RunnerFactory, RunnerSpec } from '../../src/runner/runner';
 import { FakeRunner } from './fake-runner';
 
 /** A promise with its resolve/reject exposed. */

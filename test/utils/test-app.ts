@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { NativeBinding } from '../../binding';
 import { createApp } from '../../src/app.factory';
 import { DaemonConfig } from '../../src/config';
-import type { RunnerFactory } from '../../src/inference';
+import type { RunnerFactory } from '../../src/runner';
 
 /** A running daemon for e2e tests. */
 export interface TestApp {

@@ -1,6 +1,6 @@
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { SchedulerService, SchedulerStats } from '../../inference/scheduler.service';
+import { SchedulerService, SchedulerStats } from '../../scheduler';
 import { GenerationEndInfo, GenerationHooksRegistry } from '../generation-hooks';
 import { HttpObservation, HttpRequestSink } from '../http-observation';
 import { PerTokenHistogram } from './per-token-histogram';

@@ -3,7 +3,7 @@ import { HttpAdapterHost } from '@nestjs/core';
 import type { Server } from 'node:http';
 import { ServerBusyError } from '../../common/errors';
 import { DaemonConfig } from '../../config';
-import { SchedulerService } from '../../inference/scheduler.service';
+import { SchedulerService } from '../../scheduler';
 import { HttpObservation, SHUTTING_DOWN_MESSAGE } from '../http-observation';
 
 /** How long streams ended at the timeout get to write their last frame and close, ms. */

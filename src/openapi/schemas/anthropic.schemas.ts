@@ -1,6 +1,6 @@
 import { anyObject, arr, int, JsonSchema, lit, nullable, num, obj, oneOfStr, ref, sseEvent, str } from './json-schema';
 
-// The Anthropic Messages API (src/compat/anthropic/anthropic.types.ts; reference/ollama-api.md §12.8, clients.md
+// The Anthropic Messages API (src/api/anthropic/anthropic.types.ts; reference/ollama-api.md §12.8, clients.md
 // §1.3). Request bodies list the fields the request mapper reads; any other field is accepted and ignored.
 
 const contentBlockIn = anyObject('A `text`, `image` (base64 source), `tool_use`, `tool_result` or `thinking` block.');

@@ -1,7 +1,7 @@
 import { anyObject, arr, bool, int, JsonSchema, lit, nullable, num, obj, oneOfStr, ref, str } from './json-schema';
 
-// Response shapes of the native (Ollama) API: src/inference/dto/generation-response.dto.ts,
-// src/models/dto/model-responses.dto.ts, src/inference/ps.controller.ts, src/registry/registry.types.ts
+// Response shapes of the native (Ollama) API: src/api/ollama/dto/generation-response.dto.ts,
+// src/api/ollama/dto/model-responses.dto.ts, src/api/ollama/ps.controller.ts, src/registry/registry.types.ts
 // (reference/ollama-api.md §3). Request bodies are the DTO classes themselves (@ApiProperty via the Go* decorators).
 
 const NS = 'nanoseconds';

@@ -14,7 +14,7 @@ import {
   str,
 } from './json-schema';
 
-// The OpenAI-compatible layer (src/compat/openai/openai.types.ts, src/compat/responses/responses.types.ts;
+// The OpenAI-compatible layer (src/api/openai/openai.types.ts, src/api/openai/responses/responses.types.ts;
 // reference/ollama-api.md §12.2–§12.6). Request bodies list the fields the request mappers read; any other field is
 // accepted and ignored (`additionalProperties: true`). Responses are exact.
 

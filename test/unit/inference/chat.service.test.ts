@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { lastValueFrom, toArray } from 'rxjs';
 import { InvalidRequestError, ModelNotFoundError, UnsupportedCapabilityError } from '../../../src/common/errors';
-import { ChatService } from '../../../src/inference/chat.service';
-import { ChatCommand } from '../../../src/inference/generation.types';
+import { ChatService } from '../../../src/generation/chat.service';
+import { ChatCommand } from '../../../src/generation/generation.types';
 import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
 
 const command = (overrides: Partial<ChatCommand> = {}): ChatCommand => ({

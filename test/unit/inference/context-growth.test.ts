@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { lastValueFrom, toArray } from 'rxjs';
 import { ContextLengthExceededError } from '../../../src/common/errors';
-import { ChatCommand } from '../../../src/inference/generation.types';
-import { MemoryProbe } from '../../../src/inference/memory.estimator';
+import { ChatCommand } from '../../../src/generation/generation.types';
+import { MemoryProbe } from '../../../src/scheduler/memory.estimator';
 import { DaemonConfig } from '../../../src/config';
 import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
 

@@ -6,7 +6,7 @@ import {
   EmbedCommand,
   INPUT_TOO_LONG_MESSAGE,
   normalizeEmbedding,
-} from '../../../src/inference/embed.service';
+} from '../../../src/generation/embed.service';
 import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
 
 const command = (overrides: Partial<EmbedCommand> = {}): EmbedCommand => ({

@@ -7,7 +7,7 @@ import {
   ModelNotFoundError,
   UnsupportedCapabilityError,
 } from '../../../src/common/errors';
-import { GenerateCommand, GenerationEvent } from '../../../src/inference/generation.types';
+import { GenerateCommand, GenerationEvent } from '../../../src/generation/generation.types';
 import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
 
 const command = (overrides: Partial<GenerateCommand> = {}): GenerateCommand => ({

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { stat } from 'node:fs/promises';
 import { describe, it } from 'node:test';
-import { SystemMemoryProbe } from '../../../src/inference/memory.estimator';
+import { SystemMemoryProbe } from '../../../src/scheduler/memory.estimator';
 import { readGguf } from '../../../src/models/gguf';
 import { spec } from '../../utils/fake-runner';
 import { ensureTestModels, TINY_QWEN2 } from '../../utils/models';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { lastValueFrom, toArray } from 'rxjs';
-import { GenerateCommand } from '../../../src/inference/generation.types';
+import { GenerateCommand } from '../../../src/generation/generation.types';
 import { spec } from '../../utils/fake-runner';
 import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
 

@@ -6,10 +6,15 @@ import {
   InvalidRequestError,
   UnsupportedCapabilityError,
 } from '../../../src/common/errors';
-import { JSON_OBJECT_GRAMMAR } from '../../../src/inference/format';
-import { ChatCommand, GenerateCommand, GenerationEvent, ToolDefinition } from '../../../src/inference/generation.types';
+import { JSON_OBJECT_GRAMMAR } from '../../../src/generation/format';
+import {
+  ChatCommand,
+  GenerateCommand,
+  GenerationEvent,
+  ToolDefinition,
+} from '../../../src/generation/generation.types';
 import { PROMPT_TOO_LONG_MESSAGE } from '../../../src/native';
-import { NO_VISION_MESSAGE } from '../../../src/inference/prompt-render';
+import { NO_VISION_MESSAGE } from '../../../src/generation/prompt-render';
 import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
 
 /**

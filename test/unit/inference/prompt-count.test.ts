@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { lastValueFrom, tap, toArray } from 'rxjs';
 import { InvalidRequestError } from '../../../src/common/errors';
-import { ChatCommand, GenerateCommand, GenerationEvent } from '../../../src/inference/generation.types';
+import { ChatCommand, GenerateCommand, GenerationEvent } from '../../../src/generation/generation.types';
 import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
 
 const chatCommand = (overrides: Partial<ChatCommand> = {}): ChatCommand => ({

@@ -4,7 +4,7 @@ import { Logger } from '@nestjs/common';
 import { lastValueFrom, NEVER, Observable, of, throwError, toArray } from 'rxjs';
 import { ModelLoadError, RequestCancelledError, ServerBusyError } from '../../../src/common/errors';
 import { DaemonConfig } from '../../../src/config';
-import { RunnerLease, SchedulerService, sameSpec } from '../../../src/inference/scheduler.service';
+import { RunnerLease, SchedulerService, sameSpec } from '../../../src/scheduler/scheduler.service';
 import { spec } from '../../utils/fake-runner';
 import { ControlledFactory, FakeMemory, flush } from '../../utils/scheduler-fakes';
 

@@ -2,16 +2,16 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { lastValueFrom, of } from 'rxjs';
 import { InvalidRequestError } from '../../../src/common/errors';
-import { ChatRequestDto } from '../../../src/inference/dto/chat-request.dto';
-import { decodeFormat } from '../../../src/inference/format';
-import { GenerationEvent } from '../../../src/inference/generation.types';
+import { ChatRequestDto } from '../../../src/api/ollama/dto/chat-request.dto';
+import { decodeFormat } from '../../../src/generation/format';
+import { GenerationEvent } from '../../../src/generation/generation.types';
 import {
   fromChatRequest,
   toChatChunk,
   toChatResponse,
   toGenerateChunk,
   toGenerateResponse,
-} from '../../../src/inference/ollama.mapper';
+} from '../../../src/api/ollama/ollama.mapper';
 
 const lp = (token: string) => ({
   token,

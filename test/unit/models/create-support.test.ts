@@ -9,8 +9,8 @@ import {
   parseQuantizeType,
   requireDigest,
 } from '../../../src/models/create-support';
-import { CreateRequestDto } from '../../../src/models/dto/create-request.dto';
-import { fromCreateRequest } from '../../../src/models/models.mapper';
+import { CreateRequestDto } from '../../../src/api/ollama/dto/create-request.dto';
+import { fromCreateRequest } from '../../../src/api/ollama/models.mapper';
 
 const HEX = 'aB'.repeat(32);
 

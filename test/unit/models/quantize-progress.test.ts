@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { sameSpec } from '../../../src/inference/scheduler.service';
+import { sameSpec } from '../../../src/scheduler/scheduler.service';
 import { estimateQuantizedSize, quantizeCompleted } from '../../../src/models/create-support';
 
 describe('quantization progress estimate', () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { Logger } from '@nestjs/common';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { lastValueFrom, take, tap, toArray } from 'rxjs';
-import { ChatCommand } from '../../../src/inference/generation.types';
+import { ChatCommand } from '../../../src/generation/generation.types';
 import {
   GenerationEndInfo,
   GenerationHooksRegistry,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import type { SchedulerService, SchedulerStats } from '../../../src/inference/scheduler.service';
+import type { SchedulerService, SchedulerStats } from '../../../src/scheduler/scheduler.service';
 import {
   GenerationHooksRegistry,
   HttpObservation,

@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { lastValueFrom, Subscription, toArray } from 'rxjs';
 import { ServerBusyError } from '../../../src/common/errors';
-import { ChatCommand } from '../../../src/inference/generation.types';
+import { ChatCommand } from '../../../src/generation/generation.types';
 import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
 
 const command = (overrides: Partial<ChatCommand> = {}): ChatCommand => ({

@@ -4,8 +4,8 @@ import { describe, it } from 'node:test';
 import { ArgumentMetadata } from '@nestjs/common';
 import { InvalidRequestError } from '../../../../src/common/errors';
 import { OllamaValidationPipe } from '../../../../src/common/http/ollama-validation.pipe';
-import { ChatRequestDto } from '../../../../src/inference/dto/chat-request.dto';
-import { GenerateRequestDto } from '../../../../src/inference/dto/generate-request.dto';
+import { ChatRequestDto } from '../../../../src/api/ollama/dto/chat-request.dto';
+import { GenerateRequestDto } from '../../../../src/api/ollama/dto/generate-request.dto';
 
 const pipe = new OllamaValidationPipe();
 const meta = (metatype: ArgumentMetadata['metatype']): ArgumentMetadata => ({ type: 'body', metatype });

@@ -18,8 +18,8 @@ import {
   redactServerPaths,
   safeErrorMessage,
 } from '../../../../src/common/http/safe-error-message';
-import { toAnthropicError } from '../../../../src/compat/anthropic/anthropic-error';
-import { toOpenAIError } from '../../../../src/compat/openai/openai-error';
+import { toAnthropicError } from '../../../../src/api/anthropic/anthropic-error';
+import { toOpenAIError } from '../../../../src/api/openai/openai-error';
 
 /** Runs `op` and returns what it threw (a real Node system error). */
 async function thrown(op: () => Promise<unknown>): Promise<Error> {

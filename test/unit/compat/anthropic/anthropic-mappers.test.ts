@@ -8,7 +8,7 @@ import {
   toAnthropicError,
   toStopReason,
   toUsage,
-} from '../../../../src/compat/anthropic';
+} from '../../../../src/api/anthropic';
 import { InvalidRequestError, ModelNotFoundError, ServerBusyError } from '../../../../src/common/errors';
 
 const T0 = BigInt(0);

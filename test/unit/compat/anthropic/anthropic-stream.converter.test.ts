@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AnthropicStreamConverter, encodeSseFrame } from '../../../../src/compat/anthropic/anthropic-stream.converter';
-import { GenerationEvent } from '../../../../src/inference';
+import { AnthropicStreamConverter, encodeSseFrame } from '../../../../src/api/anthropic/anthropic-stream.converter';
+import { GenerationEvent } from '../../../../src/generation';
 
 const metrics = {
   totalDurationNs: 1,

@@ -8,7 +8,7 @@ import {
   fromOpenAIChatRequest,
   fromOpenAICompletionRequest,
   fromOpenAIEmbeddingRequest,
-} from '../../../../src/compat/openai/openai-request.mapper';
+} from '../../../../src/api/openai/openai-request.mapper';
 
 const T0 = 0n;
 const rejects400 = (fn: () => unknown, message: string | RegExp) =>

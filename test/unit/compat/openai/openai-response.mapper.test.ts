@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { from, lastValueFrom, Observable, toArray } from 'rxjs';
 import { InternalError, InvalidRequestError, ModelNotFoundError, ServerBusyError } from '../../../../src/common/errors';
-import { toOpenAIError } from '../../../../src/compat/openai/openai-error';
+import { toOpenAIError } from '../../../../src/api/openai/openai-error';
 import {
   toBase64Float32,
   toChatCompletion,
@@ -11,8 +11,8 @@ import {
   toCompletionChunks,
   toEmbeddingResponse,
   toUsage,
-} from '../../../../src/compat/openai/openai-response.mapper';
-import type { GenerationEvent, GenerationMetrics } from '../../../../src/inference';
+} from '../../../../src/api/openai/openai-response.mapper';
+import type { GenerationEvent, GenerationMetrics } from '../../../../src/generation';
 
 const META = { id: 'chatcmpl-1', created: 100, model: 'm' };
 const METRICS: GenerationMetrics = {

@@ -3,8 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import Fastify, { FastifyInstance } from 'fastify';
 import { concat, of, throwError } from 'rxjs';
 import { InternalError, InvalidRequestError } from '../../../../src/common/errors';
-import { openAIErrorFrame, toOpenAIError } from '../../../../src/compat/openai/openai-error';
-import { writeSse } from '../../../../src/compat/openai/sse-writer';
+import { openAIErrorFrame, toOpenAIError } from '../../../../src/api/openai/openai-error';
+import { writeSse } from '../../../../src/api/openai/sse-writer';
 
 /** writeSse over a bare Fastify server: golden SSE framing, early and late errors. */
 describe('SSE writer (OpenAI framing)', () => {

@@ -11,8 +11,8 @@ import {
   ResponseEcho,
   ResponsesStreamConverter,
   ResponseStreamEvent,
-} from '../../../../src/compat/responses';
-import { GenerationEvent, ToolCall } from '../../../../src/inference';
+} from '../../../../src/api/openai/responses';
+import { GenerationEvent, ToolCall } from '../../../../src/generation';
 
 const metrics = {
   totalDurationNs: 1,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { beforeEach, describe, it } from 'node:test';
 import { ContextLengthExceededError, InvalidRequestError } from '../../../../src/common/errors';
-import { LlamaRunner } from '../../../../src/inference/runner/llama.runner';
+import { LlamaRunner } from '../../../../src/runner/llama.runner';
 import { FakeBinding } from '../../../utils/fake-binding';
 import { spec } from '../../../utils/fake-runner';
 

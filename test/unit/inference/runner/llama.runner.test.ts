@@ -7,8 +7,8 @@ import {
   ModelLoadError,
   RequestCancelledError,
 } from '../../../../src/common/errors';
-import { LlamaRunner, LlamaRunnerFactory } from '../../../../src/inference/runner/llama.runner';
-import { RunnerEvent, RunnerRequest } from '../../../../src/inference/runner/runner';
+import { LlamaRunner, LlamaRunnerFactory } from '../../../../src/runner/llama.runner';
+import { RunnerEvent, RunnerRequest } from '../../../../src/runner/runner';
 import { FakeBinding, nativeError } from '../../../utils/fake-binding';
 import { spec } from '../../../utils/fake-runner';
 

@@ -1,0 +1,337 @@
+import { Injectable, Logger, Optional } from '@nestjs/common';
+import { catchError, defer, from, mergeMap, Observable, of, throwError } from 'rxjs';
+import { ContextLengthExceededError } from '../common/errors';
+import { OptionMap } from '../common/options';
+import { KeepAliveMs } from '../common/time';
+import { DaemonConfig } from '../config';
+import { ResolvedModel } from '../models';
+import { GenerationHooksRegistry, GenerationTracker } from '../observability/generation-hooks';
+import type { NativeGrammarTrigger } from '../../binding';
+import { GenerationEvent, GenerationMetrics, Logprob } from './generation.types';
+import { EffectiveOptions, resolveOptions } from './options';
+import { MediaPrompt } from './media-prompt';
+import { isEmptyDelta, OutputParser } from './output-parser';
+import { Runner, RunnerSpec } from '../runner';
+import { SchedulerService } from '../scheduler';
+
+/** Prompt tokens ready to submit, with what the render asks of sampling and output parsing. */
+export interface PreparedPrompt {
+  /** Token ids, shorter than the slot context. */
+  tokens: number[];
+  /** GBNF grammar (format or tool calls); lazy ones only apply after a trigger. */
+  grammar?: string;
+  grammarLazy?: boolean;
+  grammarTriggers?: NativeGrammarTrigger[];
+  preservedTokens?: string[];
+  /** Text the prompt ends with that a non-lazy render grammar must consume first (NativeChatRender.generationPrompt). */
+  grammarPrefill?: string;
+  /** Stop strings added by the template (besides the `stop` option). */
+  stops?: string[];
+  /** Splits the output into content / thinking / tool calls; absent = everything is content. */
+  parser?: OutputParser;
+  /** The prompt as text with media markers plus the images, when the request has images (`tokens` then only count). */
+  media?: MediaPrompt;
+}
+
+/** One completion to run. */
+export interface CompletionRequest {
+  model: ResolvedModel;
+  /** Typed request options (merged over the model's params). */
+  options: OptionMap;
+  keepAliveMs?: KeepAliveMs;
+  /** process.hrtime.bigint() at handler start. */
+  startedAt: bigint;
+  /** What the request hooks and metrics call this generation (default `generate`). */
+  kind?: 'generate' | 'chat';
+  /** Only load the model, then answer `done_reason: "load"` (empty prompt / messages). */
+  loadOnly?: boolean;
+  /** Builds the prompt tokens once the runner is loaded (it needs the runner's template and tokenizer). */
+  buildPrompt?: (runner: Runner, options: EffectiveOptions) => PreparedPrompt;
+  /** Return prompt + output token ids on the done event (generate's `context`). */
+  returnContext?: boolean;
+  /** Report logprobs with this many alternatives per token (0..20); undefined = none. */
+  topLogprobs?: number;
+  /**
+   * Never cut the prompt: when `buildPrompt` finds it longer than the slot (it must then throw
+   * ContextLengthExceededError with `promptTokens`, i.e. run with `truncate: false`), reload the model with a context
+   * large enough for the prompt plus the reply (see {@link CompletionService.grownContext}). Set by the compat layers
+   * (issue 12 §5); the native /api keeps Ollama's truncation.
+   */
+  growContext?: boolean;
+}
+
+/** Tokens reserved for the reply when a context is grown and the request sets no num_predict / max_tokens. */
+export const GROWN_CONTEXT_REPLY_TOKENS = 1024;
+
+/** Grown contexts are rounded up to a multiple of this many tokens. */
+export const GROWN_CONTEXT_STEP = 1024;
+
+/** Nanoseconds since `startedAt`. */
+export function elapsedNs(startedAt: bigint): number {
+  return Number(process.hrtime.bigint() - startedAt);
+}
+
+/**
+ * Runs one completion on a scheduled runner — the part generate and chat share: option merge, runner spec, acquire
+ * (load) through the scheduler, prompt building, token streaming, and the final metrics. Returns a cold Observable:
+ * subscribing starts the work, unsubscribing cancels the generation and releases the runner.
+ */
+@Injectable()
+export class CompletionService {
+  private readonly logger = new Logger(CompletionService.name);
+  /** Models for which the Go-template fallback was already logged. */
+  private readonly templateFallbackLogged = new Set<string>();
+
+  private readonly hooks: GenerationHooksRegistry;
+
+  constructor(
+    private readonly config: DaemonConfig,
+    private readonly scheduler: SchedulerService,
+    @Optional() hooks?: GenerationHooksRegistry,
+  ) {
+    this.hooks = hooks ?? new GenerationHooksRegistry();
+  }
+
+  /**
+   * Logs (once per model) that a Go TEMPLATE (Modelfile or request `template`) is present but no Go-template engine
+   * is available (go-template.port.ts), so the GGUF Jinja template is used instead (native mode).
+   */
+  noteTemplateFallback(model: ResolvedModel): void {
+    if (this.templateFallbackLogged.has(model.manifestDigest)) return;
+    this.templateFallbackLogged.add(model.manifestDigest);
+    this.logger.warn(`${model.shortName}: no Go template engine available; using the GGUF chat template instead`);
+  }
+
+  /** The effective options and the runner spec a request would use. */
+  plan(model: ResolvedModel, options: OptionMap): { options: EffectiveOptions; spec: RunnerSpec } {
+    const effective = resolveOptions(options, model.params, {
+      contextLength: this.config.contextLength,
+      threads: this.config.threads,
+      trainContext: model.facts.contextLength,
+    });
+    return {
+      options: effective,
+      spec: {
+        modelPath: model.modelPath,
+        numParallel: this.config.numParallel,
+        ...effective.load,
+        ...(model.projectorPaths.length > 0 ? { projectorPath: model.projectorPaths[0] } : {}),
+        ...(model.adapterPaths.length > 0 ? { adapterPaths: model.adapterPaths } : {}),
+      },
+    };
+  }
+
+  /**
+   * Streams the completion: `delta` events for every non-empty text piece, then one `done` with metrics
+   * (reference/ollama-api.md §3.2: load_duration = scheduler/load wait, total_duration = handler start → final
+   * event, counts and durations from the runner). Every generation (not the load-only shortcut) is reported to the
+   * request hooks: start on subscribe, first token, end on the done event, an error or the unsubscribe.
+   */
+  complete(request: CompletionRequest): Observable<GenerationEvent> {
+    if (request.loadOnly || !request.buildPrompt) return this.attempts(request);
+    return new Observable<GenerationEvent>((subscriber) => {
+      const tracker = this.hooks.begin(request.model.shortName, request.kind ?? 'generate', request.startedAt);
+      const inner = this.attempts(request, tracker).subscribe({
+        next: (event) => {
+          if (event.kind === 'done' && event.metrics) tracker.finish(event.metrics, event.reason);
+          subscriber.next(event);
+        },
+        error: (err: unknown) => {
+          tracker.fail(err);
+          subscriber.error(err);
+        },
+        complete: () => subscriber.complete(),
+      });
+      return () => {
+        inner.unsubscribe();
+        tracker.cancel();
+      };
+    });
+  }
+
+  /** {@link complete} without the hooks: one run, and with `growContext` a second one with a larger context. */
+  private attempts(request: CompletionRequest, tracker?: GenerationTracker): Observable<GenerationEvent> {
+    const first = this.run(request, request.options, false, tracker);
+    if (!request.growContext) return first;
+    return first.pipe(
+      catchError((err: unknown) => {
+        if (!(err instanceof ContextLengthExceededError) || err.promptTokens === undefined) {
+          return throwError(() => err);
+        }
+        const promptTokens = err.promptTokens;
+        return from(this.grownContext(request, promptTokens, err.contextSize ?? 0)).pipe(
+          mergeMap((numCtx) => {
+            this.logger.log(
+              `${request.model.shortName}: ${promptTokens}-token prompt does not fit; reloading with num_ctx ${numCtx}`,
+            );
+            return this.run({ ...request, growContext: false }, { ...request.options, num_ctx: numCtx }, true, tracker);
+          }),
+        );
+      }),
+    );
+  }
+
+  /**
+   * The context (tokens per slot) to reload with for a prompt that did not fit: prompt + the reply's tokens
+   * (num_predict, else {@link GROWN_CONTEXT_REPLY_TOKENS}), at least twice the current context so a growing
+   * conversation does not reload every turn, rounded up to {@link GROWN_CONTEXT_STEP}, and capped at the largest
+   * context allowed: the model's trained context, and OLLAMA_CONTEXT_LENGTH when it is set. When the reply does not
+   * fit under the cap the cap is used (the answer may end with `length`).
+   * @throws ContextLengthExceededError (400) when the prompt alone does not fit under the cap, or when memory does
+   *   not allow the context (the scheduler's estimate); the message names the prompt size and the context size.
+   */
+  async grownContext(request: CompletionRequest, promptTokens: number, currentCtx: number): Promise<number> {
+    const trained = request.model.facts.contextLength ?? 0;
+    const caps = [trained, this.config.contextLength].filter((n) => n > 0);
+    const limit = caps.length > 0 ? Math.min(...caps) : currentCtx;
+    const capNote =
+      this.config.contextLength > 0 && this.config.contextLength <= (trained || Infinity)
+        ? 'OLLAMA_CONTEXT_LENGTH'
+        : 'the model’s trained context';
+    if (promptTokens >= limit) {
+      throw new ContextLengthExceededError(
+        `the prompt is ${promptTokens} tokens, but this model can be loaded with at most ${limit} tokens of ` +
+          `context (${capNote}); shorten the prompt`,
+        promptTokens,
+        limit,
+      );
+    }
+    const { options } = this.plan(request.model, request.options);
+    const reply = options.sampling.numPredict > 0 ? options.sampling.numPredict : GROWN_CONTEXT_REPLY_TOKENS;
+    const wanted = Math.max(promptTokens + reply, 2 * currentCtx);
+    const numCtx = Math.min(limit, Math.ceil(wanted / GROWN_CONTEXT_STEP) * GROWN_CONTEXT_STEP);
+    const { spec } = this.plan(request.model, { ...request.options, num_ctx: numCtx });
+    const fit = await this.scheduler.memoryFit(spec);
+    if (!fit.fits) {
+      const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MiB`;
+      throw new ContextLengthExceededError(
+        `the prompt is ${promptTokens} tokens, more than the loaded context of ${currentCtx} tokens, and a ` +
+          `${numCtx}-token context needs about ${mib(fit.neededBytes)} of memory (${mib(fit.availableBytes)} ` +
+          'available); shorten the prompt or free memory',
+        promptTokens,
+        currentCtx,
+      );
+    }
+    return numCtx;
+  }
+
+  /**
+   * One attempt of {@link complete} with these options; `grown` marks the reload for a long prompt; `tracker` is told
+   * the prompt size and every generated token.
+   */
+  private run(
+    request: CompletionRequest,
+    requestOptions: OptionMap,
+    grown = false,
+    tracker?: GenerationTracker,
+  ): Observable<GenerationEvent> {
+    const { options, spec } = this.plan(request.model, requestOptions);
+    const acquire = {
+      spec,
+      keepAliveMs: request.keepAliveMs,
+      acceptLargerContext: request.growContext || grown,
+      modelName: request.model.shortName,
+    };
+    return this.scheduler.withRunner(acquire, (lease) => {
+      if (request.loadOnly || !request.buildPrompt) return of<GenerationEvent>({ kind: 'done', reason: 'load' });
+      const buildPrompt = request.buildPrompt;
+      return defer(() => {
+        const prompt = buildPrompt(lease.runner, options);
+        tracker?.prompt(prompt.tokens.length);
+        const generated: number[] = [];
+        const parser = prompt.parser;
+        const s = options.sampling;
+        const numCtx = options.load.numCtx;
+        return new Observable<GenerationEvent>((subscriber) =>
+          lease.runner
+            .generate({
+              tokens: prompt.tokens,
+              ...(prompt.media ? { media: prompt.media } : {}),
+              // §4.1: -1 = unbounded, capped at 10 × num_ctx.
+              numPredict: s.numPredict < 0 ? 10 * numCtx : s.numPredict,
+              stop: [...s.stop, ...(prompt.stops ?? []).filter((x) => x !== '' && !s.stop.includes(x))],
+              ...(request.topLogprobs !== undefined ? { logprobs: request.topLogprobs } : {}),
+              sampling: {
+                temperature: s.temperature,
+                topK: s.topK,
+                topP: s.topP,
+                minP: s.minP,
+                typicalP: s.typicalP,
+                repeatPenalty: s.repeatPenalty,
+                repeatLastN: s.repeatLastN < 0 ? numCtx : s.repeatLastN,
+                presencePenalty: s.presencePenalty,
+                frequencyPenalty: s.frequencyPenalty,
+                seed: s.seed,
+                ...(prompt.grammar
+                  ? {
+                      grammar: prompt.grammar,
+                      grammarLazy: prompt.grammarLazy ?? false,
+                      grammarTriggers: prompt.grammarTriggers ?? [],
+                      preservedTokens: prompt.preservedTokens ?? [],
+                      ...(prompt.grammarPrefill ? { grammarPrefill: prompt.grammarPrefill } : {}),
+                    }
+                  : prompt.preservedTokens && prompt.preservedTokens.length > 0
+                    ? { preservedTokens: prompt.preservedTokens }
+                    : {}),
+              },
+            })
+            .subscribe({
+              next: (event) => {
+                if (event.kind === 'token') {
+                  generated.push(event.token);
+                  tracker?.token();
+                  const logprobs: Logprob[] | undefined = event.logprob
+                    ? [
+                        {
+                          token: event.logprob.token,
+                          logprob: event.logprob.logprob,
+                          bytes: event.logprob.bytes,
+                          topLogprobs: event.logprob.topLogprobs,
+                        },
+                      ]
+                    : undefined;
+                  if (!parser) {
+                    if (event.text !== '' || logprobs) subscriber.next({ kind: 'delta', text: event.text, logprobs });
+                    return;
+                  }
+                  const d = parser.add(event.text);
+                  if (!isEmptyDelta(d) || logprobs) {
+                    subscriber.next({
+                      kind: 'delta',
+                      text: d.content,
+                      ...(d.thinking ? { thinking: d.thinking } : {}),
+                      ...(d.toolCalls.length > 0 ? { toolCalls: d.toolCalls } : {}),
+                      ...(logprobs ? { logprobs } : {}),
+                    });
+                  }
+                  return;
+                }
+                const tail = parser?.finish();
+                const metrics: GenerationMetrics = {
+                  totalDurationNs: elapsedNs(request.startedAt),
+                  loadDurationNs: lease.loadDurationNs,
+                  promptEvalCount: event.timings.promptEvalCount,
+                  promptCachedCount: event.timings.promptCachedCount,
+                  promptEvalDurationNs: event.timings.promptEvalDurationNs,
+                  evalCount: event.timings.evalCount,
+                  evalDurationNs: event.timings.evalDurationNs,
+                };
+                subscriber.next({
+                  kind: 'done',
+                  reason: event.reason,
+                  metrics,
+                  ...(request.returnContext ? { context: [...prompt.tokens, ...generated] } : {}),
+                  ...(tail?.content ? { text: tail.content } : {}),
+                  ...(tail?.thinking ? { thinking: tail.thinking } : {}),
+                  ...(tail && tail.toolCalls.length > 0 ? { toolCalls: tail.toolCalls } : {}),
+                  ...(event.stopString !== undefined ? { stopSequence: event.stopString } : {}),
+                });
+              },
+              error: (err: unknown) => subscriber.error(err),
+              complete: () => subscriber.complete(),
+            }),
+        );
+      });
+    });
+  }
+}

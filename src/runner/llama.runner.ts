@@ -1,0 +1,350 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Observable } from 'rxjs';
+import type {
+  NativeBinding,
+  NativeContext,
+  NativeContextParams,
+  NativeEvent,
+  NativeModel,
+  NativeTaskParams,
+  NativeTokenLogprob,
+} from '../../binding';
+import { DaemonError, InternalError, ModelLoadError, RequestCancelledError } from '../common/errors';
+import { mapNativeError, NATIVE_BINDING, NativeBindingLoader } from '../native';
+import {
+  Runner,
+  RunnerChatMessage,
+  RunnerChatRender,
+  RunnerChatRequest,
+  RunnerEvent,
+  RunnerLogprob,
+  RunnerTokenLogprob,
+  RunnerFactory,
+  RunnerModelInfo,
+  RunnerRequest,
+  RunnerSpec,
+  RunnerUsage,
+} from './runner';
+
+/** A failure while loading is a load error unless the addon said something more specific (e.g. out of memory). */
+function asLoadError(err: unknown): DaemonError {
+  const mapped = mapNativeError(err);
+  return mapped instanceof InternalError ? new ModelLoadError(mapped.message, { cause: err }) : mapped;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: false });
+
+/** A native logprob entry → the runner's (text decoded lossily, bytes as a plain array). */
+function toTokenLogprob(entry: NativeTokenLogprob): RunnerTokenLogprob {
+  return { token: utf8.decode(entry.bytes), logprob: entry.logprob, bytes: Array.from(entry.bytes) };
+}
+
+/** The logprob of a token event, when the task asked for them. */
+function eventLogprob(event: Extract<NativeEvent, { type: 'token' }>): RunnerLogprob | undefined {
+  if (event.logprob === undefined || event.bytes === undefined) return undefined;
+  return {
+    ...toTokenLogprob({ token: event.token, bytes: event.bytes, logprob: event.logprob }),
+    topLogprobs: (event.topLogprobs ?? []).map(toTokenLogprob),
+  };
+}
+
+/** The context parameter for the spec's LoRA adapters (none when it has none). */
+function loraParams(spec: RunnerSpec): Pick<NativeContextParams, 'loraAdapters'> {
+  const paths = spec.adapterPaths ?? [];
+  return paths.length > 0 ? { loraAdapters: paths.map((path) => ({ path, scale: 1 })) } : {};
+}
+
+/** Whether the GGUF metadata marks an embedding model (`<arch>.pooling_type`, reference/ollama-api.md §8.7). */
+function isEmbeddingModel(model: NativeModel): boolean {
+  const meta = model.metadata();
+  const arch = meta['general.architecture'];
+  return arch !== undefined && meta[`${arch}.pooling_type`] !== undefined;
+}
+
+/**
+ * A Runner over the native addon: one Model and one Context with `numParallel` slots (n_ctx = numCtx × numParallel),
+ * with the spec's LoRA adapters (`adapterPaths`) attached to every context it creates.
+ * For an embedding model (GGUF `pooling_type`) that context is an embedding context (batch = ubatch = numCtx so an
+ * input of a full slot fits one ubatch); a generation model asked to embed gets a second, embedding context on first
+ * use (same slots and size), disposed with the runner.
+ * All decoding happens on the context's own native thread; this class only submits tasks and relays events, which
+ * arrive on the JS thread in order (binding.d.ts NativeEvent).
+ */
+export class LlamaRunner implements Runner {
+  private closed: Promise<void> | undefined;
+  /** The embedding context: the main context of an embedding model, else created on the first embed(). */
+  private embedContext: Promise<NativeContext> | undefined;
+  /** KV cells held by generations in flight (prompt + generated tokens), for {@link usage}. */
+  private cellsInFlight = 0;
+
+  private constructor(
+    readonly spec: RunnerSpec,
+    readonly info: RunnerModelInfo,
+    private readonly binding: NativeBinding,
+    private readonly model: NativeModel,
+    private readonly context: NativeContext,
+  ) {
+    if (info.embeddingModel) this.embedContext = Promise.resolve(context);
+  }
+
+  /** Parameters of an embedding context for `spec`. */
+  private static embeddingParams(spec: RunnerSpec): NativeContextParams {
+    const batch = Math.max(spec.numBatch, spec.numCtx);
+    return {
+      nCtx: spec.numCtx * spec.numParallel,
+      nBatch: batch,
+      nUbatch: batch,
+      nParallel: spec.numParallel,
+      embeddings: true,
+      ...(spec.numThread > 0 ? { nThreads: spec.numThread } : {}),
+      ...loraParams(spec),
+    };
+  }
+
+  /**
+   * Loads the weights and creates the context.
+   * @throws ModelLoadError (unloadable file, unknown architecture, context creation failure, missing addon),
+   *   InsufficientMemoryError.
+   */
+  static async load(binding: NativeBinding, spec: RunnerSpec): Promise<LlamaRunner> {
+    let model: NativeModel;
+    try {
+      model = new binding.Model(spec.modelPath, {
+        ...(spec.numGpu >= 0 ? { nGpuLayers: spec.numGpu } : {}),
+        ...(spec.useMmap !== undefined ? { useMmap: spec.useMmap } : {}),
+      });
+      await model.load();
+    } catch (err) {
+      throw asLoadError(err);
+    }
+    try {
+      const native = model.info();
+      const embeddingModel = isEmbeddingModel(model);
+      const context = new binding.Context(
+        model,
+        embeddingModel
+          ? LlamaRunner.embeddingParams(spec)
+          : {
+              nCtx: spec.numCtx * spec.numParallel,
+              nBatch: spec.numBatch,
+              nParallel: spec.numParallel,
+              ...(spec.numThread > 0 ? { nThreads: spec.numThread } : {}),
+              ...(spec.projectorPath ? { projectorPath: spec.projectorPath } : {}),
+              ...loraParams(spec),
+            },
+      );
+      const info: RunnerModelInfo = {
+        trainContext: native.nCtxTrain,
+        addBos: native.addBos,
+        bos: native.bos,
+        hasChatTemplate: model.chatTemplate() !== null,
+        embeddingModel,
+      };
+      return new LlamaRunner(spec, info, binding, model, context);
+    } catch (err) {
+      await model.dispose().catch(() => undefined);
+      throw asLoadError(err);
+    }
+  }
+
+  get slotContext(): number {
+    return this.spec.numCtx;
+  }
+
+  generate(request: RunnerRequest): Observable<RunnerEvent> {
+    return new Observable<RunnerEvent>((subscriber) => {
+      let finished = false;
+      let taskId: number | undefined;
+      // KV cells this generation holds (for usage()): its prompt once the first token shows it was evaluated (a task
+      // still queued for a slot holds none), then one more per token; all given back at the end.
+      let cells = 0;
+      const releaseCells = () => {
+        this.cellsInFlight -= cells;
+        cells = 0;
+      };
+      const task: NativeTaskParams = {
+        tokens: request.media ? new Int32Array(0) : Int32Array.from(request.tokens),
+        ...(request.media ? { prompt: request.media.prompt, images: request.media.images } : {}),
+        nPredict: request.numPredict,
+        sampling: { ...request.sampling },
+        stop: request.stop,
+        ...(request.logprobs !== undefined ? { logprobs: request.logprobs } : {}),
+      };
+      const onEvent = (event: NativeEvent) => {
+        if (finished) return;
+        switch (event.type) {
+          case 'token': {
+            const added = cells === 0 ? request.tokens.length + 1 : 1;
+            cells += added;
+            this.cellsInFlight += added;
+            const logprob = eventLogprob(event);
+            subscriber.next({ kind: 'token', text: event.text, token: event.token, ...(logprob ? { logprob } : {}) });
+            break;
+          }
+          case 'done':
+            finished = true;
+            releaseCells();
+            if (event.reason === 'cancelled') {
+              subscriber.error(new RequestCancelledError());
+              return;
+            }
+            subscriber.next({
+              kind: 'done',
+              reason: event.reason === 'length' ? 'length' : 'stop',
+              ...(event.reason === 'stop' && event.stopString !== undefined ? { stopString: event.stopString } : {}),
+              timings: {
+                promptEvalCount: event.timings.promptTotal,
+                promptCachedCount: Math.max(0, event.timings.promptTotal - event.timings.promptN),
+                promptEvalDurationNs: event.timings.promptNs,
+                evalCount: event.timings.predictedN,
+                evalDurationNs: event.timings.predictedNs,
+              },
+            });
+            subscriber.complete();
+            break;
+          case 'error':
+            finished = true;
+            releaseCells();
+            subscriber.error(mapNativeError({ code: event.code, message: event.message }));
+            break;
+        }
+      };
+      try {
+        taskId = this.context.submit(task, onEvent);
+      } catch (err) {
+        finished = true;
+        releaseCells();
+        subscriber.error(mapNativeError(err));
+      }
+      return () => {
+        releaseCells();
+        if (!finished && taskId !== undefined) {
+          finished = true;
+          this.context.cancel(taskId);
+        }
+      };
+    });
+  }
+
+  /**
+   * Slots and queue from the context's own stats; KV cells used as tracked here (the addon has no KV-cell query): the
+   * prompt and generated tokens of the generations that are generating, not what idle slots keep for prefix reuse.
+   */
+  usage(): RunnerUsage {
+    const total = this.spec.numCtx * this.spec.numParallel;
+    if (this.closed) return { slotsBusy: 0, queuedTasks: 0, kvCellsTotal: total, kvCellsUsed: 0 };
+    const stats = this.context.stats();
+    return {
+      slotsBusy: this.info.embeddingModel ? 0 : stats.activeSlots,
+      queuedTasks: this.info.embeddingModel ? 0 : stats.queuedTasks,
+      kvCellsTotal: stats.nCtx,
+      kvCellsUsed: Math.min(stats.nCtx, this.cellsInFlight),
+    };
+  }
+
+  tokenize(text: string, options: { addSpecial: boolean; parseSpecial: boolean }): number[] {
+    try {
+      return Array.from(this.model.tokenize(text, options.addSpecial, options.parseSpecial));
+    } catch (err) {
+      throw mapNativeError(err);
+    }
+  }
+
+  detokenize(tokens: number[]): string {
+    try {
+      return this.model.detokenize(Int32Array.from(tokens), false, true);
+    } catch (err) {
+      throw mapNativeError(err);
+    }
+  }
+
+  applyChatTemplate(messages: RunnerChatMessage[], options: { addGenerationPrompt: boolean }): string {
+    try {
+      return this.model.applyChatTemplate(messages, { addGenerationPrompt: options.addGenerationPrompt });
+    } catch (err) {
+      throw mapNativeError(err);
+    }
+  }
+
+  renderChat(request: RunnerChatRequest): RunnerChatRender {
+    try {
+      return this.model.renderChat(request);
+    } catch (err) {
+      throw mapNativeError(err);
+    }
+  }
+
+  chatCapabilities(): { tools: boolean; thinking: boolean } {
+    if (!this.info.hasChatTemplate) return { tools: false, thinking: false };
+    try {
+      return this.model.chatCapabilities();
+    } catch (err) {
+      throw mapNativeError(err);
+    }
+  }
+
+  jsonSchemaToGrammar(schema: string): string {
+    try {
+      return this.binding.jsonSchemaToGrammar(schema);
+    } catch (err) {
+      throw mapNativeError(err);
+    }
+  }
+
+  async embed(inputs: number[][]): Promise<Float32Array[]> {
+    if (this.closed) throw new InternalError('model was unloaded while in use');
+    if (inputs.length === 0) return [];
+    this.embedContext ??= (async () => {
+      await Promise.resolve();
+      return new this.binding.Context(this.model, LlamaRunner.embeddingParams(this.spec));
+    })();
+    let context: NativeContext;
+    try {
+      context = await this.embedContext;
+    } catch (err) {
+      this.embedContext = undefined;
+      throw mapNativeError(err);
+    }
+    try {
+      return await context.embed(inputs.map((t) => Int32Array.from(t)));
+    } catch (err) {
+      throw mapNativeError(err);
+    }
+  }
+
+  close(): Promise<void> {
+    this.closed ??= (async () => {
+      const extra = this.embedContext;
+      await this.context.dispose();
+      if (extra) {
+        const ctx = await extra.catch(() => undefined);
+        if (ctx && ctx !== this.context) await ctx.dispose();
+      }
+      await this.model.dispose();
+    })();
+    return this.closed;
+  }
+}
+
+/** The production RunnerFactory: loads the addon on first use and creates LlamaRunners. */
+@Injectable()
+export class LlamaRunnerFactory implements RunnerFactory {
+  private readonly logger = new Logger(LlamaRunnerFactory.name);
+
+  constructor(@Inject(NATIVE_BINDING) private readonly loadBinding: NativeBindingLoader) {}
+
+  async create(spec: RunnerSpec): Promise<Runner> {
+    let binding: NativeBinding;
+    try {
+      binding = this.loadBinding();
+    } catch (err) {
+      throw new ModelLoadError((err as Error).message, { cause: err });
+    }
+    const started = Date.now();
+    const runner = await LlamaRunner.load(binding, spec);
+    this.logger.log(
+      `loaded ${spec.modelPath} (num_ctx ${spec.numCtx} × ${spec.numParallel} slots) in ${Date.now() - started} ms`,
+    );
+    return runner;
+  }
+}

@@ -1,0 +1,179 @@
+import { Observable } from 'rxjs';
+import type { NativeChatRender, NativeChatRequest, NativeSamplingParams } from '../../binding';
+import type { LoadOptions } from '../generation';
+
+/**
+ * The runner seam (Ollama's `llm.LlamaServer`, ARCHITECTURE.md §4): one loaded model with its slots. The scheduler
+ * creates runners through RUNNER_FACTORY, so tests can swap in fakes. Units: tokens, nanoseconds.
+ */
+
+/** What a runner is loaded with; two requests share a runner only when their specs are equal. */
+export interface RunnerSpec extends LoadOptions {
+  /** Absolute path of the GGUF weights blob. */
+  modelPath: string;
+  /** Slots (sequences decoded together); the KV cache holds numCtx × numParallel tokens. */
+  numParallel: number;
+  /** Absolute path of a vision projector blob (mmproj GGUF, manifest layer `application/vnd.ollama.image.projector`). */
+  projectorPath?: string;
+  /**
+   * Absolute paths of LoRA adapter blobs (LoRA GGUFs, manifest layers `application/vnd.ollama.image.adapter`), applied
+   * with scale 1 to every context of the runner, in order; absent/empty = none. A missing or mismatched adapter fails
+   * the load (ModelLoadError).
+   */
+  adapterPaths?: string[];
+}
+
+/**
+ * Sampling parameters of one generation: exactly the addon's NativeSamplingParams (binding.d.ts), which the LlamaRunner
+ * passes through unchanged; fakes read the same shape.
+ */
+export type RunnerSampling = NativeSamplingParams;
+
+/** One generation request. */
+export interface RunnerRequest {
+  /** Prompt token ids, non-empty, shorter than the slot context. */
+  tokens: number[];
+  /** Tokens to generate; -1 = until end of generation or the slot is full. */
+  numPredict: number;
+  sampling: RunnerSampling;
+  /** Stop strings; the matched one is not emitted. */
+  stop: string[];
+  /** Report log-probabilities: absent = none; N = the sampled token plus N alternatives (0..20) per token. */
+  logprobs?: number;
+  /**
+   * A prompt with images (needs a runner whose spec has `projectorPath`): replaces `tokens` as the prompt (which
+   * then only serve counting); `prompt` holds the media marker `<__media__>` once per image (media-prompt.ts).
+   * Undecodable images, or a marker/image count mismatch, are InvalidRequestError.
+   */
+  media?: { prompt: string; images: Uint8Array[] };
+}
+
+/** One token's log-probability (natural log) with its text and UTF-8 bytes (Ollama `api.TokenLogprob`). */
+export interface RunnerTokenLogprob {
+  /** The token's text (lossy UTF-8 decode of `bytes`). */
+  token: string;
+  logprob: number;
+  /** The token piece's bytes (may be an incomplete UTF-8 sequence). */
+  bytes: number[];
+}
+
+/** The sampled token's logprob and the most likely alternatives, most likely first (Ollama `api.Logprob`). */
+export interface RunnerLogprob extends RunnerTokenLogprob {
+  topLogprobs: RunnerTokenLogprob[];
+}
+
+/** Prompt/generation counts and durations of one finished generation. */
+export interface RunnerTimings {
+  /** Prompt tokens of the generation, reused from the KV cache or evaluated (the whole prompt). */
+  promptEvalCount: number;
+  /** Of those, tokens reused from the slot's KV cache (prefix reuse) rather than evaluated. */
+  promptCachedCount: number;
+  promptEvalDurationNs: number;
+  /** Tokens generated. */
+  evalCount: number;
+  evalDurationNs: number;
+}
+
+/**
+ * Events of one generation, in order: `token` zero or more times, then one `done` (the Observable then completes).
+ * `text` may be '' while the runner holds back an incomplete UTF-8 sequence or a possible stop string.
+ * Errors arrive as Observable errors (domain errors); a cancelled generation never emits `done`.
+ */
+export type RunnerEvent =
+  | { kind: 'token'; text: string; token: number; logprob?: RunnerLogprob }
+  | {
+      kind: 'done';
+      reason: 'stop' | 'length';
+      /** The stop string that matched, when generation ended on one. */
+      stopString?: string;
+      timings: RunnerTimings;
+    };
+
+/** A chat message for the model's own chat template. */
+export interface RunnerChatMessage {
+  role: string;
+  content: string;
+}
+
+/** Facts about the loaded model the prompt builder needs. */
+export interface RunnerModelInfo {
+  /** Training context, tokens. */
+  trainContext: number;
+  /** Whether tokenize(addSpecial) prepends BOS, and its id (-1 when none). */
+  addBos: boolean;
+  bos: number;
+  /** Whether the GGUF carries a chat template. */
+  hasChatTemplate: boolean;
+  /** Whether the model is an embedding model (GGUF `<arch>.pooling_type`): its context only embeds. */
+  embeddingModel?: boolean;
+}
+
+/** A chat render request for the model's Jinja template (binding.d.ts NativeChatRequest). */
+export type RunnerChatRequest = NativeChatRequest;
+/** What renderChat returns: prompt, grammar, triggers, stops, thinking flag and an output parser. */
+export type RunnerChatRender = NativeChatRender;
+
+/** A runner's load right now (metrics gauges, read at scrape time). */
+export interface RunnerUsage {
+  /** Slots decoding a generation. */
+  slotsBusy: number;
+  /** Generations waiting for a free slot. */
+  queuedTasks: number;
+  /** KV cache size, cells (tokens over all slots). */
+  kvCellsTotal: number;
+  /** KV cells held by the generations in flight: their prompt tokens plus the tokens generated so far. */
+  kvCellsUsed: number;
+}
+
+export interface Runner {
+  readonly spec: RunnerSpec;
+  readonly info: RunnerModelInfo;
+  /** Context of one slot, tokens (a prompt must be shorter than this). */
+  readonly slotContext: number;
+  /**
+   * Starts a generation when subscribed; unsubscribing cancels it (the slot is freed within one decode step).
+   * Errors: ContextLengthExceededError, InvalidRequestError, InternalError (domain errors).
+   */
+  generate(request: RunnerRequest): Observable<RunnerEvent>;
+  /** Tokenizes text; `parseSpecial` turns control-token text (`<|im_start|>`) into control tokens. */
+  tokenize(text: string, options: { addSpecial: boolean; parseSpecial: boolean }): number[];
+  /** Text of token ids (special tokens rendered as text). */
+  detokenize(tokens: number[]): string;
+  /**
+   * Renders messages with the model's GGUF (Jinja) chat template.
+   * @throws InvalidRequestError `template error: …` when the template rejects the conversation.
+   */
+  applyChatTemplate(messages: RunnerChatMessage[], options: { addGenerationPrompt: boolean }): string;
+  /**
+   * Renders a chat with the GGUF Jinja template through llama.cpp common/chat (native mode, §8.1): tools, thinking and
+   * a JSON schema; returns the prompt plus grammar/triggers/stops and a parser for the output.
+   * @throws InvalidRequestError `template error: …`
+   */
+  renderChat(request: RunnerChatRequest): RunnerChatRender;
+  /** What the GGUF Jinja template supports (tool calls, thinking); all false without a template. */
+  chatCapabilities(): { tools: boolean; thinking: boolean };
+  /**
+   * A GBNF grammar for a JSON Schema (JSON text), llama.cpp json_schema_to_grammar.
+   * @throws InvalidRequestError when the schema cannot be converted.
+   */
+  jsonSchemaToGrammar(schema: string): string;
+  /**
+   * Embeds inputs (token ids, each non-empty and at most `slotContext` tokens) in ONE engine call, which batches
+   * them; returns one pooled vector per input, in order, NOT normalized. A generation model gets a separate embedding
+   * context on first use (mean pooling unless the GGUF says otherwise).
+   * @throws ContextLengthExceededError, InvalidRequestError, InternalError.
+   */
+  embed(inputs: number[][]): Promise<Float32Array[]>;
+  /** Cancels running generations and frees the model (and its contexts). Idempotent. */
+  close(): Promise<void>;
+  /** Slots and KV cells in use (optional: fakes may leave it out; the scheduler then estimates from requests). */
+  usage?(): RunnerUsage;
+}
+
+/** Creates (loads) runners. Rejects with ModelLoadError / InsufficientMemoryError. */
+export interface RunnerFactory {
+  create(spec: RunnerSpec): Promise<Runner>;
+}
+
+/** DI token of the RunnerFactory (Ollama's `newServerFn`): LlamaRunnerFactory in production, fakes in tests. */
+export const RUNNER_FACTORY = Symbol('RUNNER_FACTORY');

@@ -1,0 +1,4 @@
+export * from './scheduler.service';
+export * from './scheduler.types';
+export * from './scheduler.stats';
+export * from './memory.estimator';

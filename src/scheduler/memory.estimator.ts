@@ -1,0 +1,143 @@
+import { Injectable } from '@nestjs/common';
+import { readFileSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { freemem, totalmem } from 'node:os';
+import { readGguf } from '../models/gguf';
+import { RunnerSpec } from '../runner';
+
+/** Bytes per KV-cache element (f16 cache, llama.cpp's default). */
+const KV_BYTES_PER_ELEMENT = 2;
+/** Fixed part of the compute-buffer surcharge, bytes (graph metadata, scratch): 64 MiB. */
+const COMPUTE_BASE_BYTES = 64 * 1024 * 1024;
+
+/** What the scheduler needs to know about memory (reference/ollama-api.md §7.3, §13.4). Tests swap it. */
+export interface MemoryProbe {
+  /**
+   * Predicted resident bytes of a runner loaded with `spec`: weights (the GGUF file size) + KV cache
+   * (2 × n_layer × n_ctx_total × n_embd_kv × 2 bytes, n_ctx_total = numCtx × numParallel) + a batch/compute
+   * surcharge. Never rejects: unknown facts count as 0.
+   */
+  estimate(spec: RunnerSpec): Promise<number>;
+  /** Bytes the system can still give to a new runner: free memory, capped by the cgroup limit when there is one. */
+  free(): number;
+  /** Bytes of memory in all (or the cgroup limit, when lower). */
+  total(): number;
+}
+
+/** The model facts the estimate needs, from GGUF metadata. */
+interface KvFacts {
+  fileSize: number;
+  nLayer: number;
+  /** Width of K (and V) per token per layer: head_dim × n_head_kv. */
+  nEmbdKv: number;
+  nEmbd: number;
+  nVocab: number;
+}
+
+function num(v: unknown): number {
+  if (typeof v === 'bigint') return Number(v);
+  if (typeof v === 'number') return v;
+  if (Array.isArray(v) && v.length > 0) return num(v[0]);
+  return 0;
+}
+
+/** Reads a cgroup (v2, then v1) memory limit in bytes; undefined when unlimited or not readable. */
+function cgroupLimit(): number | undefined {
+  for (const path of ['/sys/fs/cgroup/memory.max', '/sys/fs/cgroup/memory/memory.limit_in_bytes']) {
+    try {
+      const raw = readFileSync(path, 'utf8').trim();
+      if (!/^\d+$/.test(raw)) continue;
+      const limit = Number(raw);
+      // v1 reports "unlimited" as a huge page-aligned number.
+      if (limit > 0 && limit < 2 ** 60) return limit;
+    } catch {
+      // not in a cgroup with a limit
+    }
+  }
+  return undefined;
+}
+
+/** Reads a cgroup's current usage in bytes (v2, then v1). */
+function cgroupUsage(): number | undefined {
+  for (const path of ['/sys/fs/cgroup/memory.current', '/sys/fs/cgroup/memory/memory.usage_in_bytes']) {
+    try {
+      const raw = readFileSync(path, 'utf8').trim();
+      if (/^\d+$/.test(raw)) return Number(raw);
+    } catch {
+      // not available
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The production MemoryProbe: GGUF metadata (cached per weights path; blobs never change) and os.freemem/totalmem,
+ * capped by the cgroup limit. CPU only: there is no VRAM to account for, so size_vram is always 0.
+ */
+@Injectable()
+export class SystemMemoryProbe implements MemoryProbe {
+  private readonly facts = new Map<string, Promise<KvFacts>>();
+
+  /** @inheritdoc */
+  async estimate(spec: RunnerSpec): Promise<number> {
+    const f = await this.factsOf(spec.modelPath);
+    const nCtxTotal = spec.numCtx * Math.max(1, spec.numParallel);
+    const kv = 2 * f.nLayer * nCtxTotal * f.nEmbdKv * KV_BYTES_PER_ELEMENT;
+    // Compute buffers: activations of one batch (n_embd wide, f32) and the logits of one batch (n_vocab wide).
+    const compute = COMPUTE_BASE_BYTES + 4 * spec.numBatch * (4 * f.nEmbd + f.nVocab);
+    return f.fileSize + kv + compute;
+  }
+
+  /** @inheritdoc */
+  free(): number {
+    const limit = cgroupLimit();
+    const sys = freemem();
+    if (limit === undefined) return sys;
+    const used = cgroupUsage() ?? 0;
+    return Math.max(0, Math.min(sys, limit - used));
+  }
+
+  /** @inheritdoc */
+  total(): number {
+    const limit = cgroupLimit();
+    return limit === undefined ? totalmem() : Math.min(limit, totalmem());
+  }
+
+  private factsOf(path: string): Promise<KvFacts> {
+    let pending = this.facts.get(path);
+    if (!pending) {
+      pending = readKvFacts(path);
+      this.facts.set(path, pending);
+    }
+    return pending;
+  }
+}
+
+/** GGUF facts for the estimate; a missing or unreadable file gives zeros (the load itself reports the error). */
+async function readKvFacts(path: string): Promise<KvFacts> {
+  const zero: KvFacts = { fileSize: 0, nLayer: 0, nEmbdKv: 0, nEmbd: 0, nVocab: 0 };
+  try {
+    const fileSize = (await stat(path)).size;
+    try {
+      const gguf = await readGguf(path);
+      const md = gguf.metadata as Record<string, unknown>;
+      const arch = typeof md['general.architecture'] === 'string' ? md['general.architecture'] : '';
+      const nEmbd = num(md[`${arch}.embedding_length`]);
+      const nHead = num(md[`${arch}.attention.head_count`]);
+      const nHeadKv = num(md[`${arch}.attention.head_count_kv`]) || nHead;
+      const keyLength = num(md[`${arch}.attention.key_length`]) || (nHead > 0 ? nEmbd / nHead : 0);
+      const tokens = md['tokenizer.ggml.tokens'];
+      return {
+        fileSize,
+        nLayer: num(md[`${arch}.block_count`]),
+        nEmbdKv: keyLength * nHeadKv,
+        nEmbd,
+        nVocab: num(md[`${arch}.vocab_size`]) || (Array.isArray(tokens) ? tokens.length : 0),
+      };
+    } catch {
+      return { ...zero, fileSize };
+    }
+  } catch {
+    return zero;
+  }
+}

@@ -1,0 +1,487 @@
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
+import { Observable, Subscription } from 'rxjs';
+import { RequestCancelledError, ServerBusyError } from '../common/errors';
+import { DaemonConfig } from '../config';
+import { ModelLifecycleService } from '../models';
+import { MemoryProbe, SystemMemoryProbe } from './memory.estimator';
+import { Runner, RUNNER_FACTORY, RunnerFactory, RunnerSpec } from '../runner';
+
+import {
+  AcquireRequest,
+  DEFAULT_MAX_LOADED_MODELS,
+  LoadedRunnerInfo,
+  MEMORY_FIT_RATIO,
+  MemoryFit,
+  RunnerLease,
+  sameSpec,
+  SchedulerStats,
+} from './scheduler.types';
+import { schedulerStats } from './scheduler.stats';
+
+export * from './scheduler.types';
+
+/** setTimeout's longest delay (2^31 - 1 ms, about 24.8 days); longer keep-alives re-arm in steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A loaded runner and its bookkeeping (Ollama `runnerRef`, reference/ollama-api.md §7.1). */
+interface LoadedRunner {
+  key: string;
+  runner: Runner;
+  /** In-flight requests holding this runner. */
+  refCount: number;
+  /** How long to stay loaded once idle, ms (Infinity = forever, 0 = unload when idle). */
+  keepAliveMs: number;
+  timer?: NodeJS.Timeout;
+  /** When the idle timer fires (undefined while in use or forever). */
+  expiresAt?: Date;
+  /** Set when the runner must go as soon as it is idle (reload, eviction, keep_alive 0, delete). */
+  expired: boolean;
+  /** Estimated resident bytes (memory.estimator.ts). */
+  sizeBytes: number;
+  /** Resolves once the runner is unloaded and closed. */
+  gone: Promise<void>;
+  markGone: () => void;
+  /** Whether unload() already ran. */
+  unloading: boolean;
+  /** The model name it was last acquired under (metrics labels); the weights path until one is given. */
+  name: string;
+}
+
+/** A request waiting for a load (Ollama's pendingReqCh entry). */
+interface PendingLoad {
+  spec: RunnerSpec;
+  keepAliveMs?: number;
+  acceptLargerContext?: boolean;
+  resolve(entry: LoadedRunner): void;
+  reject(err: unknown): void;
+  /** Set when the requester went away; the load may still finish and the runner then idles. */
+  cancelled: boolean;
+}
+
+/**
+ * Keeps loaded runners and decides when to load and unload them — Ollama's scheduler (`server/sched.go`,
+ * reference/ollama-api.md §7):
+ * - runners are keyed by the weights' blob path; a request whose load options differ (`sameSpec`) forces a reload:
+ *   the old runner is marked expired, drained, closed, then the new one loads;
+ * - requests for a loaded, compatible runner bypass the queue (refCount + 1, idle timer stopped);
+ * - every other request waits in the pending queue, processed one at a time (one load at a time). When
+ *   OLLAMA_MAX_QUEUE requests are already pending (waiting or loading) a new one fails at once with ServerBusyError
+ *   (503 `server busy, please try again.  maximum pending requests exceeded`);
+ * - before a load: while OLLAMA_MAX_LOADED_MODELS (0 → 3) runners are resident, or while the new runner's estimate
+ *   exceeds 80 % of the free memory (system free memory, capped by total − the estimates of loaded runners), a
+ *   victim is evicted: the idle runner with the shortest keep-alive (forever last), then by path; if none is idle,
+ *   the first in that order is expired and its in-flight requests are awaited. The first model always loads;
+ * - keep-alive (§4.2): a request's keep_alive overwrites the runner's; none keeps it; a new load starts with
+ *   OLLAMA_KEEP_ALIVE. When the reference count drops to 0: 0 unloads now, Infinity never, otherwise a timer fires
+ *   after that long;
+ * - a request whose caller aborts while waiting stops waiting (RequestCancelledError, 499); a load already started
+ *   completes and the runner idles under its keep-alive; nothing leaks;
+ * - a deleted model's runner is unloaded once idle (§3.12): the scheduler follows ModelLifecycleService.deleted$;
+ * - on shutdown pending requests fail and every runner is closed.
+ * All state is touched on the main thread only (no locks).
+ */
+@Injectable()
+export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
+  private readonly logger = new Logger(SchedulerService.name);
+  private readonly runners = new Map<string, LoadedRunner>();
+  /** Requests waiting for a load, in arrival order (the head may be loading). */
+  private readonly queue: PendingLoad[] = [];
+  /** The request whose load is in progress (not in `queue` any more). */
+  private active?: PendingLoad;
+  private processing = false;
+  private shuttingDown = false;
+  /** Ends each request running through {@link withRunner} now (see {@link abortAll}). */
+  private readonly inFlight = new Set<(err: unknown) => void>();
+  private memory: MemoryProbe;
+  /** The subscription to model deletions (see onModuleInit). */
+  private deletions?: Subscription;
+
+  constructor(
+    private readonly config: DaemonConfig,
+    @Inject(RUNNER_FACTORY) private readonly factory: RunnerFactory,
+    @Optional() memory?: SystemMemoryProbe,
+    @Optional() private readonly lifecycle?: ModelLifecycleService,
+  ) {
+    this.memory = memory ?? new SystemMemoryProbe();
+  }
+
+  /**
+   * Follows model deletions: the runner of a deleted model's weights is unloaded as soon as it is idle (§3.12, like
+   * Ollama's delete handler expiring the runner). Without a ModelLifecycleService (hand-wired tests) nothing is
+   * followed.
+   */
+  onModuleInit(): void {
+    this.deletions ??= this.lifecycle?.deleted$.subscribe((deleted) => {
+      this.logger.log(`unloading deleted model ${deleted.name}`);
+      this.expire(deleted.modelPath);
+    });
+  }
+
+  /** Replaces the memory probe (tests). */
+  useMemoryProbe(probe: MemoryProbe): void {
+    this.memory = probe;
+  }
+
+  /**
+   * Gets a runner for `spec`, loading it (or reloading with new options) when needed.
+   * @param signal aborting it while the request waits rejects with RequestCancelledError.
+   * @throws ServerBusyError when OLLAMA_MAX_QUEUE requests are already pending or the server is shutting down;
+   *   RequestCancelledError on abort; the factory's load errors (ModelLoadError, InsufficientMemoryError).
+   */
+  async acquire(request: AcquireRequest, signal?: AbortSignal): Promise<RunnerLease> {
+    const started = process.hrtime.bigint();
+    if (signal?.aborted) throw new RequestCancelledError();
+    if (this.shuttingDown) throw new ServerBusyError('server is shutting down');
+    let entry = this.compatible(request.spec, request.acceptLargerContext);
+    if (entry) {
+      entry.refCount++;
+      this.hold(entry, request.keepAliveMs);
+    } else {
+      entry = await this.enqueue(request, signal);
+    }
+    if (request.modelName) entry.name = request.modelName;
+    return this.lease(entry, started);
+  }
+
+  private lease(entry: LoadedRunner, started: bigint): RunnerLease {
+    let released = false;
+    return {
+      runner: entry.runner,
+      loadDurationNs: Math.max(1, Number(process.hrtime.bigint() - started)),
+      release: () => {
+        if (released) return;
+        released = true;
+        this.release(entry);
+      },
+    };
+  }
+
+  /** Queues a request that needs a load; resolves with the runner already held (refCount counted). */
+  private enqueue(request: AcquireRequest, signal?: AbortSignal): Promise<LoadedRunner> {
+    const pendingCount = this.queue.length + (this.active ? 1 : 0);
+    if (pendingCount >= this.config.maxQueue) return Promise.reject(new ServerBusyError());
+    return new Promise<LoadedRunner>((resolve, reject) => {
+      const onAbort = () => {
+        pending.cancelled = true;
+        const at = this.queue.indexOf(pending);
+        if (at >= 0) this.queue.splice(at, 1);
+        reject(new RequestCancelledError());
+      };
+      const pending: PendingLoad = {
+        spec: request.spec,
+        keepAliveMs: request.keepAliveMs,
+        acceptLargerContext: request.acceptLargerContext,
+        cancelled: false,
+        resolve: (e) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(e);
+        },
+        reject: (err) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(err);
+        },
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.queue.push(pending);
+      void this.processQueue();
+    });
+  }
+
+  /** The pending loop (§7.3): one request at a time. */
+  private async processQueue(): Promise<void> {
+    if (this.processing) return;
+    this.processing = true;
+    try {
+      for (let next = this.queue.shift(); next; next = this.queue.shift()) {
+        if (next.cancelled) continue;
+        this.active = next;
+        try {
+          const entry = await this.loadFor(next.spec, next.acceptLargerContext);
+          this.hold(entry, next.keepAliveMs);
+          if (next.cancelled) {
+            // Nobody waits any more: the runner stays loaded and idles under its keep-alive.
+            this.afterIdle(entry);
+          } else {
+            entry.refCount++;
+            next.resolve(entry);
+          }
+        } catch (err) {
+          next.reject(err);
+        } finally {
+          this.active = undefined;
+        }
+      }
+    } finally {
+      this.processing = false;
+    }
+  }
+
+  /** Finds or loads a runner for `spec` (without taking a reference): reload, capacity and memory checks first. */
+  private async loadFor(spec: RunnerSpec, acceptLargerContext = false): Promise<LoadedRunner> {
+    const key = spec.modelPath;
+    const existing = this.runners.get(key);
+    if (existing && !existing.expired && sameSpec(existing.runner.spec, spec, acceptLargerContext)) return existing;
+    if (existing) {
+      // §7.2 needsReload (or already expiring): drain and close the old runner first.
+      this.logger.log(`reloading ${key}: load options changed`);
+      this.expireEntry(existing);
+      await existing.gone;
+    }
+    if (this.shuttingDown) throw new ServerBusyError('server is shutting down');
+    const needed = await this.memory.estimate(spec);
+    for (;;) {
+      if (this.shuttingDown) throw new ServerBusyError('server is shutting down');
+      const cap = this.config.maxLoadedModels > 0 ? this.config.maxLoadedModels : DEFAULT_MAX_LOADED_MODELS;
+      let reason: string | undefined;
+      if (this.runners.size >= cap) reason = `${this.runners.size} models loaded (max ${cap})`;
+      else if (this.runners.size > 0) {
+        const free = this.freeBytes();
+        if (needed > MEMORY_FIT_RATIO * free) reason = `needs ${needed} bytes, ${free} free`;
+      }
+      if (!reason) break;
+      const victim = this.findVictim();
+      if (!victim) break;
+      this.logger.log(`evicting ${victim.key}: ${reason}`);
+      this.expireEntry(victim);
+      await victim.gone;
+    }
+    const runner = await this.factory.create(spec);
+    if (this.shuttingDown) {
+      await runner.close();
+      throw new ServerBusyError('server is shutting down');
+    }
+    let markGone!: () => void;
+    const gone = new Promise<void>((r) => (markGone = r));
+    const entry: LoadedRunner = {
+      key,
+      runner,
+      refCount: 0,
+      keepAliveMs: this.config.keepAliveMs,
+      expired: false,
+      sizeBytes: needed,
+      gone,
+      markGone,
+      unloading: false,
+      name: key,
+    };
+    this.runners.set(key, entry);
+    return entry;
+  }
+
+  /** Free bytes for a new runner: the system's view, capped by total − what loaded runners are estimated to use. */
+  private freeBytes(): number {
+    let used = 0;
+    for (const e of this.runners.values()) used += e.sizeBytes;
+    return Math.max(0, Math.min(this.memory.free(), this.memory.total() - used));
+  }
+
+  /**
+   * Ollama's findRunnerToUnload (§7.3): by keep-alive ascending (forever last), then path; the first idle one, else
+   * the first one at all (the caller waits for its in-flight requests).
+   */
+  private findVictim(): LoadedRunner | undefined {
+    const sorted = [...this.runners.values()].sort(
+      (a, b) => a.keepAliveMs - b.keepAliveMs || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
+    );
+    return sorted.find((e) => e.refCount === 0) ?? sorted[0];
+  }
+
+  /**
+   * Runs `work` with a runner held for exactly as long as its Observable is subscribed (ARCHITECTURE.md §5 step 2):
+   * acquires on subscribe, releases on complete, error or unsubscribe. An unsubscribe while waiting for the load
+   * stops waiting (the request is dropped from the queue; a load in progress finishes and idles).
+   */
+  withRunner<T>(request: AcquireRequest, work: (lease: RunnerLease) => Observable<T>): Observable<T> {
+    return new Observable<T>((subscriber) => {
+      let lease: RunnerLease | undefined;
+      let inner: Subscription | undefined;
+      const abort = new AbortController();
+      const end = (err: unknown) => {
+        this.inFlight.delete(end);
+        abort.abort();
+        inner?.unsubscribe();
+        lease?.release();
+        subscriber.error(err);
+      };
+      this.inFlight.add(end);
+      this.acquire(request, abort.signal).then(
+        (acquired) => {
+          if (abort.signal.aborted) {
+            acquired.release();
+            return;
+          }
+          lease = acquired;
+          try {
+            inner = work(acquired).subscribe({
+              next: (v) => subscriber.next(v),
+              error: (err: unknown) => {
+                acquired.release();
+                subscriber.error(err);
+              },
+              complete: () => {
+                acquired.release();
+                subscriber.complete();
+              },
+            });
+          } catch (err) {
+            acquired.release();
+            subscriber.error(err);
+          }
+        },
+        (err: unknown) => {
+          if (!abort.signal.aborted) subscriber.error(err);
+        },
+      );
+      return () => {
+        this.inFlight.delete(end);
+        abort.abort();
+        inner?.unsubscribe();
+        lease?.release();
+      };
+    });
+  }
+
+  /**
+   * Ends every request running through {@link withRunner} at once with `err` (graceful shutdown after its timeout):
+   * generations are cancelled (their slots freed), waiting requests stop waiting, and each caller's Observable errors
+   * — so a stream ends with its dialect's final error frame. Requests that start afterwards are not affected.
+   * @returns how many requests were ended.
+   */
+  abortAll(err: unknown): number {
+    const ends = [...this.inFlight];
+    for (const end of ends) end(err);
+    return ends.length;
+  }
+
+  /** Requests running through {@link withRunner} now (waiting for a load or a slot, or generating). */
+  inFlightCount(): number {
+    return this.inFlight.size;
+  }
+
+  /**
+   * The load of the scheduler and of every loaded runner right now (for the metrics gauges, read at scrape time).
+   * Slots and KV cells come from the runner's `usage()`; a runner without it counts its requests as busy slots.
+   */
+  stats(): SchedulerStats {
+    return schedulerStats(this.pendingCount(), this.runners.values());
+  }
+
+  /**
+   * Unloads the runner of these weights as soon as it is idle (Ollama's expireRunner: keep_alive 0 with an empty
+   * prompt, §3.2 step 4; model deletion). Requests arriving meanwhile load a fresh runner. No-op when not loaded.
+   */
+  expire(modelPath: string): void {
+    const entry = this.runners.get(modelPath);
+    if (entry) this.expireEntry(entry);
+  }
+
+  /** Loaded runners (for /api/ps), in no particular order. */
+  loaded(): LoadedRunnerInfo[] {
+    return [...this.runners.values()].map((e) => ({
+      spec: e.runner.spec,
+      refCount: e.refCount,
+      expiresAt: e.expiresAt,
+      keepAliveMs: e.keepAliveMs,
+      sizeBytes: e.sizeBytes,
+      expired: e.expired,
+    }));
+  }
+
+  /** Requests waiting for a load, including the one loading now. */
+  pendingCount(): number {
+    return this.queue.length + (this.active ? 1 : 0);
+  }
+
+  /** Closes every runner and fails waiting requests (SIGINT/SIGTERM or app.close()). */
+  async onApplicationShutdown(): Promise<void> {
+    this.deletions?.unsubscribe();
+    this.shuttingDown = true;
+    for (const pending of this.queue.splice(0)) pending.reject(new ServerBusyError('server is shutting down'));
+    const entries = [...this.runners.values()];
+    for (const entry of entries) this.unload(entry);
+    await Promise.allSettled(entries.map((e) => e.gone));
+  }
+
+  private compatible(spec: RunnerSpec, acceptLargerContext = false): LoadedRunner | undefined {
+    const entry = this.runners.get(spec.modelPath);
+    if (entry && !entry.expired && sameSpec(entry.runner.spec, spec, acceptLargerContext)) return entry;
+    return undefined;
+  }
+
+  /**
+   * Whether a runner for `spec` would fit in memory (the estimate against MEMORY_FIT_RATIO of what is free, counting
+   * the bytes of the runner it would replace — the same model loaded with other options). Used before growing a
+   * context for a long prompt; does not load or evict anything.
+   */
+  async memoryFit(spec: RunnerSpec): Promise<MemoryFit> {
+    const neededBytes = await this.memory.estimate(spec);
+    const replaced = this.runners.get(spec.modelPath)?.sizeBytes ?? 0;
+    const availableBytes = this.freeBytes() + replaced;
+    return { fits: neededBytes <= MEMORY_FIT_RATIO * availableBytes, neededBytes, availableBytes };
+  }
+
+  /** Marks a runner in use: stops its idle timer and applies the request's keep_alive. */
+  private hold(entry: LoadedRunner, keepAliveMs: number | undefined): void {
+    this.clearTimer(entry);
+    if (keepAliveMs !== undefined && !entry.expired) entry.keepAliveMs = keepAliveMs;
+  }
+
+  /** Forces keep-alive 0: unloads now when idle, else when the last request releases it. */
+  private expireEntry(entry: LoadedRunner): void {
+    entry.expired = true;
+    entry.keepAliveMs = 0;
+    if (entry.refCount === 0) this.unload(entry);
+  }
+
+  private release(entry: LoadedRunner): void {
+    entry.refCount = Math.max(0, entry.refCount - 1);
+    if (entry.refCount > 0) return;
+    this.afterIdle(entry);
+  }
+
+  /** The reference count reached 0 (§7.4): unload now, never, or after the keep-alive. */
+  private afterIdle(entry: LoadedRunner): void {
+    if (this.runners.get(entry.key) !== entry || entry.refCount > 0) return;
+    if (entry.expired || entry.keepAliveMs <= 0) {
+      this.unload(entry);
+      return;
+    }
+    this.clearTimer(entry);
+    if (entry.keepAliveMs === Infinity) return;
+    entry.expiresAt = new Date(Date.now() + entry.keepAliveMs);
+    this.armTimer(entry);
+  }
+
+  private clearTimer(entry: LoadedRunner): void {
+    if (entry.timer) clearTimeout(entry.timer);
+    entry.timer = undefined;
+    entry.expiresAt = undefined;
+  }
+
+  private armTimer(entry: LoadedRunner): void {
+    const remaining = (entry.expiresAt?.getTime() ?? 0) - Date.now();
+    entry.timer = setTimeout(
+      () => {
+        entry.timer = undefined;
+        if (entry.refCount > 0 || !entry.expiresAt) return;
+        if (entry.expiresAt.getTime() > Date.now()) this.armTimer(entry);
+        else this.unload(entry);
+      },
+      Math.max(0, Math.min(remaining, MAX_TIMER_MS)),
+    );
+    entry.timer.unref?.();
+  }
+
+  private unload(entry: LoadedRunner): void {
+    if (entry.unloading) return;
+    entry.unloading = true;
+    entry.expired = true;
+    this.clearTimer(entry);
+    if (this.runners.get(entry.key) === entry) this.runners.delete(entry.key);
+    this.logger.log(`unloading ${entry.key}`);
+    void entry.runner
+      .close()
+      .catch((err: unknown) => this.logger.error(`closing ${entry.key} failed: ${(err as Error).message}`))
+      .finally(() => entry.markGone());
+  }
+}

@@ -1,0 +1,40 @@
+import type { Runner } from '../runner';
+import type { RunnerStats, SchedulerStats } from './scheduler.types';
+
+/** What schedulerStats reads of a loaded runner. */
+export interface RunnerHolding {
+  /** The model's short name (metrics label). */
+  name: string;
+  /** Requests holding or waiting for this runner. */
+  refCount: number;
+  runner: Runner;
+}
+
+/**
+ * The gauges of GET /metrics at scrape time (SchedulerService.stats): requests waiting for a load or a slot (`queued`),
+ * requests holding a slot (`running`), and per runner its slots and KV cache cells (from the runner's own usage
+ * report when it has one, else estimated from its reference count and n_ctx × slots).
+ * @param pendingLoads requests waiting for a load, including the one loading now
+ */
+export function schedulerStats(pendingLoads: number, entries: Iterable<RunnerHolding>): SchedulerStats {
+  let queued = pendingLoads;
+  let holding = 0;
+  const runners: RunnerStats[] = [];
+  for (const e of entries) {
+    holding += e.refCount;
+    const spec = e.runner.spec;
+    const usage = e.runner.usage?.();
+    const slotsTotal = spec.numParallel;
+    const waiting = usage?.queuedTasks ?? Math.max(0, e.refCount - slotsTotal);
+    queued += waiting;
+    holding -= waiting;
+    runners.push({
+      model: e.name,
+      slotsTotal,
+      slotsBusy: usage?.slotsBusy ?? Math.min(e.refCount, slotsTotal),
+      kvCellsTotal: usage?.kvCellsTotal ?? spec.numCtx * slotsTotal,
+      kvCellsUsed: usage?.kvCellsUsed ?? 0,
+    });
+  }
+  return { queued, running: Math.max(0, holding), runners };
+}

@@ -1,0 +1,101 @@
+import type { Runner, RunnerSpec } from '../runner';
+
+/* The scheduler's public shapes and constants (SchedulerService, scheduler.service.ts). */
+
+/** OLLAMA_MAX_LOADED_MODELS when unset (0): 3 × GPUs, and 3 on CPU (§7.3). */
+export const DEFAULT_MAX_LOADED_MODELS = 3;
+
+/** A new load may use at most this share of the free memory before something is evicted (§7.3). */
+export const MEMORY_FIT_RATIO = 0.8;
+
+/** A runner held for one request. Call `release()` exactly once when the request is over (extra calls are no-ops). */
+export interface RunnerLease {
+  runner: Runner;
+  /** Time spent waiting for the scheduler and the load, ns (Ollama's load_duration). */
+  loadDurationNs: number;
+  release(): void;
+}
+
+/** What to acquire. */
+export interface AcquireRequest {
+  spec: RunnerSpec;
+  /** The request's keep_alive in ms (Infinity = forever), or undefined to keep the runner's current value. */
+  keepAliveMs?: number;
+  /**
+   * A loaded runner whose context is larger than `spec.numCtx` (all else equal) serves the request without a reload:
+   * set by requests that grew the context for a long prompt (the compat layers), so that the next turn of the same
+   * conversation does not shrink it back.
+   */
+  acceptLargerContext?: boolean;
+  /** The model's short name (`tiny:latest`), kept with the runner for metrics labels; default the weights path. */
+  modelName?: string;
+}
+
+/** One loaded runner's load, as the metrics gauges read it at scrape time (see {@link SchedulerService.stats}). */
+export interface RunnerStats {
+  /** The model name it was last acquired under (the weights path when none was given). */
+  model: string;
+  /** Slots of the runner (OLLAMA_NUM_PARALLEL at load). */
+  slotsTotal: number;
+  /** Slots decoding a generation now. */
+  slotsBusy: number;
+  /** KV cache size, cells (tokens over all slots: num_ctx × slots). */
+  kvCellsTotal: number;
+  /**
+   * KV cells held by generations in flight (prompt + tokens generated so far), as tracked by the runner: the addon
+   * has no KV-cell query, so cells an idle slot keeps for prefix reuse are not counted. 0 for runners that do not
+   * report usage.
+   */
+  kvCellsUsed: number;
+}
+
+/** The scheduler's load at one instant (GET /metrics gauges). */
+export interface SchedulerStats {
+  /** Requests waiting: for a model load (OLLAMA_MAX_QUEUE's queue) or for a free slot of a loaded runner. */
+  queued: number;
+  /** Requests holding a runner that are not waiting for a slot. */
+  running: number;
+  /** One entry per loaded runner. */
+  runners: RunnerStats[];
+}
+
+/** What loading a spec would need against what is available, bytes (see {@link SchedulerService.memoryFit}). */
+export interface MemoryFit {
+  fits: boolean;
+  neededBytes: number;
+  availableBytes: number;
+}
+
+/** One loaded runner as /api/ps sees it (§3.7). */
+export interface LoadedRunnerInfo {
+  spec: RunnerSpec;
+  /** In-flight requests. */
+  refCount: number;
+  /** When the idle timer fires; undefined while in use or kept forever. */
+  expiresAt?: Date;
+  /** Keep-alive in ms (Infinity = forever). */
+  keepAliveMs: number;
+  /** Estimated resident bytes (weights + KV cache + compute). */
+  sizeBytes: number;
+  /** Whether it is marked to unload once idle. */
+  expired: boolean;
+}
+
+/**
+ * Whether a loaded runner (`a`) can serve a request (`b`): Ollama's needsReload, negated; num_gpu -1 matches
+ * anything; with `acceptLargerContext` a larger loaded context also serves.
+ */
+export function sameSpec(a: RunnerSpec, b: RunnerSpec, acceptLargerContext = false): boolean {
+  return (
+    a.modelPath === b.modelPath &&
+    (a.numCtx === b.numCtx || (acceptLargerContext && a.numCtx > b.numCtx)) &&
+    a.numParallel === b.numParallel &&
+    a.numBatch === b.numBatch &&
+    a.numThread === b.numThread &&
+    (a.numGpu === b.numGpu || a.numGpu < 0 || b.numGpu < 0) &&
+    (a.mainGpu ?? 0) === (b.mainGpu ?? 0) &&
+    (a.useMmap ?? true) === (b.useMmap ?? true) &&
+    (a.projectorPath ?? '') === (b.projectorPath ?? '') &&
+    (a.adapterPaths ?? []).join('\n') === (b.adapterPaths ?? []).join('\n')
+  );
+}
