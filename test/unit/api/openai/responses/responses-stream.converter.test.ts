@@ -11,8 +11,8 @@ import {
   ResponseEcho,
   ResponsesStreamConverter,
   ResponseStreamEvent,
-} from '../../../../src/api/openai/responses';
-import { GenerationEvent, ToolCall } from '../../../../src/generation';
+} from '../../../../../src/api/openai/responses';
+import { GenerationEvent, ToolCall } from '../../../../../src/generation';
 
 const metrics = {
   totalDurationNs: 1,

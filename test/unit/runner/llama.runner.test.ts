@@ -6,11 +6,11 @@ import {
   InternalError,
   ModelLoadError,
   RequestCancelledError,
-} from '../../../../src/common/errors';
-import { LlamaRunner, LlamaRunnerFactory } from '../../../../src/runner/llama.runner';
-import { RunnerEvent, RunnerRequest } from '../../../../src/runner/runner';
-import { FakeBinding, nativeError } from '../../../utils/fake-binding';
-import { spec } from '../../../utils/fake-runner';
+} from '../../../src/common/errors';
+import { LlamaRunner, LlamaRunnerFactory } from '../../../src/runner/llama.runner';
+import { RunnerEvent, RunnerRequest } from '../../../src/runner/runner';
+import { FakeBinding, nativeError } from '../../utils/fake-binding';
+import { spec } from '../../utils/fake-runner';
 
 const request = (overrides: Partial<RunnerRequest> = {}): RunnerRequest => ({
   tokens: [1, 2, 3],

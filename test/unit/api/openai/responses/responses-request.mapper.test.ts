@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InvalidRequestError } from '../../../../src/common/errors';
-import { decodeInput, decodeResponsesRequest, previousResponseIdOf } from '../../../../src/api/openai/responses';
-import type { ChatMessage } from '../../../../src/generation';
+import { InvalidRequestError } from '../../../../../src/common/errors';
+import { decodeInput, decodeResponsesRequest, previousResponseIdOf } from '../../../../../src/api/openai/responses';
+import type { ChatMessage } from '../../../../../src/generation';
 
 const T0 = 1n;
 const PNG = 'data:image/png;base64,iVBORw0KGgo=';

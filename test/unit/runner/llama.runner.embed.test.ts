@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { beforeEach, describe, it } from 'node:test';
-import { ContextLengthExceededError, InvalidRequestError } from '../../../../src/common/errors';
-import { LlamaRunner } from '../../../../src/runner/llama.runner';
-import { FakeBinding } from '../../../utils/fake-binding';
-import { spec } from '../../../utils/fake-runner';
+import { ContextLengthExceededError, InvalidRequestError } from '../../../src/common/errors';
+import { LlamaRunner } from '../../../src/runner/llama.runner';
+import { FakeBinding } from '../../utils/fake-binding';
+import { spec } from '../../utils/fake-runner';
 
 describe('LlamaRunner embeddings, grammar, render', () => {
   let binding: FakeBinding;

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ListedModel, ModelsService } from '../../../src/models';
-import { expiresAt, PsController } from '../../../src/api/ollama/ps.controller';
-import type { LoadedRunnerInfo, SchedulerService } from '../../../src/scheduler/scheduler.service';
-import { spec } from '../../utils/fake-runner';
+import type { ListedModel, ModelsService } from '../../../../src/models';
+import { expiresAt, PsController } from '../../../../src/api/ollama/ps.controller';
+import type { LoadedRunnerInfo, SchedulerService } from '../../../../src/scheduler/scheduler.service';
+import { spec } from '../../../utils/fake-runner';
 
 const NOW = Date.UTC(2026, 0, 1);
 

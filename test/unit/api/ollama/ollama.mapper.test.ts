@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { lastValueFrom, of } from 'rxjs';
-import { InvalidRequestError } from '../../../src/common/errors';
-import { GenerationEvent } from '../../../src/generation/generation.types';
+import { InvalidRequestError } from '../../../../src/common/errors';
+import { GenerationEvent } from '../../../../src/generation/generation.types';
 import {
   fromChatRequest,
   fromGenerateRequest,
@@ -10,7 +10,7 @@ import {
   toChatResponse,
   toGenerateChunk,
   toGenerateResponse,
-} from '../../../src/api/ollama/ollama.mapper';
+} from '../../../../src/api/ollama/ollama.mapper';
 
 const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 const metrics = {

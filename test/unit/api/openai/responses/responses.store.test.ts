@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ResponseObject, ResponsesStore } from '../../../../src/api/openai/responses';
+import { ResponseObject, ResponsesStore } from '../../../../../src/api/openai/responses';
 
 function stored(id: string) {
   return { response: { id } as ResponseObject, conversation: [{ role: 'user', content: id }] };
