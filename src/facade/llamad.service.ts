@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import type { Readable } from 'node:stream';
 import { defer, filter, map, Observable, switchMap } from 'rxjs';
 import { InvalidRequestError } from '../common/errors';
 import { decodeRequestBody } from '../common/http/ollama-validation.pipe';
@@ -32,6 +33,9 @@ import { RegistryRequestDto } from '../api/ollama/dto/registry-request.dto';
 import { RegistryService } from '../registry/registry.service';
 import { RegistryProgress, RegistryProgressWire, toRegistryProgressWire } from '../registry/registry.types';
 import { LlamadStream } from './llamad-stream';
+import { SchedulerService } from '../scheduler';
+import type { ProcessResponseWire } from '../api/ollama/ps.controller';
+import { listProcessModels } from '../api/ollama/ps.mapper';
 
 /** Body of /api/generate (Ollama `api.GenerateRequest`; wire names). */
 export type GenerateRequest = GenerateRequestDto;
@@ -70,7 +74,30 @@ export class LlamadService {
     private readonly embedService: EmbedService,
     private readonly models: ModelsService,
     private readonly registry: RegistryService,
+    private readonly scheduler: SchedulerService,
   ) {}
+
+  /** /api/ps: the models in memory, longest remaining time first (reference/ollama-api.md §3.7). */
+  ps(): Promise<ProcessResponseWire> {
+    return listProcessModels(this.scheduler, this.models);
+  }
+
+  /**
+   * HEAD /api/blobs/:digest: resolves when the blob is in the store.
+   * @throws InvalidRequestError `invalid digest format`; NotFoundError `blob "sha256:…" not found` (404).
+   */
+  checkBlob(digest: string): Promise<void> {
+    return this.models.checkBlob(digest);
+  }
+
+  /**
+   * POST /api/blobs/:digest: streams `body` into the store while hashing it (bytes, any size).
+   * @returns true when the blob was created, false when it already existed.
+   * @throws InvalidRequestError `invalid digest format` or `digest mismatch, expected …, got …` (nothing is kept).
+   */
+  receiveBlob(digest: string, body: Readable): Promise<boolean> {
+    return this.models.receiveBlob(digest, body);
+  }
 
   /**
    * /api/generate: the chunks as they are generated, or `.response()` for the one-object answer. An empty prompt

@@ -3,7 +3,7 @@ import { LlamadRoutes } from '../../common/http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Readable } from 'node:stream';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
-import { ModelsService } from '../../models/models.service';
+import { LlamadService } from '../../facade/llamad.service';
 
 /**
  * Blob uploads (reference/ollama-api.md §3.10): `HEAD /api/blobs/:digest` and `POST /api/blobs/:digest`. The digest
@@ -13,7 +13,7 @@ import { ModelsService } from '../../models/models.service';
 @LlamadRoutes()
 @Controller('api/blobs')
 export class BlobsController {
-  constructor(private readonly models: ModelsService) {}
+  constructor(private readonly llm: LlamadService) {}
 
   /** 200 when the blob exists; 404 `blob "sha256:…" not found` otherwise (no body on HEAD). */
   @Head(':digest')
@@ -26,7 +26,7 @@ export class BlobsController {
     statuses: { 404: 'No such blob.' },
   })
   async head(@Param('digest') digest: string, @Res() reply: FastifyReply): Promise<void> {
-    await this.models.checkBlob(digest);
+    await this.llm.checkBlob(digest);
     await reply.status(200).send();
   }
 
@@ -47,7 +47,7 @@ export class BlobsController {
   })
   async upload(@Param('digest') digest: string, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const body = req.body instanceof Readable ? req.body : req.raw;
-    const created = await this.models.receiveBlob(digest, body);
+    const created = await this.llm.receiveBlob(digest, body);
     await reply.status(created ? 201 : 200).send();
   }
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ListedModel, ModelsService } from '../../../../src/models';
-import { expiresAt, PsController } from '../../../../src/api/ollama/ps.controller';
+import { expiresAt, listProcessModels } from '../../../../src/api/ollama/ps.mapper';
 import type { LoadedRunnerInfo, SchedulerService } from '../../../../src/scheduler/scheduler.service';
 import { spec } from '../../../utils/fake-runner';
 
@@ -41,10 +41,10 @@ function controller(loaded: LoadedRunnerInfo[]) {
             },
       ),
   } as unknown as ModelsService;
-  return { ps: new PsController(scheduler, models) };
+  return { ps: { ps: () => listProcessModels(scheduler, models) } };
 }
 
-describe('PsController (GET /api/ps)', () => {
+describe('listProcessModels (GET /api/ps)', () => {
   it('answers {models: []} when nothing is loaded', async () => {
     assert.deepEqual(await controller([]).ps.ps(), { models: [] });
   });

@@ -1,0 +1,53 @@
+import { ModelsService } from '../../models';
+import { LoadedRunnerInfo, SchedulerService } from '../../scheduler';
+import type { ProcessModelWire, ProcessResponseWire } from './ps.controller';
+
+/** Go's time.Now().Add(math.MaxInt64): about 292 years ahead — what Ollama shows for keep-alive forever. */
+const FOREVER_MS = Number(2n ** 63n - 1n) / 1e6;
+
+/**
+ * When a loaded runner leaves memory, as Ollama reports it (§3.7): the idle timer's time; while in use (or marked to
+ * unload) now + keep-alive (0 → now); forever → ~292 years ahead.
+ * @param now epoch ms.
+ */
+export function expiresAt(runner: LoadedRunnerInfo, now: number): Date {
+  if (runner.expiresAt) return runner.expiresAt;
+  if (runner.keepAliveMs === Infinity) return new Date(now + FOREVER_MS);
+  return new Date(now + Math.max(0, runner.keepAliveMs));
+}
+
+/**
+ * The body of GET /api/ps (§3.7): the loaded runners, longest remaining time first, named by the manifest that
+ * references their weights (else by blob path); `{"models": []}` when none.
+ */
+export async function listProcessModels(
+  scheduler: SchedulerService,
+  catalog: ModelsService,
+): Promise<ProcessResponseWire> {
+  const now = Date.now();
+  const loaded = scheduler.loaded().map((r) => ({ runner: r, expires: expiresAt(r, now) }));
+  loaded.sort((a, b) => b.expires.getTime() - a.expires.getTime());
+  const models: ProcessModelWire[] = [];
+  for (const { runner, expires } of loaded) {
+    const model = await catalog.findByWeights(runner.spec.modelPath).catch(() => null);
+    const name = model?.name ?? runner.spec.modelPath;
+    models.push({
+      name,
+      model: name,
+      size: runner.sizeBytes,
+      digest: model?.digest ?? '',
+      details: model?.details ?? {
+        parent_model: '',
+        format: 'gguf',
+        family: '',
+        families: null,
+        parameter_size: '',
+        quantization_level: '',
+      },
+      expires_at: expires.toISOString(),
+      size_vram: 0,
+      context_length: runner.spec.numCtx,
+    });
+  }
+  return { models };
+}
