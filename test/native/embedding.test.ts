@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { NativeContext, NativeModel } from '../../binding';
 import { TINY_BERT, TINY_LLAMA_SPM, TINY_NOMIC_BERT, ensureTestModels } from '../utils/models';
-import { assertRejectsCode, assertThrowsCode, binding, loadModel } from './native-helpers';
+import { assertRejectsCode, assertThrowsCode, BATCH_TOLERANCE, binding, loadModel } from './native-helpers';
 
 ensureTestModels();
 
@@ -63,11 +63,11 @@ for (const [name, path] of [
       const batched = await ctx.embed(inputs);
       for (let i = 0; i < inputs.length; i++) {
         const [single] = await ctx.embed([inputs[i]]);
-        assertClose(batched[i], single, 1e-4, `input ${i}`);
+        assertClose(batched[i], single, BATCH_TOLERANCE, `input ${i}`);
       }
       const reversed = await ctx.embed([...inputs].reverse());
       for (let i = 0; i < inputs.length; i++) {
-        assertClose(reversed[inputs.length - 1 - i], batched[i], 1e-4, `rev ${i}`);
+        assertClose(reversed[inputs.length - 1 - i], batched[i], BATCH_TOLERANCE, `rev ${i}`);
       }
     });
 
@@ -76,8 +76,8 @@ for (const [name, path] of [
       const [all, other] = await Promise.all([ctx.embed(many), ctx.embed(inputs.slice(0, 2))]);
       assert.equal(all.length, 300);
       const reference = await ctx.embed(inputs);
-      for (let i = 0; i < 300; i++) assertClose(all[i], reference[i % inputs.length], 1e-4, `many ${i}`);
-      assertClose(other[1], reference[1], 1e-4, 'concurrent');
+      for (let i = 0; i < 300; i++) assertClose(all[i], reference[i % inputs.length], BATCH_TOLERANCE, `many ${i}`);
+      assertClose(other[1], reference[1], BATCH_TOLERANCE, 'concurrent');
       assert.deepEqual(await ctx.embed([]), []);
     });
 
@@ -89,7 +89,7 @@ for (const [name, path] of [
       const batched = await ctx.embed(mixed);
       for (let i = 0; i < mixed.length; i++) {
         const [single] = await ctx.embed([mixed[i]]);
-        assertClose(batched[i], single, 1e-4, `mixed ${i}`);
+        assertClose(batched[i], single, BATCH_TOLERANCE, `mixed ${i}`);
       }
     });
 

@@ -9,9 +9,18 @@ import type {
   NativeSamplingParams,
   NativeTaskParams,
 } from '../../binding';
-import { loadBinding } from '../../src/native/load-binding';
+import { findAddonPath, loadBinding } from '../../src/native/load-binding';
 
 export const binding: NativeBinding = loadBinding();
+
+/**
+ * Whether the loaded addon is a GPU build (build/cuda|vulkan|metal): its kernels round differently with the batch
+ * shape, so results computed in different batches agree to about 1e-3 instead of CPU's 1e-4.
+ */
+export const GPU_ADDON = /[/\\](cuda|vulkan|metal)[/\\]/.test(findAddonPath() ?? '');
+
+/** Tolerance for embeddings computed in different batches (absolute, per component). */
+export const BATCH_TOLERANCE = GPU_ADDON ? 1e-3 : 1e-4;
 
 /** Greedy sampling with every other stage disabled. */
 export const GREEDY: NativeSamplingParams = {
