@@ -18,7 +18,8 @@ const TEXTS = [
 function assertClose(a: Float32Array, b: Float32Array, tolerance: number, what: string): void {
   assert.equal(a.length, b.length, `${what}: length`);
   for (let i = 0; i < a.length; i++) {
-    assert.ok(Math.abs(a[i] - b[i]) <= tolerance, `${what}: [${i}] ${a[i]} vs ${b[i]}`);
+    // Relative to the component's size, with an absolute floor for components near 0.
+    assert.ok(Math.abs(a[i] - b[i]) <= tolerance * Math.max(1, Math.abs(b[i])), `${what}: [${i}] ${a[i]} vs ${b[i]}`);
   }
 }
 
