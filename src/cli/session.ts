@@ -1,0 +1,266 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import type { ChatResponse, GenerateResponse, Message, ShowResponse } from 'ollama';
+import { CliError, isAbortError, isConnectionError, NOT_RUNNING, START_HINT } from './errors';
+import { metricsSummary } from './format';
+import { Connection } from './host';
+
+/** Options of `llamad run`. */
+export interface RunOptions {
+  format?: string;
+  verbose?: boolean;
+  think?: boolean | string;
+  hidethinking?: boolean;
+  keepalive?: string;
+  nowordwrap?: boolean;
+  interactive?: boolean;
+}
+
+type Think = boolean | 'high' | 'medium' | 'low' | undefined;
+
+/** Parses `--think[=true|false|high|medium|low]`. */
+export function parseThink(v: boolean | string | undefined): Think {
+  if (v === undefined) return undefined;
+  if (v === true || v === 'true') return true;
+  if (v === false || v === 'false') return false;
+  if (v === 'high' || v === 'medium' || v === 'low') return v;
+  throw new CliError(`invalid value for --think: "${String(v)}" (must be true, false, high, medium, or low)`);
+}
+
+/** Values of `/set parameter`: numbers and booleans typed, `stop` a list. */
+export function parseParameter(name: string, values: string[]): unknown {
+  if (name === 'stop') return values;
+  const v = values.join(' ');
+  if (v === 'true' || v === 'false') return v === 'true';
+  const n = Number(v);
+  return v !== '' && Number.isFinite(n) ? n : v;
+}
+
+/**
+ * Finds image file paths in a prompt (words ending .png/.jpg/.jpeg, optionally quoted, `\ ` escapes allowed) that
+ * exist; returns the prompt without them and the files' bytes, as Ollama's `extractFileData`.
+ */
+export function extractImages(prompt: string): { prompt: string; images: Uint8Array[]; paths: string[] } {
+  const re = /(?:"([^"]+\.(?:png|jpe?g))"|'([^']+\.(?:png|jpe?g))'|((?:[^\s\\]|\\ )+\.(?:png|jpe?g)))/gi;
+  const images: Uint8Array[] = [];
+  const paths: string[] = [];
+  const rest = prompt.replace(re, (whole, q1?: string, q2?: string, bare?: string) => {
+    let p = (q1 ?? q2 ?? bare ?? '').replace(/\\ /g, ' ');
+    if (p.startsWith('~/')) p = join(homedir(), p.slice(2));
+    try {
+      if (existsSync(p) && statSync(p).isFile()) {
+        images.push(readFileSync(p));
+        paths.push(p);
+        return '';
+      }
+    } catch {
+      // unreadable: keep the text
+    }
+    return whole;
+  });
+  return { prompt: images.length > 0 ? rest.trim() : prompt, images, paths };
+}
+
+/**
+ * Streams text with Ollama's word wrap: a word that would cross `width` columns starts a new line. `width` 0 passes
+ * text through unchanged (no terminal, or --nowordwrap).
+ */
+export class WordWrapper {
+  private col = 0;
+  private word = '';
+
+  constructor(
+    private readonly write: (s: string) => void,
+    private readonly width: number,
+  ) {}
+
+  /** Writes a piece of the stream (any length; words may be split across pieces). */
+  put(text: string): void {
+    if (this.width <= 0) {
+      this.write(text);
+      return;
+    }
+    for (const ch of text) {
+      if (ch === '\n') {
+        this.flush();
+        this.write('\n');
+        this.col = 0;
+      } else if (ch === ' ') {
+        this.flush();
+        if (this.col < this.width) {
+          this.write(' ');
+          this.col++;
+        }
+      } else {
+        this.word += ch;
+        if (this.word.length >= this.width) this.flush();
+      }
+    }
+  }
+
+  /** Prints the pending word. */
+  flush(): void {
+    if (!this.word) return;
+    if (this.col > 0 && this.col + this.word.length > this.width) {
+      this.write('\n');
+      this.col = 0;
+    }
+    this.write(this.word);
+    this.col += this.word.length;
+    this.word = '';
+  }
+}
+
+/** State of one `run` session. */
+export class Session {
+  messages: Message[] = [];
+  system?: string;
+  options: Record<string, unknown> = {};
+  format?: string;
+  verbose: boolean;
+  think: Think;
+  hideThinking: boolean;
+  wordWrap: boolean;
+  keepAlive?: string;
+  info!: ShowResponse;
+  current?: { abort(): void };
+
+  constructor(
+    readonly conn: Connection,
+    public model: string,
+    opts: RunOptions,
+    readonly out: NodeJS.WritableStream = process.stdout,
+    readonly err: NodeJS.WritableStream = process.stderr,
+  ) {
+    this.format = opts.format;
+    this.verbose = Boolean(opts.verbose);
+    this.think = parseThink(opts.think);
+    this.hideThinking = Boolean(opts.hidethinking);
+    this.wordWrap = !opts.nowordwrap;
+    this.keepAlive = opts.keepalive;
+  }
+
+  get capabilities(): string[] {
+    return (this.info as unknown as { capabilities?: string[] }).capabilities ?? [];
+  }
+
+  /** Loads the model's info; a missing model or an unreachable server ends the command. */
+  async load(model: string): Promise<void> {
+    try {
+      this.info = await this.conn.client.show({ model });
+    } catch (err) {
+      if (isConnectionError(err)) throw new CliError(`${NOT_RUNNING}\n${START_HINT}`);
+      throw err;
+    }
+    this.model = model;
+  }
+
+  private thinkingPrinter() {
+    let inThinking = false;
+    const tty = this.out as NodeJS.WriteStream;
+    const width = tty.isTTY && this.wordWrap ? (tty.columns ?? 0) - 5 : 0;
+    const ww = new WordWrapper((s) => this.out.write(s), width);
+    const w = { write: (s: string) => ww.put(s), flush: () => ww.flush() };
+    return {
+      thinking: (t: string | undefined) => {
+        if (!t || this.hideThinking) return;
+        if (!inThinking) {
+          w.write('Thinking...\n');
+          inThinking = true;
+        }
+        w.write(t);
+      },
+      content: (c: string) => {
+        if (inThinking && c) {
+          w.write('\n...done thinking.\n\n');
+          inThinking = false;
+        }
+        w.write(c);
+      },
+      flush: () => w.flush(),
+    };
+  }
+
+  private imagesFor(prompt: string): { prompt: string; images?: Uint8Array[] } {
+    if (!this.capabilities.includes('vision')) return { prompt };
+    const r = extractImages(prompt);
+    for (const p of r.paths) this.out.write(`Added image '${p}'\n`);
+    return r.images.length > 0 ? { prompt: r.prompt, images: r.images } : { prompt };
+  }
+
+  /** One-shot: POST /api/generate, streamed. */
+  async generate(rawPrompt: string): Promise<void> {
+    const { prompt, images } = this.imagesFor(rawPrompt);
+    const stream = await this.conn.client.generate({
+      model: this.model,
+      prompt,
+      images,
+      stream: true,
+      ...(this.system !== undefined ? { system: this.system } : {}),
+      ...(this.format ? { format: this.format } : {}),
+      ...(this.think !== undefined ? { think: this.think } : {}),
+      ...(this.keepAlive !== undefined ? { keep_alive: this.keepAlive } : {}),
+      options: this.options,
+    });
+    this.current = stream;
+    const p = this.thinkingPrinter();
+    let last: GenerateResponse | undefined;
+    try {
+      for await (const part of stream) {
+        p.thinking(part.thinking);
+        p.content(part.response ?? '');
+        last = part;
+      }
+    } finally {
+      p.flush();
+      this.current = undefined;
+    }
+    this.out.write('\n');
+    if (this.verbose && last) this.err.write(metricsSummary(last));
+  }
+
+  /** One REPL turn: POST /api/chat with the conversation, streamed; Ctrl-C aborts it and drops the turn. */
+  async chat(rawPrompt: string): Promise<void> {
+    const { prompt, images } = this.imagesFor(rawPrompt);
+    const user: Message = { role: 'user', content: prompt, ...(images ? { images } : {}) };
+    const messages: Message[] = [
+      ...(this.system !== undefined ? [{ role: 'system', content: this.system }] : []),
+      ...this.messages,
+      user,
+    ];
+    const p = this.thinkingPrinter();
+    let content = '';
+    let last: ChatResponse | undefined;
+    try {
+      const stream = await this.conn.client.chat({
+        model: this.model,
+        messages,
+        stream: true,
+        ...(this.format ? { format: this.format } : {}),
+        ...(this.think !== undefined ? { think: this.think } : {}),
+        ...(this.keepAlive !== undefined ? { keep_alive: this.keepAlive } : {}),
+        options: this.options,
+      });
+      this.current = stream;
+      for await (const part of stream) {
+        p.thinking(part.message.thinking);
+        p.content(part.message.content ?? '');
+        content += part.message.content ?? '';
+        last = part;
+      }
+    } catch (err) {
+      if (isAbortError(err)) {
+        this.out.write('\n');
+        return;
+      }
+      throw err;
+    } finally {
+      p.flush();
+      this.current = undefined;
+    }
+    this.out.write('\n\n');
+    this.messages.push(user, { role: 'assistant', content });
+    if (this.verbose && last) this.err.write(metricsSummary(last));
+  }
+}
