@@ -1,3 +1,4 @@
+import { pullCommand } from './commands';
 import { isAbortError } from './errors';
 import { Connection } from './host';
 import { repl } from './repl';
@@ -13,7 +14,7 @@ async function readAll(input: NodeJS.ReadableStream): Promise<string> {
 }
 
 /**
- * `llamad run MODEL [PROMPT...]`: a one-shot answer for a prompt argument and/or piped stdin (stdin first, as
+ * `llamad run MODEL [PROMPT...]`: pulls MODEL first when the server does not have it (as Ollama), then a one-shot answer for a prompt argument and/or piped stdin (stdin first, as
  * Ollama), else the REPL (also on a non-TTY stdin with --interactive, for scripting). Embedding models print the
  * JSON vector.
  */
@@ -25,7 +26,14 @@ export async function runCommand(
   input: NodeJS.ReadableStream & { isTTY?: boolean } = process.stdin,
 ): Promise<void> {
   const s = new Session(conn, model, opts);
-  await s.load(model);
+  try {
+    await s.load(model);
+  } catch (err) {
+    // As `ollama run`: a model that is not here is pulled first, then run.
+    if ((err as { status_code?: number }).status_code !== 404) throw err;
+    await pullCommand(conn, model, Boolean(opts.insecure));
+    await s.load(model);
+  }
   const prompts = [...promptWords];
   const interactive = opts.interactive || (promptWords.length === 0 && Boolean(input.isTTY));
   if (!interactive && !input.isTTY) {

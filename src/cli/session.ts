@@ -15,6 +15,8 @@ export interface RunOptions {
   keepalive?: string;
   nowordwrap?: boolean;
   interactive?: boolean;
+  /** Pull a missing model from an insecure (http) registry. */
+  insecure?: boolean;
 }
 
 type Think = boolean | 'high' | 'medium' | 'low' | undefined;

@@ -216,7 +216,6 @@ describe('llamad CLI', () => {
   it("a missing model: non-zero exit and Ollama's text", async () => {
     for (const args of [
       ['show', 'nosuch'],
-      ['run', 'nosuch', 'hi'],
       ['rm', 'nosuch'],
       ['cp', 'nosuch', 'x'],
     ]) {
@@ -224,6 +223,12 @@ describe('llamad CLI', () => {
       assert.equal(r.code, 1, args.join(' '));
       assert.match(r.stderr, /^Error: model ["']nosuch(:latest)?["'] not found\n$/, args.join(' '));
     }
+    // `run` pulls a model it does not have (as Ollama), so a missing model fails with the pull's error.
+    const closed = await freePort();
+    const run = await cli(['run', `127.0.0.1:${closed}/test/nosuch`, 'hi', '--insecure'], env);
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /^pulling manifest\n/);
+    assert.match(run.stderr, /Error: pull model manifest: .*connection refused/);
     const stop = await cli(['stop', 'nosuch'], env);
     assert.equal(stop.code, 1);
     assert.equal(stop.stderr, 'Error: couldn\'t find model "nosuch" to stop\n');
@@ -425,5 +430,13 @@ describe('llamad CLI pull/push against docker-registry', () => {
     const missing = await cli(['pull', `${registry.host}/test/nosuch`, '--insecure'], env);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /Error: .+/);
+
+    // `run` on a model the server lacks pulls it first, then answers.
+    assert.equal((await cli(['rm', name], env)).code, 0);
+    const run = await cli(['run', name, 'hi', '--insecure'], env);
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stderr, /^pulling manifest\n/);
+    assert.match(run.stderr, /\nsuccess\n/);
+    assert.ok(run.stdout.trim().length > 0, 'an answer');
   });
 });
