@@ -660,20 +660,27 @@ async function main(): Promise<void> {
     await embeddings(s, bin, store);
   }
 
-  // Every weight is read once per decoded token: bytes per token ≈ the Q4_0 file size.
+  // Every weight is read once per decoded token: bytes per token ≈ the Q4_0 file size. On a GPU the weights live in
+  // device memory, so the host's RAM bandwidth says nothing: the bound then needs the device's bandwidth in GB/s
+  // (its data sheet figure, e.g. 3350 for an H100 SXM) in LLAMAD_BENCH_GPU_BW_GBPS, else it is not reported.
   const weights = statSync(MODEL_Q4).size;
-  const bound = (readBw * 1e9) / weights;
+  const gpuBw = Number(process.env.LLAMAD_BENCH_GPU_BW_GBPS ?? NaN);
+  const boundBw = s.gpu ? gpuBw : readBw;
+  const bound = (boundBw * 1e9) / weights;
+  const boundSource = s.gpu ? `device bandwidth ${fmt(gpuBw)} GB/s (LLAMAD_BENCH_GPU_BW_GBPS)` : 'host read bandwidth';
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
   const header = [
     `Run ${new Date().toISOString()} · backend ${s.backend} · ${cpu} · ${availableParallelism()} logical CPUs · ` +
       `${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM · threads ${s.threads} · runs ${s.runs} (medians)`,
     `Memory read bandwidth (bench/membw.c): ${bandwidth.map((b) => `${b.read_GBps} GB/s at ${b.threads} thread${b.threads > 1 ? 's' : ''}`).join(', ')}`,
-    `Model: bench-1b-q4_0.gguf, ${(weights / MiB).toFixed(1)} MiB → single-stream decode bound ${fmt(bound)} tok/s ` +
-      `(bandwidth ÷ weight bytes per token)`,
+    Number.isFinite(bound)
+      ? `Model: bench-1b-q4_0.gguf, ${(weights / MiB).toFixed(1)} MiB → single-stream decode bound ${fmt(bound)} tok/s ` +
+        `(${boundSource} ÷ weight bytes per token)`
+      : `Model: bench-1b-q4_0.gguf, ${(weights / MiB).toFixed(1)} MiB; no decode bound (set LLAMAD_BENCH_GPU_BW_GBPS)`,
     `llama-server: ${llamaServerArgs({ ...serverOptions(s, 'bench-1b-q4_0.gguf', 1, SLOT_CTX, ''), bin }).join(' ')} (-np/-c per section)`,
   ];
   const decode = rows.find((r) => r.metric.startsWith('decode tok/s (128'));
-  if (decode) {
+  if (decode && Number.isFinite(bound)) {
     header.push(
       `Decode as a share of the bound: daemon ${fmt((decode.ours / bound) * 100)} %, llama-server ${fmt((decode.theirs / bound) * 100)} %`,
     );
