@@ -2,6 +2,7 @@
  * Manifest and config-blob formats of Ollama's model store (reference/ollama-api.md §10.2–10.3), byte-compatible
  * so a store written by Ollama works here unchanged and the other way round.
  */
+import { formatParameterCount, type GgufModelDetails } from './gguf/gguf-details';
 
 /** Media types used in manifests (§10.2 table). */
 export const MediaType = {
@@ -82,6 +83,24 @@ export function buildManifest(config: ManifestLayer, layers: ManifestLayer[]): M
     return out;
   };
   return { schemaVersion: 2, mediaType: MediaType.MANIFEST, config: layer(config), layers: layers.map(layer) };
+}
+
+/**
+ * The config of a GGUF model from its facts (what Ollama's create writes): format `gguf`, family and families from the
+ * architecture, model type from the parameter count (`19.74M`), file type; `extra` adds renderer/parser/requires.
+ */
+export function ggufModelConfig(
+  facts: Pick<GgufModelDetails, 'architecture' | 'parameterCount' | 'fileType'>,
+  extra: { renderer?: string; parser?: string; requires?: string } = {},
+): ModelConfig {
+  return buildModelConfig({
+    format: 'gguf',
+    family: facts.architecture,
+    families: [facts.architecture],
+    modelType: formatParameterCount(facts.parameterCount),
+    fileType: facts.fileType,
+    ...extra,
+  });
 }
 
 /** Builds a config blob object in Go's ConfigV2 field order; optional fields only when set. */

@@ -1,10 +1,11 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { defer, Observable } from 'rxjs';
 import { decodeOptions, OptionMap } from '../common/options';
-import { formatParameterCount, modelDetails } from './gguf';
+import { modelDetails } from './gguf';
 import {
   buildManifest,
   buildModelConfig,
+  ggufModelConfig,
   goJsonEncode,
   ManifestLayer,
   manifestDigestsOf,
@@ -143,14 +144,7 @@ export class ModelCreateExecutor {
         base.kind === 'file' ? await this.store.importFile(base.path, pin) : { digest: base.digest, size: base.size };
     }
     const details = { ...modelDetails(base.gguf), fileType };
-    const config = buildModelConfig({
-      format: 'gguf',
-      family: details.architecture,
-      families: [details.architecture],
-      modelType: formatParameterCount(details.parameterCount),
-      fileType: details.fileType,
-      ...overrides,
-    });
+    const config = ggufModelConfig(details, overrides);
     return { layers: [{ mediaType: MediaType.MODEL, ...blob }], config };
   }
 

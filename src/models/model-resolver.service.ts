@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InternalError, InvalidRequestError, ModelNotFoundError } from '../common/errors';
 import { OptionMap, sanitizeStoredParams } from '../common/options';
-import { formatParameterCount, modelDetails, readGguf } from './gguf';
-import { buildModelConfig, ManifestLayer, MediaType, ModelConfig } from './manifest';
+import { modelDetails, readGguf } from './gguf';
+import { ggufModelConfig, ManifestLayer, MediaType, ModelConfig } from './manifest';
 import { ModelName } from './model-name';
 import { MODEL_STORE, ModelStore, StoredManifest } from './model-store';
 import { ModelCapability, ModelDetails, ModelFacts, ResolvedModel } from './model.types';
@@ -196,13 +196,7 @@ export class ModelResolverService {
     let pending = this.configs.get(layer.digest);
     if (!pending) {
       pending = this.readJsonBlob(layer.digest).then((raw) => {
-        const fallback = buildModelConfig({
-          format: 'gguf',
-          family: facts.architecture,
-          families: [facts.architecture],
-          modelType: formatParameterCount(facts.parameterCount),
-          fileType: facts.fileType,
-        });
+        const fallback = ggufModelConfig(facts);
         if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return fallback;
         return { ...fallback, ...(raw as Partial<ModelConfig>) };
       });

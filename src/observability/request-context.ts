@@ -65,15 +65,7 @@ export class RequestContext {
   ) {}
 
   /** Adds one finished (or failed, or cancelled) generation to the summary. */
-  addGeneration(info: {
-    model: string;
-    promptTokens: number;
-    cachedTokens: number;
-    completionTokens: number;
-    timeToFirstTokenMs?: number;
-    doneReason?: string;
-    error?: string;
-  }): void {
+  addGeneration(info: Omit<RequestGenerationSummary, 'generations'>): void {
     const g = (this.generation ??= {
       model: info.model,
       generations: 0,

@@ -98,6 +98,25 @@ export function decodeToolCalls(calls: Record<string, unknown>[] | undefined, wh
 }
 
 /**
+ * The fields generate and chat decode alike: format, think, truncate, logprobs, options, keep_alive.
+ * @throws InvalidRequestError for an invalid format, think, logprobs, options or keep_alive value.
+ */
+function commonFields(
+  dto: GenerateRequestDto | ChatRequestDto,
+  startedAt: bigint,
+): Pick<GenerateCommand, 'format' | 'think' | 'truncate' | 'topLogprobs' | 'options' | 'keepAliveMs' | 'startedAt'> {
+  return {
+    format: decodeFormat(dto.format),
+    think: decodeThink(dto.think),
+    truncate: dto.truncate ?? undefined,
+    topLogprobs: decodeLogprobs(dto.logprobs, dto.top_logprobs),
+    options: decodeOptions(dto.options),
+    keepAliveMs: parseKeepAlive(dto.keep_alive),
+    startedAt,
+  };
+}
+
+/**
  * GenerateRequestDto → GenerateCommand.
  * @param startedAt process.hrtime.bigint() at handler start.
  * @throws InvalidRequestError for keep_alive, options, think or top_logprobs values Ollama rejects.
@@ -113,13 +132,7 @@ export function fromGenerateRequest(dto: GenerateRequestDto, startedAt: bigint):
     context: dto.context ?? undefined,
     raw: dto.raw ?? false,
     images: dto.images ?? undefined,
-    format: decodeFormat(dto.format),
-    think: decodeThink(dto.think),
-    truncate: dto.truncate ?? undefined,
-    topLogprobs: decodeLogprobs(dto.logprobs, dto.top_logprobs),
-    options: decodeOptions(dto.options),
-    keepAliveMs: parseKeepAlive(dto.keep_alive),
-    startedAt,
+    ...commonFields(dto, startedAt),
   };
 }
 
@@ -146,13 +159,7 @@ export function fromChatRequest(dto: ChatRequestDto, startedAt: bigint): ChatCom
     model: dto.model ?? '',
     messages,
     tools: dto.tools && dto.tools.length > 0 ? (dto.tools as ToolDefinition[]) : undefined,
-    format: decodeFormat(dto.format),
-    think: decodeThink(dto.think),
-    truncate: dto.truncate ?? undefined,
-    topLogprobs: decodeLogprobs(dto.logprobs, dto.top_logprobs),
-    options: decodeOptions(dto.options),
-    keepAliveMs: parseKeepAlive(dto.keep_alive),
-    startedAt,
+    ...commonFields(dto, startedAt),
   };
 }
 
