@@ -1,7 +1,15 @@
 #!/usr/bin/env node
-// Builds llama.cpp's own llama-server from the same vendored tree, with the same ggml flags as the addon
-// (native-flags.mjs: backend, GGML_NATIVE, OpenMP off, static libraries), into build/llama-server-<backend>[-native]/.
-// It is the yardstick of `npm run bench` (docs/benchmarks.md); the daemon never runs it.
+// Builds llama.cpp's own llama-server from the vendored tree: the yardsticks of `npm run bench` (docs/benchmarks.md);
+// the daemon never runs them. Two flavours:
+//
+//   (default)    the addon's ggml flags (native-flags.mjs: backend, GGML_NATIVE, OpenMP, static libraries), into
+//                build/llama-server-<backend>[-native|-portable][-noomp]/ — "same flags";
+//   --defaults   as a user builds llama.cpp by hand (`cmake -B build [-DGGML_CUDA=ON] && cmake --build build`):
+//                llama.cpp's own defaults (native CPU, OpenMP on, shared libraries, Release) plus only the backend
+//                switch, into build/llama-server-<backend>-llamacpp/. Two defaults are turned off because they need
+//                the network or a package this project does not install and change no inference code:
+//                LLAMA_USE_PREBUILT_UI (downloads the web UI) and LLAMA_OPENSSL (HTTPS client).
+//
 // Prints the binary's path on the last line. Skips the build when the binary exists (LLAMAD_REBUILD_SERVER=1 forces).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -11,9 +19,13 @@ import { fileURLToPath } from 'node:url';
 import { nativeFlags } from './native-flags.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const llamacppDefaults = process.argv.includes('--defaults');
 const { backend, defines } = nativeFlags();
 const src = join(root, 'vendor', 'llama.cpp');
-const out = join(root, 'build', `llama-server-${backend}${defines.GGML_NATIVE === 'ON' ? '-native' : ''}`);
+const flavour = llamacppDefaults
+  ? '-llamacpp'
+  : `${defines.GGML_NATIVE === 'ON' ? '-native' : '-portable'}${defines.GGML_OPENMP === 'ON' ? '' : '-noomp'}`;
+const out = join(root, 'build', `llama-server-${backend}${flavour}`);
 const bin = join(out, 'bin', 'llama-server');
 
 function run(cmd, args) {
@@ -28,26 +40,37 @@ function run(cmd, args) {
   }
 }
 
+/** The backend switch only (what a user adds to `cmake -B build`), for the --defaults flavour. */
+function backendOnly() {
+  const keep = ['GGML_CUDA', 'GGML_VULKAN', 'GGML_METAL', 'CMAKE_CUDA_ARCHITECTURES'];
+  const picked = Object.fromEntries(Object.entries(defines).filter(([k, v]) => keep.includes(k) && v !== 'OFF'));
+  return { ...picked, LLAMA_USE_PREBUILT_UI: 'OFF', LLAMA_OPENSSL: 'OFF' };
+}
+
 if (!existsSync(join(src, 'CMakeLists.txt'))) {
   console.error('build-llama-server: vendor/llama.cpp is missing: run `npm install` first');
   process.exit(1);
 }
 if (!existsSync(bin) || process.env.LLAMAD_REBUILD_SERVER === '1') {
-  const serverDefines = {
-    ...defines,
-    BUILD_SHARED_LIBS: 'OFF',
-    LLAMA_BUILD_COMMON: 'ON',
-    LLAMA_BUILD_TOOLS: 'ON',
-    LLAMA_BUILD_SERVER: 'ON',
-    LLAMA_BUILD_EXAMPLES: 'OFF',
-    LLAMA_BUILD_TESTS: 'OFF',
-    LLAMA_BUILD_APP: 'OFF',
-    LLAMA_BUILD_UI: 'OFF',
-    LLAMA_USE_PREBUILT_UI: 'OFF',
-    LLAMA_OPENSSL: 'OFF',
-    GGML_BACKEND_DL: 'OFF',
-  };
-  console.error(`build-llama-server: configuring ${out} (backend=${backend})`);
+  const serverDefines = llamacppDefaults
+    ? backendOnly()
+    : {
+        ...defines,
+        BUILD_SHARED_LIBS: 'OFF',
+        LLAMA_BUILD_COMMON: 'ON',
+        LLAMA_BUILD_TOOLS: 'ON',
+        LLAMA_BUILD_SERVER: 'ON',
+        LLAMA_BUILD_EXAMPLES: 'OFF',
+        LLAMA_BUILD_TESTS: 'OFF',
+        LLAMA_BUILD_APP: 'OFF',
+        LLAMA_BUILD_UI: 'OFF',
+        LLAMA_USE_PREBUILT_UI: 'OFF',
+        LLAMA_OPENSSL: 'OFF',
+        GGML_BACKEND_DL: 'OFF',
+      };
+  console.error(
+    `build-llama-server: configuring ${out} (backend=${backend}${llamacppDefaults ? ', llama.cpp defaults' : ''})`,
+  );
   run('cmake', [
     '-S',
     src,
@@ -57,6 +80,8 @@ if (!existsSync(bin) || process.env.LLAMAD_REBUILD_SERVER === '1') {
     ...Object.entries(serverDefines).map(([k, v]) => `-D${k}=${v}`),
   ]);
   const jobs = process.env.LLAMAD_JOBS ?? String(Math.max(1, availableParallelism()));
-  run('cmake', ['--build', out, '--target', 'llama-server', '--parallel', jobs]);
+  // Only the server target (and llama-bench, for the CPU-build measurements in docs/native.md): tests and examples
+  // are llama.cpp defaults too but change nothing the server runs.
+  run('cmake', ['--build', out, '--target', 'llama-server', 'llama-bench', '--parallel', jobs]);
 }
 console.log(bin);

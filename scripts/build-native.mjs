@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 // Builds the Node-API addon (native/) together with the vendored llama.cpp through cmake-js.
 //
-// Backend and CPU switches (LLAMAD_BACKEND, LLAMAD_NATIVE, LLAMAD_CUDA_ARCHS, LLAMAD_BUILD_TYPE): see native-flags.mjs.
+// Backend and CPU switches (LLAMAD_BACKEND, LLAMAD_PORTABLE, LLAMAD_OPENMP, LLAMAD_CUDA_ARCHS, LLAMAD_BUILD_TYPE): see
+// native-flags.mjs. A GPU backend whose tool chain is missing stops here with what to install, before CMake runs.
 // ccache is used when it is on the PATH (ggml's GGML_CCACHE).
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { nativeFlags } from './native-flags.mjs';
+import { missingToolchain, nativeFlags } from './native-flags.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 let backend, defines;
@@ -15,6 +16,11 @@ try {
   ({ backend, defines } = nativeFlags());
 } catch (e) {
   console.error(`build-native: ${e.message}`);
+  process.exit(1);
+}
+const missing = missingToolchain(backend, process.env);
+if (missing) {
+  console.error(`build-native: ${missing}`);
   process.exit(1);
 }
 const jobs = process.env.LLAMAD_JOBS ?? String(Math.max(1, (await import('node:os')).availableParallelism()));
