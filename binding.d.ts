@@ -390,6 +390,25 @@ export interface NativeContextStats {
 }
 
 /**
+ * One ggml buffer type of a context (llama.cpp llama_get_memory_breakdown): the real sizes of the backend buffers,
+ * bytes, read when the context was created.
+ */
+export interface NativeMemoryEntry {
+  /** ggml buffer type: 'CPU', 'CPU_Mapped' (mmap'd weights), 'CUDA0', 'CUDA_Host', 'Vulkan0', … */
+  buffer: string;
+  /** The device of the buffer type ('CPU', 'CUDA0', …); '' when ggml names none. */
+  device: string;
+  /** Whether the bytes are in system RAM (ggml_backend_buft_is_host); false: device memory (VRAM). */
+  host: boolean;
+  /** Model weights, bytes (shared by every context of the model). */
+  model: number;
+  /** Context state (KV cache), bytes. */
+  context: number;
+  /** Compute buffers, bytes. */
+  compute: number;
+}
+
+/**
  * A llama_context with its own decode thread and `nParallel` slots; every active slot is batched into one
  * llama_decode per step (continuous batching). Tasks beyond the free slots wait in a FIFO queue.
  */
@@ -402,6 +421,8 @@ export interface NativeContext {
   /** Cancels a task: it ends with a `done` event, reason 'cancelled', within one decode step. Unknown ids are ignored. */
   cancel(taskId: number): void;
   stats(): NativeContextStats;
+  /** Where the context's memory lives, per buffer type (entries with a non-zero size). Throws LLAMA_DISPOSED. */
+  memory(): NativeMemoryEntry[];
   /**
    * Embeds inputs (token ids) on the decode thread of an embedding context, packing as many inputs per
    * llama_encode/llama_decode as fit n_batch (one sequence each, up to max(nParallel, 64) sequences per batch, over one

@@ -122,6 +122,7 @@ Napi::Function Context::Init(Napi::Env env) {
                          InstanceMethod<&Context::Submit>("submit"),
                          InstanceMethod<&Context::Cancel>("cancel"),
                          InstanceMethod<&Context::Stats>("stats"),
+                         InstanceMethod<&Context::Memory>("memory"),
                          InstanceMethod<&Context::Embed>("embed"),
                          InstanceMethod<&Context::Dispose>("dispose"),
                      });
@@ -245,6 +246,8 @@ Context::Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(inf
                      " (missing file, not an mmproj GGUF, or its embedding size does not match the model)");
     }
   }
+  // Buffer sizes are final after llama_init_from_model (compute buffers reserved); read before the engine owns ctx.
+  memory_ = QueryMemoryBreakdown(ctx);
   try {
     sink_ = EventSink::Create(
         env, "llamad.context", [this](Napi::Env e, std::vector<EngineEvent>& events) { Dispatch(e, events); },
@@ -459,6 +462,24 @@ Napi::Value Context::Stats(const Napi::CallbackInfo& info) {
   out.Set("decodeSteps", stats.decode_steps);
   out.Set("graphsReused", stats.graphs_reused);
   out.Set("kvSize", static_cast<double>(kv_bytes_));
+  return out;
+}
+
+Napi::Value Context::Memory(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RequireActive(env);
+  Napi::Array out = Napi::Array::New(env, memory_.size());
+  for (uint32_t i = 0; i < memory_.size(); ++i) {
+    const MemoryEntry& entry = memory_[i];
+    Napi::Object item = Napi::Object::New(env);
+    item.Set("buffer", entry.buffer);
+    item.Set("device", entry.device);
+    item.Set("host", entry.host);
+    item.Set("model", static_cast<double>(entry.model));
+    item.Set("context", static_cast<double>(entry.context));
+    item.Set("compute", static_cast<double>(entry.compute));
+    out.Set(i, item);
+  }
   return out;
 }
 

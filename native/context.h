@@ -15,6 +15,7 @@
 #include "event_sink.h"
 #include "ggml-cpu.h"
 #include "llama.h"
+#include "memory_breakdown.h"
 
 namespace llamad {
 
@@ -68,6 +69,7 @@ class Context : public Napi::ObjectWrap<Context> {
   Napi::Value Submit(const Napi::CallbackInfo& info);
   Napi::Value Cancel(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
+  Napi::Value Memory(const Napi::CallbackInfo& info);
   Napi::Value Embed(const Napi::CallbackInfo& info);
   void StartEmbed(const Napi::CallbackInfo& info, Napi::Promise::Deferred& deferred);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
@@ -101,6 +103,7 @@ class Context : public Napi::ObjectWrap<Context> {
   uint32_t n_ctx_slot_ = 0;
   uint32_t n_parallel_ = 0;
   int64_t kv_bytes_ = 0;
+  std::vector<MemoryEntry> memory_;  // read once, before the decode thread starts
 };
 
 }  // namespace llamad

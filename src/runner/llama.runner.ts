@@ -5,6 +5,7 @@ import type {
   NativeContext,
   NativeContextParams,
   NativeEvent,
+  NativeMemoryEntry,
   NativeModel,
   NativeTaskParams,
   NativeTokenLogprob,
@@ -18,6 +19,7 @@ import {
   RunnerChatRequest,
   RunnerEvent,
   RunnerLogprob,
+  RunnerMemory,
   RunnerTokenLogprob,
   RunnerFactory,
   RunnerModelInfo,
@@ -74,6 +76,8 @@ export class LlamaRunner implements Runner {
   private closed: Promise<void> | undefined;
   /** The embedding context: the main context of an embedding model, else created on the first embed(). */
   private embedContext: Promise<NativeContext> | undefined;
+  /** The embedding context once created (for memory()). */
+  private embedContextReady: NativeContext | undefined;
   /** KV cells held by generations in flight (prompt + generated tokens), for {@link usage}. */
   private cellsInFlight = 0;
 
@@ -242,6 +246,18 @@ export class LlamaRunner implements Runner {
     };
   }
 
+  /**
+   * Sums the contexts' buffer sizes (read when each was created): the weights once, plus KV cache and compute buffers
+   * of the generation context and of the embedding context once it exists.
+   */
+  memory(): RunnerMemory {
+    const contexts = [this.context];
+    if (this.embedContextReady && this.embedContextReady !== this.context) contexts.push(this.embedContextReady);
+    return sumMemory(
+      contexts.map((c, i) => (this.closed ? [] : c.memory()).map((e) => (i > 0 ? { ...e, model: 0 } : e))),
+    );
+  }
+
   tokenize(text: string, options: { addSpecial: boolean; parseSpecial: boolean }): number[] {
     try {
       return Array.from(this.model.tokenize(text, options.addSpecial, options.parseSpecial));
@@ -301,6 +317,7 @@ export class LlamaRunner implements Runner {
     let context: NativeContext;
     try {
       context = await this.embedContext;
+      this.embedContextReady = context;
     } catch (err) {
       this.embedContext = undefined;
       throw mapNativeError(err);
@@ -324,6 +341,25 @@ export class LlamaRunner implements Runner {
     })();
     return this.closed;
   }
+}
+
+/**
+ * Totals of memory entries (per context: a NativeMemoryEntry list), bytes: all of them, the device (non-host) part
+ * and per device name.
+ */
+export function sumMemory(perContext: NativeMemoryEntry[][]): RunnerMemory {
+  let totalBytes = 0;
+  let vramBytes = 0;
+  const byDevice = new Map<string, number>();
+  for (const entry of perContext.flat()) {
+    const bytes = entry.model + entry.context + entry.compute;
+    totalBytes += bytes;
+    if (!entry.host) vramBytes += bytes;
+    const name = entry.host ? 'CPU' : entry.device || entry.buffer;
+    byDevice.set(name, (byDevice.get(name) ?? 0) + bytes);
+  }
+  const devices = [...byDevice].map(([name, bytes]) => ({ name, bytes })).sort((a, b) => b.bytes - a.bytes);
+  return { totalBytes, vramBytes, devices };
 }
 
 /** The production RunnerFactory: loads the addon on first use and creates LlamaRunners. */

@@ -125,6 +125,19 @@ export interface RunnerUsage {
   kvCellsUsed: number;
 }
 
+/**
+ * Where a runner's memory lives, from the backend's real buffer sizes (llama.cpp llama_get_memory_breakdown): weights
+ * once, plus the KV cache and compute buffers of each of its contexts. Bytes.
+ */
+export interface RunnerMemory {
+  /** Everything: system RAM and device memory. */
+  totalBytes: number;
+  /** The part in device memory (VRAM): Ollama's `size_vram` (§3.7). 0 on a CPU build. */
+  vramBytes: number;
+  /** Bytes per device ('CPU', 'CUDA0', …), largest first. */
+  devices: { name: string; bytes: number }[];
+}
+
 export interface Runner {
   readonly spec: RunnerSpec;
   readonly info: RunnerModelInfo;
@@ -168,6 +181,8 @@ export interface Runner {
   close(): Promise<void>;
   /** Slots and KV cells in use (optional: fakes may leave it out; the scheduler then estimates from requests). */
   usage?(): RunnerUsage;
+  /** Measured memory (optional: without it /api/ps shows the scheduler's estimate and `size_vram` 0). */
+  memory?(): RunnerMemory;
 }
 
 /** Creates (loads) runners. Rejects with ModelLoadError / InsufficientMemoryError. */

@@ -377,14 +377,18 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
 
   /** Loaded runners (for /api/ps), in no particular order. */
   loaded(): LoadedRunnerInfo[] {
-    return [...this.runners.values()].map((e) => ({
-      spec: e.runner.spec,
-      refCount: e.refCount,
-      expiresAt: e.expiresAt,
-      keepAliveMs: e.keepAliveMs,
-      sizeBytes: e.sizeBytes,
-      expired: e.expired,
-    }));
+    return [...this.runners.values()].map((e) => {
+      const measured = e.runner.memory?.();
+      return {
+        spec: e.runner.spec,
+        refCount: e.refCount,
+        expiresAt: e.expiresAt,
+        keepAliveMs: e.keepAliveMs,
+        sizeBytes: measured?.totalBytes ?? e.sizeBytes,
+        sizeVramBytes: measured?.vramBytes ?? 0,
+        expired: e.expired,
+      };
+    });
   }
 
   /** Requests waiting for a load, including the one loading now. */

@@ -75,8 +75,13 @@ export interface LoadedRunnerInfo {
   expiresAt?: Date;
   /** Keep-alive in ms (Infinity = forever). */
   keepAliveMs: number;
-  /** Estimated resident bytes (weights + KV cache + compute). */
+  /**
+   * Resident bytes (weights + KV cache + compute): measured from the backend buffers when the runner reports
+   * memory(), else the load-time estimate.
+   */
   sizeBytes: number;
+  /** Of sizeBytes, the part in device memory (VRAM); 0 on CPU or when not measured. */
+  sizeVramBytes: number;
   /** Whether it is marked to unload once idle. */
   expired: boolean;
 }

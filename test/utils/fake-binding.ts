@@ -7,6 +7,7 @@ import type {
   NativeChatTemplateOptions,
   NativeContext,
   NativeContextParams,
+  NativeMemoryEntry,
   NativeContextStats,
   NativeErrorCode,
   NativeEvent,
@@ -349,6 +350,14 @@ export class FakeContextHandle implements NativeContext {
 
   private get slots(): number {
     return this.params.nParallel ?? 1;
+  }
+
+  /** A CPU build's breakdown: weights and a KV cache of 64 bytes a cell, all in host memory. */
+  memory(): NativeMemoryEntry[] {
+    if (this.disposed) throw nativeError('LLAMA_DISPOSED', 'context is disposed');
+    return [
+      { buffer: 'CPU', device: 'CPU', host: true, model: 1_000_000, context: this.params.nCtx * 64, compute: 4096 },
+    ];
   }
 
   /** Embeds on an embedding context: one `binding.embedVector` per input, recorded in `binding.embedCalls`. */

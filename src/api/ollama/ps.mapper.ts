@@ -17,7 +17,8 @@ export function expiresAt(runner: LoadedRunnerInfo, now: number): Date {
 }
 
 /**
- * The body of GET /api/ps (§3.7): the loaded runners, longest remaining time first, named by the manifest that
+ * The body of GET /api/ps (§3.7): the loaded runners (size and size_vram measured from the backend buffers where the
+ * runner reports them), longest remaining time first, named by the manifest that
  * references their weights (else by blob path); `{"models": []}` when none.
  */
 export async function listProcessModels(
@@ -45,7 +46,7 @@ export async function listProcessModels(
         quantization_level: '',
       },
       expires_at: expires.toISOString(),
-      size_vram: 0,
+      size_vram: runner.sizeVramBytes,
       context_length: runner.spec.numCtx,
     });
   }

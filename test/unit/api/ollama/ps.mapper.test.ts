@@ -13,6 +13,7 @@ function runner(path: string, over: Partial<LoadedRunnerInfo> = {}): LoadedRunne
     refCount: 0,
     keepAliveMs: 300_000,
     sizeBytes: 123,
+    sizeVramBytes: 0,
     expired: false,
     ...over,
   };
@@ -78,6 +79,13 @@ describe('listProcessModels (GET /api/ps)', () => {
       },
     );
     assert.equal(models[3].digest, '');
+  });
+
+  it('reports size and size_vram as the scheduler measured them (backend buffers)', async () => {
+    const { ps } = controller([runner('/b/1', { sizeBytes: 9_000, sizeVramBytes: 7_000 })]);
+    const [model] = (await ps.ps()).models;
+    assert.equal(model.size, 9_000);
+    assert.equal(model.size_vram, 7_000);
   });
 
   it('computes expires_at like Ollama: timer, now + keep-alive in use, now for 0, ~292 years for forever', () => {

@@ -1,0 +1,25 @@
+#include "memory_breakdown.h"
+
+#include "ggml-backend.h"
+#include "llama-ext.h"
+
+namespace llamad {
+
+std::vector<MemoryEntry> QueryMemoryBreakdown(const llama_context* ctx) {
+  std::vector<MemoryEntry> out;
+  for (const auto& [buft, data] : llama_get_memory_breakdown(ctx)) {
+    if (buft == nullptr || data.total() == 0) continue;
+    MemoryEntry entry;
+    entry.buffer = ggml_backend_buft_name(buft);
+    ggml_backend_dev_t dev = ggml_backend_buft_get_device(buft);
+    if (dev != nullptr) entry.device = ggml_backend_dev_name(dev);
+    entry.host = ggml_backend_buft_is_host(buft);
+    entry.model = data.model;
+    entry.context = data.context;
+    entry.compute = data.compute;
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+}  // namespace llamad
