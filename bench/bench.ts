@@ -1,10 +1,12 @@
 /**
- * `npm run bench`: the daemon against llama.cpp's own llama-server, built from the same vendored tree with the same
- * ggml flags (scripts/build-llama-server.mjs), on the same generated ~1B model (Q4_0) and thread count, in one run.
- * Prints one table of medians with our figure, llama-server's and the ratio, and writes it to
+ * `npm run bench`: the daemon against llama.cpp's own llama-server built from the same vendored tree twice — with the
+ * addon's ggml flags ("same flags") and the way a user builds llama.cpp by hand ("llama.cpp defaults"; both by
+ * scripts/build-llama-server.mjs) — on the same generated ~1B model (Q4_0) and thread count, in one run, requests
+ * interleaved. Prints one table of medians with our figure, each llama-server's and the ratios, and writes it to
  * .cache/bench/last-run.md (+ .json) for docs/benchmarks.md. It is not a test and never fails CI.
  *
- * Usage: npm run bench -- [--runs N] [--streams 1,4,8,16] [--threads T] [--sections a,b,...] [--quick]
+ * Usage: npm run bench -- [--runs N] [--streams 1,4,8,16] [--threads T] [--sections a,b,...] [--peers same,defaults]
+ *   [--quick]
  *   sections: single (decode, prompt eval, TTFT, overhead, cold start, RSS), multiturn, concurrency, embed
  * Backend: LLAMAD_BACKEND (cpu|cuda|...) as for the addon build; on a GPU build both servers offload every layer.
  * What is measured and why: docs/benchmarks.md.
@@ -52,7 +54,6 @@ const MiB = 1024 * 1024;
 const CACHE = join(REPO_ROOT, '.cache');
 const OUT_DIR = join(CACHE, 'bench');
 const DAEMON_LOG = join(OUT_DIR, 'daemon.log');
-const LLAMA_LOG = join(OUT_DIR, 'llama-server.log');
 const MODEL_Q4 = join(CACHE, 'models', 'bench-1b-q4_0.gguf');
 const MODEL_BERT = join(CACHE, 'models', 'bench-bert-f16.gguf');
 /** The blob files the daemon's store holds for both models; llama-server is pointed at the same files. */
@@ -66,12 +67,50 @@ const STREAM_SLOT_CTX = 1024;
 const BATCH = 512;
 const EMBED_INPUTS = 256;
 
-/** One table row: a metric, both figures, how to read the ratio and the target it is held to. */
+/** A llama-server build the daemon is compared with. */
+interface Peer {
+  /** 'same' (the addon's flags) or 'defaults' (llama.cpp's own defaults). */
+  key: string;
+  /** Column title. */
+  label: string;
+  bin: string;
+  log: string;
+}
+
+/** Who answers a request: the daemon or the peer of that index. */
+type Side = 'ours' | number;
+
+/**
+ * The order of the sides in run `r`: rotated per run, so that drift on a shared machine hits every server alike.
+ */
+function sidesOf(r: number, peers: readonly Peer[]): Side[] {
+  const all: Side[] = ['ours', ...peers.map((_, i) => i)];
+  const k = r % all.length;
+  return [...all.slice(k), ...all.slice(0, k)];
+}
+
+/** Values collected per side. */
+class PerSide<T> {
+  readonly ours: T[] = [];
+  readonly peers: T[][];
+  constructor(n: number) {
+    this.peers = Array.from({ length: n }, () => []);
+  }
+  push(side: Side, ...values: T[]): void {
+    (side === 'ours' ? this.ours : this.peers[side]).push(...values);
+  }
+  of(side: Side): T[] {
+    return side === 'ours' ? this.ours : this.peers[side];
+  }
+}
+
+/** One table row: a metric, our figure and each peer's, how to read the ratio and the target it is held to. */
 interface Row {
   section: string;
   metric: string;
   ours: number;
-  theirs: number;
+  /** One figure per peer, in the order of Settings.peers. */
+  theirs: number[];
   unit: string;
   digits: number;
   /** 'ratio': ours ÷ theirs; 'delta': ours − theirs (in unit). */
@@ -86,6 +125,8 @@ interface Settings {
   sections: Set<string>;
   backend: string;
   gpu: boolean;
+  /** Which llama-server builds to compare with: 'same', 'defaults'. */
+  peerKeys: string[];
 }
 
 const rows: Row[] = [];
@@ -106,6 +147,7 @@ function settings(): Settings {
       streams: { type: 'string' },
       threads: { type: 'string' },
       sections: { type: 'string' },
+      peers: { type: 'string' },
       quick: { type: 'boolean', default: false },
     },
   });
@@ -117,6 +159,7 @@ function settings(): Settings {
     sections: new Set((values.sections ?? 'single,multiturn,concurrency,embed').split(',')),
     backend,
     gpu: backend !== 'cpu',
+    peerKeys: (values.peers ?? 'same,defaults').split(','),
   };
 }
 
@@ -235,16 +278,32 @@ async function unloadAll(base: string): Promise<void> {
   for (const m of ps.models) await postJson(`${base}/api/generate`, { model: m.name, keep_alive: 0 });
 }
 
-interface Pair {
+/** The servers of one section: the daemon and one llama-server per peer. */
+interface Servers {
   daemon: RunningServer;
-  llama: RunningServer;
+  llamas: RunningServer[];
+}
+
+async function stopAll(servers: Servers): Promise<void> {
+  await stopServer(servers.daemon);
+  for (const l of servers.llamas) await stopServer(l);
+}
+
+/** Starts one llama-server per peer with the same options. */
+async function startPeers(
+  peers: readonly Peer[],
+  opts: Omit<LlamaServerOptions, 'bin' | 'log'>,
+): Promise<RunningServer[]> {
+  const out: RunningServer[] = [];
+  for (const p of peers) out.push(await startLlamaServer({ ...opts, bin: p.bin, log: p.log }));
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // Sections
 
 /** Single stream: prompt eval (512), decode (128), TTFT, overhead; cold start and RSS from the same processes. */
-async function singleStream(s: Settings, bin: string, store: string): Promise<void> {
+async function singleStream(s: Settings, peers: readonly Peer[], store: string): Promise<void> {
   // Cold start, one process at a time, on the same file with its pages in the page cache (load work, not disk).
   // The daemon is already running and loads on the first request (Ollama's model); llama-server loads at start-up,
   // so its figure runs from spawn. The daemon's own process start is reported apart.
@@ -258,16 +317,21 @@ async function singleStream(s: Settings, bin: string, store: string): Promise<vo
     raw: true,
     ...ollamaOptions(s, 1, SLOT_CTX, 1),
   });
-  warmPageCache(blobs.q4);
-  const llama = await startLlamaServer({ ...serverOptions(s, blobs.q4, 1, SLOT_CTX, LLAMA_LOG), bin });
-  const llamaFirst = await llamaCompletion(llama.base, { prompt: 'Hello', ...llamaOptions(1, 1) });
-  const pair: Pair = { daemon, llama };
+  const servers: Servers = { daemon, llamas: [] };
+  const llamaFirst: number[] = [];
   try {
+    for (const p of peers) {
+      warmPageCache(blobs.q4);
+      const llama = await startLlamaServer({ ...serverOptions(s, blobs.q4, 1, SLOT_CTX, p.log), bin: p.bin });
+      servers.llamas.push(llama);
+      const first = await llamaCompletion(llama.base, { prompt: 'Hello', ...llamaOptions(1, 1) });
+      llamaFirst.push(first.tokenTimes[0] - llama.spawnedAt);
+    }
     row({
       section: 'cold start',
       metric: 'model not loaded → first token (ms): daemon request / llama-server spawn',
       ours: ttft(daemonFirst),
-      theirs: llamaFirst.tokenTimes[0] - llama.spawnedAt,
+      theirs: llamaFirst,
       unit: 'ms',
       digits: 0,
     });
@@ -275,47 +339,47 @@ async function singleStream(s: Settings, bin: string, store: string): Promise<vo
       section: 'cold start',
       metric: 'daemon process spawn → listening (ms)',
       ours: daemonUp,
-      theirs: NaN,
+      theirs: peers.map(() => NaN),
       unit: 'ms',
       digits: 0,
       compare: 'none',
     });
 
     const prompts: string[] = [];
-    for (let r = 0; r <= s.runs; r++) prompts.push(await textOfTokens(llama.base, 100 + r, PROMPT_TOKENS - 1));
-    const ours: StreamTiming[] = [];
-    const theirs: StreamTiming[] = [];
     for (let r = 0; r <= s.runs; r++) {
-      // run 0 warms both up and is not counted; the order alternates so that drift hits both sides alike
-      const o = () =>
-        ollamaGenerate(pair.daemon.base, {
-          model: 'bench-1b',
-          prompt: prompts[r],
-          raw: true,
-          ...ollamaOptions(s, r, SLOT_CTX, DECODE_TOKENS),
-        });
-      const t = () => llamaCompletion(pair.llama.base, { prompt: prompts[r], ...llamaOptions(r, DECODE_TOKENS) });
-      let a: StreamTiming;
-      let b: StreamTiming;
-      if (r % 2 === 0) {
-        a = await o();
-        b = await t();
-      } else {
-        b = await t();
-        a = await o();
-      }
-      if (r > 0) {
-        ours.push(a);
-        theirs.push(b);
+      prompts.push(await textOfTokens(servers.llamas[0].base, 100 + r, PROMPT_TOKENS - 1));
+    }
+    const timings = new PerSide<StreamTiming>(peers.length);
+    for (let r = 0; r <= s.runs; r++) {
+      // run 0 warms every server up and is not counted
+      for (const side of sidesOf(r, peers)) {
+        const t =
+          side === 'ours'
+            ? await ollamaGenerate(daemon.base, {
+                model: 'bench-1b',
+                prompt: prompts[r],
+                raw: true,
+                ...ollamaOptions(s, r, SLOT_CTX, DECODE_TOKENS),
+              })
+            : await llamaCompletion(servers.llamas[side].base, {
+                prompt: prompts[r],
+                ...llamaOptions(r, DECODE_TOKENS),
+              });
+        if (r > 0) timings.push(side, t);
       }
     }
     const m = (xs: StreamTiming[], f: (t: StreamTiming) => number) => median(xs.map(f));
+    const perPeer = (f: (t: StreamTiming) => number) => timings.peers.map((xs) => m(xs, f));
     notes.push(
-      `single stream: prompt tokens evaluated ${m(ours, (t) => t.promptCount)} (daemon) vs ${m(theirs, (t) => t.promptCount)} ` +
-        `(llama-server); tokens generated ${m(ours, (t) => t.evalCount)} vs ${m(theirs, (t) => t.evalCount)}`,
+      `single stream: prompt tokens evaluated ${m(timings.ours, (t) => t.promptCount)} (daemon) vs ` +
+        `${perPeer((t) => t.promptCount).join(' / ')} (llama-server); tokens generated ` +
+        `${m(timings.ours, (t) => t.evalCount)} vs ${perPeer((t) => t.evalCount).join(' / ')}`,
     );
     const list = (xs: StreamTiming[]) => xs.map((t) => ttft(t).toFixed(0)).join(', ');
-    notes.push(`single stream: TTFT per run (ms), daemon ${list(ours)}; llama-server ${list(theirs)}`);
+    notes.push(
+      `single stream: TTFT per run (ms), daemon ${list(timings.ours)}; ` +
+        peers.map((p, i) => `${p.label} ${list(timings.peers[i])}`).join('; '),
+    );
     const lastToken = (t: StreamTiming): number => t.tokenTimes[t.tokenTimes.length - 1];
     const single: [string, (t: StreamTiming) => number, Partial<Row>][] = [
       [
@@ -338,11 +402,11 @@ async function singleStream(s: Settings, bin: string, store: string): Promise<vo
       ['last token → response end (ms)', (t) => t.endAt - lastToken(t), { unit: 'ms', digits: 2, compare: 'delta' }],
     ];
     for (const [metric, f, extra] of single) {
-      row({ section: 'single stream', metric, ours: m(ours, f), theirs: m(theirs, f), unit: '', ...extra });
+      row({ section: 'single stream', metric, ours: m(timings.ours, f), theirs: perPeer(f), unit: '', ...extra });
     }
 
     const rssOurs = readRss(daemon.child.pid ?? 0);
-    const rssTheirs = readRss(llama.child.pid ?? 0);
+    const rssTheirs = servers.llamas.map((l) => readRss(l.child.pid ?? 0));
     const memory: [keyof typeof rssOurs, string, string][] = [
       ['total', 'resident memory after the runs (MiB)', '≤ +150 MiB'],
       ['anon', '  of which anonymous (MiB)', ''],
@@ -353,7 +417,7 @@ async function singleStream(s: Settings, bin: string, store: string): Promise<vo
         section: 'memory',
         metric,
         ours: rssOurs[key] / MiB,
-        theirs: rssTheirs[key] / MiB,
+        theirs: rssTheirs.map((r) => r[key] / MiB),
         unit: 'MiB',
         digits: 0,
         compare: 'delta',
@@ -361,47 +425,55 @@ async function singleStream(s: Settings, bin: string, store: string): Promise<vo
       });
     }
 
-    if (s.sections.has('multiturn')) await multiTurn(s, pair);
+    if (s.sections.has('multiturn')) await multiTurn(s, servers, peers);
   } finally {
-    await stopServer(pair.daemon);
-    await stopServer(pair.llama);
+    await stopAll(servers);
   }
 }
 
 /** Chat with a 1,500-token shared history: TTFT of the second turn against the first (prefix reuse). */
-async function multiTurn(s: Settings, pair: Pair): Promise<void> {
-  const first = { ours: [] as number[], theirs: [] as number[] };
-  const second = { ours: [] as number[], theirs: [] as number[] };
-  const evaluated = { ours: [] as number[], theirs: [] as number[] };
+async function multiTurn(s: Settings, servers: Servers, peers: readonly Peer[]): Promise<void> {
+  const first = new PerSide<number>(peers.length);
+  const second = new PerSide<number>(peers.length);
+  const evaluated = new PerSide<number>(peers.length);
   for (let r = 0; r < Math.max(2, Math.ceil(s.runs / 2)); r++) {
-    const history = await textOfTokens(pair.llama.base, 500 + r, HISTORY_TOKENS);
+    const history = await textOfTokens(servers.llamas[0].base, 500 + r, HISTORY_TOKENS);
     const messages = [
       { role: 'system', content: `You are a helpful assistant. Background: ${history}` },
       { role: 'user', content: `Question ${r}: ${words(900 + r, 12)}?` },
     ];
     const question = { role: 'user', content: `And then: ${words(950 + r, 10)}?` };
-    for (const side of r % 2 === 0 ? (['ours', 'theirs'] as const) : (['theirs', 'ours'] as const)) {
+    for (const side of sidesOf(r, peers)) {
       const call = (msgs: unknown[]): Promise<StreamTiming> =>
         side === 'ours'
-          ? ollamaChat(pair.daemon.base, { model: 'bench-1b', messages: msgs, ...ollamaOptions(s, r, SLOT_CTX, 32) })
-          : llamaChat(pair.llama.base, { messages: msgs, ...sampling(r), max_tokens: 32, cache_prompt: true });
+          ? ollamaChat(servers.daemon.base, {
+              model: 'bench-1b',
+              messages: msgs,
+              ...ollamaOptions(s, r, SLOT_CTX, 32),
+            })
+          : llamaChat(servers.llamas[side].base, {
+              messages: msgs,
+              ...sampling(r),
+              max_tokens: 32,
+              cache_prompt: true,
+            });
       const t1 = await call(messages);
-      const reply = await replyText(side, pair, messages, r, s);
+      const reply = await replyText(side, servers, messages, r, s);
       const t2 = await call([...messages, { role: 'assistant', content: reply }, question]);
-      first[side].push(ttft(t1));
-      second[side].push(ttft(t2));
-      evaluated[side].push(t2.promptCount);
+      first.push(side, ttft(t1));
+      second.push(side, ttft(t2));
+      evaluated.push(side, t2.promptCount);
     }
   }
   notes.push(
     `multi-turn: prompt tokens evaluated in turn 2 (after prefix reuse), daemon ${evaluated.ours.join(', ')}; ` +
-      `llama-server ${evaluated.theirs.join(', ')}`,
+      peers.map((p, i) => `${p.label} ${evaluated.peers[i].join(', ')}`).join('; '),
   );
   row({
     section: 'multi-turn',
     metric: `first turn TTFT, ${HISTORY_TOKENS}-token history (ms)`,
     ours: median(first.ours),
-    theirs: median(first.theirs),
+    theirs: first.peers.map(median),
     unit: 'ms',
     digits: 0,
   });
@@ -409,7 +481,7 @@ async function multiTurn(s: Settings, pair: Pair): Promise<void> {
     section: 'multi-turn',
     metric: 'second turn TTFT (ms)',
     ours: median(second.ours),
-    theirs: median(second.theirs),
+    theirs: second.peers.map(median),
     unit: 'ms',
     digits: 0,
   });
@@ -417,7 +489,7 @@ async function multiTurn(s: Settings, pair: Pair): Promise<void> {
     section: 'multi-turn',
     metric: 'second ÷ first turn TTFT',
     ours: median(second.ours) / median(first.ours),
-    theirs: median(second.theirs) / median(first.theirs),
+    theirs: second.peers.map((xs, i) => median(xs) / median(first.peers[i])),
     unit: '',
     digits: 3,
     compare: 'none',
@@ -426,15 +498,9 @@ async function multiTurn(s: Settings, pair: Pair): Promise<void> {
 }
 
 /** The first turn's reply as plain text (a non-streamed repeat of the same seeded request, served from the cache). */
-async function replyText(
-  side: 'ours' | 'theirs',
-  pair: Pair,
-  messages: unknown[],
-  r: number,
-  s: Settings,
-): Promise<string> {
+async function replyText(side: Side, servers: Servers, messages: unknown[], r: number, s: Settings): Promise<string> {
   if (side === 'ours') {
-    const { json } = await postJson(`${pair.daemon.base}/api/chat`, {
+    const { json } = await postJson(`${servers.daemon.base}/api/chat`, {
       model: 'bench-1b',
       messages,
       stream: false,
@@ -442,7 +508,7 @@ async function replyText(
     });
     return (json as { message: { content: string } }).message.content;
   }
-  const { json } = await postJson(`${pair.llama.base}/v1/chat/completions`, {
+  const { json } = await postJson(`${servers.llamas[side].base}/v1/chat/completions`, {
     messages,
     ...sampling(r),
     max_tokens: 32,
@@ -450,43 +516,39 @@ async function replyText(
   return (json as { choices: { message: { content: string } }[] }).choices[0].message.content;
 }
 
-/** N concurrent streams of 128 tokens with N slots on both servers: aggregate tokens/s and inter-token gaps. */
-async function concurrency(s: Settings, bin: string, store: string): Promise<void> {
+/** N concurrent streams of 128 tokens with N slots on every server: aggregate tokens/s and inter-token gaps. */
+async function concurrency(s: Settings, peers: readonly Peer[], store: string): Promise<void> {
   let single = NaN;
   for (const n of s.streams) {
-    const llama = await startLlamaServer({
-      ...serverOptions(s, blobs.q4, n, STREAM_SLOT_CTX, LLAMA_LOG),
-      bin,
-    });
-    const daemon = await startBenchDaemon(s, store, n);
+    const llamas = await startPeers(peers, serverOptions(s, blobs.q4, n, STREAM_SLOT_CTX, ''));
+    const servers: Servers = { daemon: await startBenchDaemon(s, store, n), llamas };
     try {
       // at least ≈ 1,000 gaps per side for a p99 (127 per stream and run)
       const runs = Math.max(2, Math.ceil(s.runs / 2), Math.ceil(8 / n));
-      const agg = { ours: [] as number[], theirs: [] as number[] };
-      const gap = { ours: [] as number[], theirs: [] as number[] };
+      const agg = new PerSide<number>(peers.length);
+      const gap = new PerSide<number>(peers.length);
       for (let r = 0; r <= runs; r++) {
-        // alternate which server goes first, so that drift on a shared machine hits both alike
-        for (const side of r % 2 === 0 ? (['ours', 'theirs'] as const) : (['theirs', 'ours'] as const)) {
+        for (const side of sidesOf(r, peers)) {
           const predict = r === 0 ? 8 : DECODE_TOKENS; // run 0 only warms up
           const started = performance.now();
           const all = await Promise.all(
             Array.from({ length: n }, (_, i) => {
               const prompt = words(2000 + n * 100 + i + r * 7, 24);
               return side === 'ours'
-                ? ollamaGenerate(daemon.base, {
+                ? ollamaGenerate(servers.daemon.base, {
                     model: 'bench-1b',
                     prompt,
                     raw: true,
                     ...ollamaOptions(s, i, STREAM_SLOT_CTX, predict),
                   })
-                : llamaCompletion(llama.base, { prompt, ...llamaOptions(i, predict) });
+                : llamaCompletion(servers.llamas[side].base, { prompt, ...llamaOptions(i, predict) });
             }),
           );
           if (r === 0) continue; // warm-up
           const last = Math.max(...all.map((t) => t.tokenTimes[t.tokenTimes.length - 1]));
           const tokens = all.reduce((sum, t) => sum + t.evalCount, 0);
-          agg[side].push((tokens / (last - started)) * 1000);
-          gap[side].push(...all.flatMap((t) => gaps(t.tokenTimes)));
+          agg.push(side, (tokens / (last - started)) * 1000);
+          gap.push(side, ...all.flatMap((t) => gaps(t.tokenTimes)));
         }
       }
       const ours = median(agg.ours);
@@ -495,33 +557,27 @@ async function concurrency(s: Settings, bin: string, store: string): Promise<voi
         section: 'concurrency',
         metric: `aggregate tok/s, ${n} stream${n > 1 ? 's' : ''} (-np ${n})`,
         ours,
-        theirs: median(agg.theirs),
+        theirs: agg.peers.map(median),
         unit: 'tok/s',
         target: n === 8 ? '≥ 1.0×' : '',
       });
-      row({
-        section: 'concurrency',
-        metric: `  p50 time between tokens, ${n} streams (ms)`,
-        ours: percentile(gap.ours, 50),
-        theirs: percentile(gap.theirs, 50),
-        unit: 'ms',
-        digits: 1,
-      });
-      row({
-        section: 'concurrency',
-        metric: `  p99 time between tokens, ${n} streams (ms)`,
-        ours: percentile(gap.ours, 99),
-        theirs: percentile(gap.theirs, 99),
-        unit: 'ms',
-        digits: 1,
-        target: '≤ 1.2×',
-      });
+      for (const p of [50, 99]) {
+        row({
+          section: 'concurrency',
+          metric: `  p${p} time between tokens, ${n} stream${n > 1 ? 's' : ''} (ms)`,
+          ours: percentile(gap.ours, p),
+          theirs: gap.peers.map((xs) => percentile(xs, p)),
+          unit: 'ms',
+          digits: 1,
+          target: p === 99 ? (n === 1 ? '≤ 1.1×' : '≤ 1.2×') : '',
+        });
+      }
       if (n > 1 && Number.isFinite(single)) {
         row({
           section: 'concurrency',
           metric: `  ours at ${n} streams ÷ ours at 1 stream`,
           ours: ours / single,
-          theirs: NaN,
+          theirs: peers.map(() => NaN),
           unit: '×',
           digits: 2,
           compare: 'none',
@@ -529,103 +585,101 @@ async function concurrency(s: Settings, bin: string, store: string): Promise<voi
         });
       }
     } finally {
-      await stopServer(daemon);
-      await stopServer(llama);
+      await stopAll(servers);
     }
   }
 }
 
 /** 256 inputs in one call: /api/embed vs llama-server's /v1/embeddings (bge-small-shaped bert, F16). */
-async function embeddings(s: Settings, bin: string, store: string): Promise<void> {
+async function embeddings(s: Settings, peers: readonly Peer[], store: string): Promise<void> {
   const slots = 16;
-  const llama = await startLlamaServer({
-    ...serverOptions(s, blobs.bert, slots, 512, LLAMA_LOG),
-    embeddings: true,
-    bin,
-  });
-  const daemon = await startBenchDaemon(s, store, 1);
+  const llamas = await startPeers(peers, { ...serverOptions(s, blobs.bert, slots, 512, ''), embeddings: true });
+  const servers: Servers = { daemon: await startBenchDaemon(s, store, 1), llamas };
   try {
     const inputs = Array.from({ length: EMBED_INPUTS }, (_, i) => words(3000 + i, 16 + (i % 4) * 8));
-    const ours: number[] = [];
-    const theirs: number[] = [];
+    const rate = new PerSide<number>(peers.length);
     for (let r = 0; r <= s.runs; r++) {
-      const ourCall = () =>
-        postJson(`${daemon.base}/api/embed`, {
-          model: 'bench-bert',
-          input: inputs,
-          options: { num_thread: s.threads },
-        });
-      const theirCall = () => postJson(`${llama.base}/v1/embeddings`, { input: inputs });
-      let a: { json: unknown; ms: number };
-      let b: { json: unknown; ms: number };
-      if (r % 2 === 0) {
-        a = await ourCall();
-        b = await theirCall();
-      } else {
-        b = await theirCall();
-        a = await ourCall();
+      for (const side of sidesOf(r, peers)) {
+        const res =
+          side === 'ours'
+            ? await postJson(`${servers.daemon.base}/api/embed`, {
+                model: 'bench-bert',
+                input: inputs,
+                options: { num_thread: s.threads },
+              })
+            : await postJson(`${servers.llamas[side].base}/v1/embeddings`, { input: inputs });
+        const body = res.json as { embeddings?: unknown[]; data?: unknown[] };
+        const got = (side === 'ours' ? body.embeddings : body.data)?.length;
+        if (got !== EMBED_INPUTS) throw new Error(`embeddings: ${side} returned ${got} vectors`);
+        if (r > 0) rate.push(side, (EMBED_INPUTS / res.ms) * 1000);
       }
-      const na = (a.json as { embeddings: number[][] }).embeddings.length;
-      const nb = (b.json as { data: unknown[] }).data.length;
-      if (na !== EMBED_INPUTS || nb !== EMBED_INPUTS) throw new Error(`embeddings: got ${na} and ${nb} vectors`);
-      if (r === 0) continue;
-      ours.push((EMBED_INPUTS / a.ms) * 1000);
-      theirs.push((EMBED_INPUTS / b.ms) * 1000);
     }
     notes.push(
-      `embeddings: llama-server ran with ${llamaServerArgs({ ...serverOptions(s, 'bench-bert-f16.gguf', slots, 512, ''), bin, embeddings: true }).join(' ')}`,
+      `embeddings: llama-server ran with ${llamaServerArgs({ ...serverOptions(s, 'bench-bert-f16.gguf', slots, 512, ''), bin: '', embeddings: true }).join(' ')}`,
     );
     row({
       section: 'embeddings',
       metric: `inputs/s, ${EMBED_INPUTS} inputs in one call`,
-      ours: median(ours),
-      theirs: median(theirs),
+      ours: median(rate.ours),
+      theirs: rate.peers.map(median),
       unit: 'inputs/s',
       target: '≥ 1.0×',
     });
   } finally {
-    await stopServer(daemon);
-    await stopServer(llama);
+    await stopAll(servers);
   }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // Output
 
-function compareCell(r: Row): string {
-  if (r.compare === 'ratio') return ratio(r.ours, r.theirs);
+function compareCell(r: Row, theirs: number): string {
+  if (r.compare === 'ratio') return ratio(r.ours, theirs);
   if (r.compare === 'delta') {
-    const d = r.ours - r.theirs;
+    const d = r.ours - theirs;
     return Number.isFinite(d) ? `${d >= 0 ? '+' : ''}${d.toFixed(r.digits)} ${r.unit}` : 'n/a';
   }
   return '';
 }
 
-function markdownTable(): string {
+function markdownTable(peers: readonly Peer[]): string {
   const lines = [
-    '| section | metric | daemon | llama-server | ours vs theirs | target |',
-    '|---|---|---:|---:|---:|---|',
+    `| section | metric | daemon | ${peers.map((p) => p.label).join(' | ')} | ${peers.map((p) => `vs ${p.key}`).join(' | ')} | target |`,
+    `|---|---|---:|${peers.map(() => '---:|').join('')}${peers.map(() => '---:|').join('')}---|`,
   ];
   for (const r of rows) {
     lines.push(
-      `| ${r.section} | ${r.metric} | ${fmt(r.ours, r.digits)} | ${fmt(r.theirs, r.digits)} | ${compareCell(r)} | ${r.target} |`,
+      `| ${r.section} | ${r.metric} | ${fmt(r.ours, r.digits)} | ${r.theirs.map((t) => fmt(t, r.digits)).join(' | ')} | ` +
+        `${r.theirs.map((t) => compareCell(r, t)).join(' | ')} | ${r.target} |`,
     );
   }
   return lines.join('\n');
 }
 
+/** Builds (once) the llama-server of each requested flavour and describes it. */
+function buildPeers(s: Settings): Peer[] {
+  const flavours: Record<string, { label: string; args: string[] }> = {
+    same: { label: 'llama-server, same flags', args: [] },
+    defaults: { label: 'llama-server, llama.cpp defaults', args: ['--defaults'] },
+  };
+  return s.peerKeys.map((key) => {
+    const flavour = flavours[key];
+    if (!flavour) throw new Error(`unknown peer "${key}" (expected same, defaults)`);
+    log(`building ${flavour.label} (once)`);
+    const out = sh(process.execPath, [join(REPO_ROOT, 'scripts', 'build-llama-server.mjs'), ...flavour.args]);
+    const bin = out.trim().split('\n').pop() ?? '';
+    return { key, label: flavour.label, bin, log: join(OUT_DIR, `llama-server-${key}.log`) };
+  });
+}
+
 async function main(): Promise<void> {
   const s = settings();
   mkdirSync(OUT_DIR, { recursive: true });
-  for (const f of [LLAMA_LOG, DAEMON_LOG]) rmSync(f, { force: true });
+  rmSync(DAEMON_LOG, { force: true });
   if (!existsSync(MAIN_JS)) throw new Error('dist/ is missing: run `npm install` first');
 
-  log("building llama-server (once) with the addon's flags");
-  const bin =
-    sh(process.execPath, [join(REPO_ROOT, 'scripts', 'build-llama-server.mjs')])
-      .trim()
-      .split('\n')
-      .pop() ?? '';
+  const peers = buildPeers(s);
+  for (const p of peers) rmSync(p.log, { force: true });
   log('making the benchmark models (once)');
   sh(process.execPath, [
     join(REPO_ROOT, 'dist', 'scripts', 'make-test-models.js'),
@@ -649,15 +703,15 @@ async function main(): Promise<void> {
   }
   if (s.sections.has('single')) {
     log('single stream, multi-turn, cold start, memory');
-    await singleStream(s, bin, store);
+    await singleStream(s, peers, store);
   }
   if (s.sections.has('concurrency')) {
     log(`concurrency at ${s.streams.join(', ')} streams`);
-    await concurrency(s, bin, store);
+    await concurrency(s, peers, store);
   }
   if (s.sections.has('embed')) {
     log('embeddings');
-    await embeddings(s, bin, store);
+    await embeddings(s, peers, store);
   }
 
   // Every weight is read once per decoded token: bytes per token ≈ the Q4_0 file size. On a GPU the weights live in
@@ -672,24 +726,40 @@ async function main(): Promise<void> {
   const header = [
     `Run ${new Date().toISOString()} · backend ${s.backend} · ${cpu} · ${availableParallelism()} logical CPUs · ` +
       `${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM · threads ${s.threads} · runs ${s.runs} (medians)`,
+    `Daemon build: ${addonFlags()}`,
+    ...peers.map((p) => `${p.label}: ${p.bin.replace(REPO_ROOT + '/', '')}`),
     `Memory read bandwidth (bench/membw.c): ${bandwidth.map((b) => `${b.read_GBps} GB/s at ${b.threads} thread${b.threads > 1 ? 's' : ''}`).join(', ')}`,
     Number.isFinite(bound)
       ? `Model: bench-1b-q4_0.gguf, ${(weights / MiB).toFixed(1)} MiB → single-stream decode bound ${fmt(bound)} tok/s ` +
         `(${boundSource} ÷ weight bytes per token)`
       : `Model: bench-1b-q4_0.gguf, ${(weights / MiB).toFixed(1)} MiB; no decode bound (set LLAMAD_BENCH_GPU_BW_GBPS)`,
-    `llama-server: ${llamaServerArgs({ ...serverOptions(s, 'bench-1b-q4_0.gguf', 1, SLOT_CTX, ''), bin }).join(' ')} (-np/-c per section)`,
+    `llama-server: ${llamaServerArgs({ ...serverOptions(s, 'bench-1b-q4_0.gguf', 1, SLOT_CTX, ''), bin: '' }).join(' ')} (-np/-c per section)`,
   ];
   const decode = rows.find((r) => r.metric.startsWith('decode tok/s (128'));
   if (decode && Number.isFinite(bound)) {
     header.push(
-      `Decode as a share of the bound: daemon ${fmt((decode.ours / bound) * 100)} %, llama-server ${fmt((decode.theirs / bound) * 100)} %`,
+      `Decode as a share of the bound: daemon ${fmt((decode.ours / bound) * 100)} %, ` +
+        peers.map((p, i) => `${p.label} ${fmt((decode.theirs[i] / bound) * 100)} %`).join(', '),
     );
   }
-  const md = [...header.map((h) => `- ${h}`), '', markdownTable(), '', ...notes.map((n) => `- ${n}`)].join('\n');
+  const md = [...header.map((h) => `- ${h}`), '', markdownTable(peers), '', ...notes.map((n) => `- ${n}`)].join('\n');
   writeFileSync(join(OUT_DIR, 'last-run.md'), `${md}\n`);
-  writeFileSync(join(OUT_DIR, 'last-run.json'), `${JSON.stringify({ header, bandwidth, rows, notes }, null, 2)}\n`);
+  writeFileSync(
+    join(OUT_DIR, 'last-run.json'),
+    `${JSON.stringify({ header, peers, bandwidth, rows, notes }, null, 2)}\n`,
+  );
   console.log(md);
   log(`written to ${join(OUT_DIR, 'last-run.md')}`);
+}
+
+/** The addon's ggml switches as `npm install` resolved them (scripts/native-flags.mjs), from its CMake cache. */
+function addonFlags(): string {
+  const cache = join(REPO_ROOT, 'build', (process.env.LLAMAD_BACKEND ?? 'cpu').toLowerCase(), 'CMakeCache.txt');
+  if (!existsSync(cache)) return 'unknown (no CMake cache)';
+  const text = readFileSync(cache, 'utf8');
+  return ['GGML_NATIVE', 'GGML_OPENMP', 'GGML_CUDA', 'GGML_VULKAN']
+    .map((k) => `${k}=${new RegExp(`^${k}:BOOL=(\\w+)`, 'm').exec(text)?.[1] ?? '?'}`)
+    .join(' ');
 }
 
 main().catch((err: unknown) => {
