@@ -295,13 +295,33 @@ export interface NativeTaskParams {
   images?: Uint8Array[];
   /** With `images`: the prompt text, containing the media marker '<__media__>' (mtmd_default_marker) once per image. */
   prompt?: string;
-  /** Maximum tokens to generate; -1 = until EOG or the slot's context is full. */
+  /**
+   * Maximum tokens to generate; -1 = until EOG or the slot's context is full (with `contextShift`: until EOG, capped at
+   * 10 × the slot context, Ollama's safety cap; the task then ends with 'length').
+   */
   nPredict: number;
   sampling: NativeSamplingParams;
   /** Stop strings: generation ends when the output contains one; it is not emitted. */
   stop?: string[];
   /** Ignore end-of-generation tokens (benchmarks). */
   ignoreEos?: boolean;
+  /**
+   * Context shift (Ollama reference §4.4; llama-server `--context-shift`). Default false: a task whose slot context
+   * is full ends with 'length'. True: when the slot holds its full context (tokens) during generation, the first
+   * `nKeep` tokens (plus a BOS the prompt starts with) stay, half of the rest is dropped from the KV cache, the tail is
+   * moved down (llama_memory_seq_rm / seq_add) and generation goes on; `nPredict` (or the 10 × slot-context cap)
+   * ends it. Has no effect, i.e. 'length' at the full context as without it, for media tasks (`images`) and for
+   * contexts whose memory cannot shift (llama_memory_can_shift false: M-RoPE, an SWA cache smaller than the context; or
+   * a refused partial llama_memory_seq_rm: recurrent and hybrid models).
+   * Timings are unaffected: `predictedN` counts every generated token.
+   */
+  contextShift?: boolean;
+  /**
+   * With `contextShift`: tokens kept at the start of the sequence on a shift (Ollama's `num_keep`, default 4), not
+   * counting a BOS the prompt starts with; -1 = the whole prompt (llama-server `n_keep` -1). Clamped to the slot
+   * context − 4 so that every shift frees room.
+   */
+  nKeep?: number;
   /**
    * Report log-probabilities: absent = none; N >= 0 = the sampled token's logprob plus the N most likely alternatives
    * (0..20) on every token event. Computed from the model's raw distribution (softmax of the logits), as llama-server

@@ -32,7 +32,8 @@ Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, mtmd_co
       pooling_(llama_pooling_type(ctx)),
       encoder_only_(llama_model_has_encoder(model_) && !llama_model_has_decoder(model_)),
       n_embd_out_(pooling_ == LLAMA_POOLING_TYPE_RANK ? static_cast<int32_t>(llama_model_n_cls_out(model_))
-                                                      : llama_model_n_embd_out(model_)) {
+                                                      : llama_model_n_embd_out(model_)),
+      can_shift_(memory_ != nullptr && llama_memory_can_shift(memory_)) {
   const uint32_t n_seq = llama_n_seq_max(ctx);
   slots_.reserve(n_seq);
   for (uint32_t i = 0; i < n_seq; ++i) slots_.emplace_back(static_cast<llama_seq_id>(i));
@@ -707,9 +708,15 @@ void Engine::ProcessToken(Slot& slot, llama_token token) {
     Finish(slot, StopReason::kStop, chunk.stop_string);
     return;
   }
-  // The sampled token would be decoded at position cache.size(); past the slot context it cannot be.
-  const bool limit = (params.n_predict >= 0 && slot.n_generated >= params.n_predict) ||
-                     slot.cache.size() >= static_cast<size_t>(n_ctx_slot_);
+  // Unlimited generation with context shift never fills the context: Ollama's safety cap of 10 x num_ctx tokens.
+  int64_t max_generated = params.n_predict;  // negative: no limit
+  if (max_generated < 0 && params.context_shift) max_generated = 10 * static_cast<int64_t>(n_ctx_slot_);
+  const bool predicted_all = max_generated >= 0 && slot.n_generated >= max_generated;
+  // The sampled token would be decoded at position cache.size(); past the slot context it cannot be, unless the
+  // context is shifted first.
+  bool full = slot.cache.size() >= static_cast<size_t>(n_ctx_slot_);
+  if (full && !predicted_all && params.context_shift) full = !ShiftContext(slot);
+  const bool limit = predicted_all || full;
   event.text = std::move(chunk.text);
   if (limit) event.text += slot.stream->Flush();
   events_.push_back(std::move(event));
@@ -718,6 +725,33 @@ void Engine::ProcessToken(Slot& slot, llama_token token) {
     return;
   }
   slot.pending = token;
+}
+
+bool Engine::ShiftContext(Slot& slot) {
+  // llama-server's context shift (server-context.cpp, --context-shift), which Ollama relies on (reference §4.4): keep
+  // the first n_keep positions, discard half of the rest, move the tail down. Not for media tasks: an image spans
+  // several positions that must stay together (llama-server disables the shift with a projector).
+  const TaskParams& params = slot.task->params;
+  if (!can_shift_ || params.media) return false;
+  const int32_t n_past = static_cast<int32_t>(slot.cache.size());
+  int64_t n_keep = 0;
+  if (params.n_keep < 0) {
+    n_keep = static_cast<int64_t>(params.tokens.size());  // the whole prompt
+  } else {
+    // Ollama keeps "the first num_keep (+BOS)" tokens: a BOS the prompt starts with does not count.
+    const llama_token bos = llama_vocab_bos(vocab_);
+    const bool starts_with_bos = bos != LLAMA_TOKEN_NULL && params.tokens.front() == bos;
+    n_keep = static_cast<int64_t>(params.n_keep) + (starts_with_bos ? 1 : 0);
+  }
+  const int32_t keep = static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(n_keep, n_ctx_slot_ - 4)));
+  const int32_t n_left = n_past - keep;
+  const int32_t n_discard = std::min(n_left / 2, n_left - 1);
+  if (n_discard <= 0) return false;
+  if (!llama_memory_seq_rm(memory_, slot.seq_id, keep, keep + n_discard)) return false;
+  llama_memory_seq_add(memory_, slot.seq_id, keep + n_discard, n_past, -n_discard);
+  // `cache` mirrors the sequence (positions 0..size-1) so that prefix reuse stays correct.
+  slot.cache.erase(slot.cache.begin() + keep, slot.cache.begin() + keep + n_discard);
+  return true;
 }
 
 void Engine::Finish(Slot& slot, StopReason reason, const std::string& stop_string) {

@@ -138,6 +138,7 @@ class Engine {
   void HandleDecodeFailure(int32_t rc);
   void RepairAfterPartialDecode();
   void ProcessToken(Slot& slot, llama_token token);
+  bool ShiftContext(Slot& slot);
   void Finish(Slot& slot, StopReason reason, const std::string& stop_string = std::string());
   void Fail(Slot& slot, ErrorCode code, const std::string& message);
   void ReleaseSlot(Slot& slot);
@@ -159,6 +160,7 @@ class Engine {
   enum llama_pooling_type pooling_;
   bool encoder_only_;
   int32_t n_embd_out_;
+  bool can_shift_;  // llama_memory_can_shift: the KV positions of a sequence can be moved (context shift)
 
   // Decode-thread state.
   std::vector<Slot> slots_;

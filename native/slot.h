@@ -43,7 +43,17 @@ struct TaskParams {
   std::string media_text;
   std::vector<std::string> images;
   std::shared_ptr<MediaPrompt> media;
-  int32_t n_predict = -1;  // max tokens to generate; negative: until EOG or the slot context is full
+  // Max tokens to generate; negative: until EOG or the slot context is full (with context_shift: until EOG, capped at
+  // 10 x the slot context, Ollama's safety cap).
+  int32_t n_predict = -1;
+  // Context shift (Ollama reference §4.4; llama-server --context-shift): when the slot context is full during
+  // generation, keep the first n_keep tokens (plus a BOS the prompt starts with), drop half of the rest from the KV
+  // cache and go on instead of ending with kLength. Ignored (kLength as without it) for media tasks and for memories
+  // that cannot shift (llama_memory_can_shift false: M-RoPE, small SWA caches; or a refused partial seq_rm: recurrent).
+  bool context_shift = false;
+  // Tokens kept at the start of the sequence on a shift (Ollama's num_keep), not counting a leading BOS; negative:
+  // the whole prompt. Clamped to the slot context - 4.
+  int32_t n_keep = 4;
   SamplingParams sampling;
   std::vector<std::string> stop;  // stop strings
   bool ignore_eos = false;
