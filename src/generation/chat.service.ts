@@ -162,6 +162,7 @@ export class ChatService {
       startedAt: cmd.startedAt,
       kind: 'chat' as const,
       topLogprobs: cmd.topLogprobs,
+      shift: cmd.shift,
       growContext: cmd.growContext,
     };
     if (cmd.messages.length === 0) return this.completion.complete({ ...base, loadOnly: true });

@@ -51,6 +51,8 @@ export interface CompletionRequest {
   returnContext?: boolean;
   /** Report logprobs with this many alternatives per token (0..20); undefined = none. */
   topLogprobs?: number;
+  /** Context shift when the context fills during generation (Ollama's `shift`, §4.4); default true. */
+  shift?: boolean;
   /**
    * Never cut the prompt: when `buildPrompt` finds it longer than the slot (it must then throw
    * ContextLengthExceededError with `promptTokens`, i.e. run with `truncate: false`), reload the model with a context
@@ -249,6 +251,8 @@ export class CompletionService {
               ...(prompt.media ? { media: prompt.media } : {}),
               // §4.1: -1 = unbounded, capped at 10 × num_ctx.
               numPredict: s.numPredict < 0 ? 10 * numCtx : s.numPredict,
+              shift: request.shift ?? true,
+              numKeep: s.numKeep,
               stop: [...s.stop, ...(prompt.stops ?? []).filter((x) => x !== '' && !s.stop.includes(x))],
               ...(request.topLogprobs !== undefined ? { logprobs: request.topLogprobs } : {}),
               sampling: {

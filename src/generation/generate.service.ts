@@ -91,6 +91,7 @@ export class GenerateService {
       startedAt: cmd.startedAt,
       returnContext: !cmd.raw,
       topLogprobs: cmd.topLogprobs,
+      shift: cmd.shift,
       growContext: cmd.growContext,
       buildPrompt: (runner, options) =>
         this.buildPrompt(

@@ -107,6 +107,12 @@ interface InferenceCommandBase {
   /** `truncate` (default true): false makes an over-long prompt a 400 instead of cutting it (§4.4). */
   truncate?: boolean;
   /**
+   * `shift` (default true): when the context (num_ctx tokens) fills during generation, keep the first num_keep tokens
+   * (+BOS), drop half of the rest and go on (llama-server `--context-shift`, reference §4.4); false ends the
+   * generation with `done_reason: "length"` at the full context.
+   */
+  shift?: boolean;
+  /**
    * Never cut an over-long prompt (implies `truncate: false`): reload the model with a context that holds it (up to
    * the trained context and OLLAMA_CONTEXT_LENGTH, as memory allows), else 400. Set by the compat layers, whose
    * agents must see their whole system prompt and tools (issue 12 §5; beyond Ollama).

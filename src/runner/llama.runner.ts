@@ -170,6 +170,10 @@ export class LlamaRunner implements Runner {
         tokens: request.media ? new Int32Array(0) : Int32Array.from(request.tokens),
         ...(request.media ? { prompt: request.media.prompt, images: request.media.images } : {}),
         nPredict: request.numPredict,
+        contextShift: request.shift ?? true,
+        ...(request.numKeep !== undefined
+          ? { nKeep: Math.min(0x7fffffff, Math.max(-1, Math.trunc(request.numKeep))) }
+          : {}),
         sampling: { ...request.sampling },
         stop: request.stop,
         ...(request.logprobs !== undefined ? { logprobs: request.logprobs } : {}),
@@ -178,8 +182,10 @@ export class LlamaRunner implements Runner {
         if (finished) return;
         switch (event.type) {
           case 'token': {
-            const added = cells === 0 ? request.tokens.length + 1 : 1;
-            cells += added;
+            // A context shift frees cells: a generation never holds more than its slot.
+            const held = Math.min(this.spec.numCtx, cells === 0 ? request.tokens.length + 1 : cells + 1);
+            const added = held - cells;
+            cells = held;
             this.cellsInFlight += added;
             const logprob = eventLogprob(event);
             subscriber.next({ kind: 'token', text: event.text, token: event.token, ...(logprob ? { logprob } : {}) });

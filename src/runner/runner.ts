@@ -33,8 +33,17 @@ export type RunnerSampling = NativeSamplingParams;
 export interface RunnerRequest {
   /** Prompt token ids, non-empty, shorter than the slot context. */
   tokens: number[];
-  /** Tokens to generate; -1 = until end of generation or the slot is full. */
+  /** Tokens to generate; -1 = until end of generation or the slot is full (with `shift`: capped at 10 × numCtx). */
   numPredict: number;
+  /**
+   * Context shift (Ollama's `shift`, default true; reference §4.4, llama-server `--context-shift`): when the slot's
+   * context (numCtx tokens) fills during generation, keep the first `numKeep` tokens (+BOS), drop half of the rest
+   * and go on, so only `numPredict` ends the generation with `length`. false: end with `length` at the full context.
+   * Media prompts and models whose cache cannot shift always stop at the full context.
+   */
+  shift?: boolean;
+  /** Tokens kept at the start of the context on a shift (Ollama's `num_keep`, default 4), not counting BOS. */
+  numKeep?: number;
   sampling: RunnerSampling;
   /** Stop strings; the matched one is not emitted. */
   stop: string[];

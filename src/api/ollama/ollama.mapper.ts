@@ -98,17 +98,21 @@ export function decodeToolCalls(calls: Record<string, unknown>[] | undefined, wh
 }
 
 /**
- * The fields generate and chat decode alike: format, think, truncate, logprobs, options, keep_alive.
+ * The fields generate and chat decode alike: format, think, truncate, shift, logprobs, options, keep_alive.
  * @throws InvalidRequestError for an invalid format, think, logprobs, options or keep_alive value.
  */
 function commonFields(
   dto: GenerateRequestDto | ChatRequestDto,
   startedAt: bigint,
-): Pick<GenerateCommand, 'format' | 'think' | 'truncate' | 'topLogprobs' | 'options' | 'keepAliveMs' | 'startedAt'> {
+): Pick<
+  GenerateCommand,
+  'format' | 'think' | 'truncate' | 'shift' | 'topLogprobs' | 'options' | 'keepAliveMs' | 'startedAt'
+> {
   return {
     format: decodeFormat(dto.format),
     think: decodeThink(dto.think),
     truncate: dto.truncate ?? undefined,
+    shift: dto.shift ?? undefined,
     topLogprobs: decodeLogprobs(dto.logprobs, dto.top_logprobs),
     options: decodeOptions(dto.options),
     keepAliveMs: parseKeepAlive(dto.keep_alive),

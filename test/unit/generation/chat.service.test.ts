@@ -41,6 +41,16 @@ describe('ChatService', () => {
     );
   });
 
+  it('asks for context shift unless shift is false', async () => {
+    await run(command());
+    await run(command({ shift: false }));
+    await run(command({ shift: true }));
+    assert.deepEqual(
+      bed.binding.submitted.map((t) => t.contextShift),
+      [true, false, true],
+    );
+  });
+
   it('keeps the request’s own system message instead of SYSTEM', async () => {
     const model = await bed.models.resolve('tiny');
     const cmd = command({

@@ -76,6 +76,15 @@ describe('GenerateService', () => {
     assert.equal(task.nPredict, 2);
   });
 
+  it('asks for context shift by default with num_keep 4; shift false and num_keep reach the task', async () => {
+    await run(command());
+    assert.equal(bed.binding.submitted[0].contextShift, true);
+    assert.equal(bed.binding.submitted[0].nKeep, 4);
+    await run(command({ shift: false, options: { num_keep: 9 } }));
+    assert.equal(bed.binding.submitted[1].contextShift, false);
+    assert.equal(bed.binding.submitted[1].nKeep, 9);
+  });
+
   it('maps native length to done_reason length', async () => {
     const events = await run(command({ options: { num_predict: 2 } }));
     assert.equal(events.length, 3);

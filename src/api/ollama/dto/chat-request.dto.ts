@@ -51,7 +51,11 @@ export class ChatRequestDto {
   @GoMap(S, OPTIONS_FIELD) options?: Record<string, unknown>;
   @GoAny(THINK_FIELD) think?: unknown;
   @GoBool(S) truncate?: boolean;
-  @GoBool(S) shift?: boolean;
+  @GoBool(S, {
+    description:
+      'Context shift (default true): when num_ctx fills during generation, drop older tokens after the first num_keep and go on; false ends with done_reason "length".',
+  })
+  shift?: boolean;
   @GoBool(S) logprobs?: boolean;
   @GoInt(S) top_logprobs?: number;
 }

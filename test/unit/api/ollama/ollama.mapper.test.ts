@@ -103,6 +103,13 @@ describe('request decoding', () => {
     assert.equal(fromGenerateRequest({ format: '' }, started).format, undefined);
   });
 
+  it('passes shift through (absent = undefined, i.e. the default true)', () => {
+    assert.equal(fromGenerateRequest({ model: 'm' }, started).shift, undefined);
+    assert.equal(fromGenerateRequest({ model: 'm', shift: false }, started).shift, false);
+    assert.equal(fromChatRequest({ model: 'm', messages: [], shift: false }, started).shift, false);
+    assert.equal(fromChatRequest({ model: 'm', messages: [], shift: true }, started).shift, true);
+  });
+
   const bad: Array<[Record<string, unknown>, string]> = [
     [{ keep_alive: '300' }, 'time: missing unit in duration "300"'],
     [{ think: 'very' }, 'invalid think value: "very" (must be "high", "medium", "low", "max", true, or false)'],
