@@ -7,7 +7,8 @@
  *
  * Usage: npm run bench -- [--runs N] [--streams 1,4,8,16] [--threads T] [--sections a,b,...] [--peers same,defaults]
  *   [--quick]
- *   sections: single (decode, prompt eval, TTFT, overhead, cold start, RSS), multiturn, concurrency, embed
+ *   sections: single (decode, prompt eval, TTFT, overhead, cold start, RSS), multiturn, concurrency, embed;
+ *   event-loop (daemon only, not in the default set: a stream's longest token gap while other requests work)
  * Backend: LLAMAD_BACKEND (cpu|cuda|...) as for the addon build; on a GPU build both servers offload every layer.
  * What is measured and why: docs/benchmarks.md.
  */
@@ -49,6 +50,7 @@ import {
   type RunningServer,
 } from './servers';
 import { fmt, gaps, median, percentile, ratio } from './stats';
+import { encodePng } from '../test/utils/png';
 
 const MiB = 1024 * 1024;
 const CACHE = join(REPO_ROOT, '.cache');
@@ -631,6 +633,206 @@ async function embeddings(s: Settings, peers: readonly Peer[], store: string): P
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// Event loop: a running stream's longest token gap while other requests do heavy native work
+
+const FIXTURES = join(REPO_ROOT, 'test', 'fixtures', 'models');
+/** Slots of the daemon in the event-loop section: the second model's context is created with this many. */
+const EVL_SLOTS = 8;
+/** Side of the square PNG sent to the vision model (pixels). */
+const EVL_IMAGE_SIDE = 2048;
+
+/** A streamed /api/generate whose token arrival times can be read while it runs, and that can be aborted. */
+function liveStream(
+  base: string,
+  body: Record<string, unknown>,
+): { times: number[]; end: { reason: string; finished: boolean }; stop: () => Promise<void> } {
+  const times: number[] = [];
+  const end = { reason: '', finished: false };
+  const abort = new AbortController();
+  const done = (async () => {
+    const res = await fetch(`${base}/api/generate`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...body, stream: true }),
+      signal: abort.signal,
+    });
+    if (!res.ok || !res.body) throw new Error(`stream: HTTP ${res.status} ${await res.text()}`);
+    const decoder = new TextDecoder();
+    let pending = '';
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      const at = performance.now();
+      pending += decoder.decode(chunk, { stream: true });
+      let nl: number;
+      while ((nl = pending.indexOf('\n')) >= 0) {
+        const line = pending.slice(0, nl).trim();
+        pending = pending.slice(nl + 1);
+        if (line === '') continue;
+        const record = JSON.parse(line) as { response?: string; error?: string; done_reason?: string };
+        if (record.error) throw new Error(`stream: ${record.error}`);
+        if (record.done_reason) end.reason = record.done_reason;
+        times.push(at);
+      }
+    }
+  })()
+    .catch((err: unknown) => {
+      if (!abort.signal.aborted) throw err;
+    })
+    .finally(() => {
+      end.finished = true;
+    });
+  return {
+    times,
+    end,
+    stop: async () => {
+      abort.abort();
+      await done;
+    },
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const end = (live: { end: { finished: boolean } }) => live.end.finished;
+
+/**
+ * The longest gap (ms) between consecutive token arrivals of `times` that overlaps [from, to], the window of the
+ * disturbing request: the gap that starts before it ends and ends after it starts.
+ */
+function longestGapIn(times: readonly number[], from: number, to: number): number {
+  let longest = NaN;
+  for (let i = 1; i < times.length; i++) {
+    if (times[i] < from || times[i - 1] > to) continue;
+    const gap = times[i] - times[i - 1];
+    if (!(gap <= longest)) longest = gap;
+  }
+  return longest;
+}
+
+/** A large PNG that still compresses well (gradients plus a pattern): stb_image has to inflate every row. */
+function bigPng(side: number): Buffer {
+  return encodePng(side, side, (x, y) => [x & 255, y & 255, (x ^ y) & 255]);
+}
+
+/**
+ * Longest token gap of one running stream (tiny-qwen2-tools, 32k context, 8 slots) on the daemon: with nothing else going on,
+ * while a second model loads (tiny-qwen2, a context of EVL_SLOTS slots), and while another client sends a large PNG
+ * to a vision model (tiny-llama-spm + tiny-mmproj). Every native call that runs on the JS thread shows up as a gap.
+ */
+async function eventLoop(s: Settings): Promise<void> {
+  sh(process.execPath, [
+    join(REPO_ROOT, 'dist', 'scripts', 'make-test-models.js'),
+    '--only',
+    'tiny-llama-spm.gguf,tiny-qwen2.gguf,tiny-qwen2-tools.gguf,tiny-mmproj.gguf',
+  ]);
+  const store = join(OUT_DIR, 'store-event-loop');
+  rmSync(store, { recursive: true, force: true });
+  const daemon = await startBenchDaemon(s, store, EVL_SLOTS);
+  try {
+    const base = daemon.base;
+    const spm = join(FIXTURES, 'tiny-llama-spm.gguf');
+    await createModel(base, 'evl-stream', join(FIXTURES, 'tiny-qwen2-tools.gguf'));
+    await createModel(base, 'evl-other', join(FIXTURES, 'tiny-qwen2.gguf'));
+    const { json } = await postJson(`${base}/api/create`, {
+      model: 'evl-vision',
+      modelfile: `FROM ${spm}\nFROM ${join(FIXTURES, 'tiny-mmproj.gguf')}\n`,
+      stream: false,
+    });
+    if ((json as { status?: string }).status !== 'success') {
+      throw new Error(`create evl-vision: ${JSON.stringify(json)}`);
+    }
+    const png = bigPng(EVL_IMAGE_SIDE).toString('base64');
+    const streamBody = (seed: number) => ({
+      model: 'evl-stream',
+      prompt: 'Once upon a time',
+      raw: true,
+      options: { ...sampling(seed), num_ctx: 32768, num_predict: 30000, num_thread: s.threads },
+    });
+    const tiny = { num_predict: 1, num_thread: s.threads };
+    // Load the stream's and the vision model once: the vision window measures the image, not a model load.
+    await postJson(`${base}/api/generate`, { ...streamBody(0), stream: false, options: { ...tiny, num_ctx: 32768 } });
+    await postJson(`${base}/api/generate`, { model: 'evl-vision', prompt: 'hi', stream: false, options: tiny });
+
+    const quiet: number[] = [];
+    const loading: number[] = [];
+    const imaging: number[] = [];
+    const windows: number[][] = [[], []];
+    for (let r = 0; r <= s.runs; r++) {
+      const disturbances: [number[], number[], () => Promise<unknown>][] = [
+        [quiet, [], () => sleep(500)],
+        [
+          loading,
+          windows[0],
+          () =>
+            postJson(`${base}/api/generate`, {
+              model: 'evl-other',
+              prompt: 'hi',
+              stream: false,
+              options: { ...tiny, num_ctx: 4096 },
+            }),
+        ],
+        [
+          imaging,
+          windows[1],
+          () =>
+            postJson(`${base}/api/generate`, {
+              model: 'evl-vision',
+              prompt: 'hi',
+              images: [png],
+              stream: false,
+              options: tiny,
+            }),
+        ],
+      ];
+      for (const [out, window, disturb] of disturbances) {
+        await postJson(`${base}/api/generate`, { model: 'evl-other', keep_alive: 0 });
+        const live = liveStream(base, streamBody(r));
+        while (live.times.length < 20) await sleep(5);
+        await sleep(50);
+        const from = performance.now();
+        await disturb();
+        const to = performance.now();
+        // The gap that spans the window ends with the first token after it.
+        while (!end(live) && !(live.times[live.times.length - 1] > to)) await sleep(5);
+        await live.stop();
+        const lastToken = live.times[live.times.length - 1];
+        if (!(lastToken > to)) {
+          throw new Error(
+            `event loop: the stream ended before the disturbing request did (${live.times.length} tokens, ${(lastToken - live.times[0]).toFixed(0)} ms, window ${(to - from).toFixed(0)} ms, done_reason ${live.end.reason})`,
+          );
+        }
+        log(
+          `event loop run ${r}: window ${(to - from).toFixed(0)} ms, longest gap ` +
+            `${longestGapIn(live.times, from, to).toFixed(1)} ms, ${live.times.length} tokens`,
+        );
+        if (r > 0) {
+          out.push(longestGapIn(live.times, from, to));
+          window.push(to - from);
+        }
+      }
+    }
+    const metric = (what: string) => `longest gap between tokens of a running stream (ms), ${what}`;
+    const rowOf = (what: string, values: number[]) =>
+      row({
+        section: 'event loop',
+        metric: metric(what),
+        ours: median(values),
+        theirs: [],
+        unit: 'ms',
+        compare: 'none',
+      });
+    rowOf('nothing else running (500 ms window)', quiet);
+    rowOf(`while a second model loads (${EVL_SLOTS} slots × 4096)`, loading);
+    rowOf(`while another client sends a ${EVL_IMAGE_SIDE}×${EVL_IMAGE_SIDE} PNG to a vision model`, imaging);
+    notes.push(
+      `event loop: stream on tiny-qwen2-tools (OLLAMA_NUM_PARALLEL=${EVL_SLOTS}); the disturbing request took ` +
+        `${fmt(median(windows[0]), 0)} ms (model load) and ${fmt(median(windows[1]), 0)} ms (image, ` +
+        `${(png.length / MiB).toFixed(1)} MiB of base64) (medians)`,
+    );
+  } finally {
+    await stopServer(daemon);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // Output
 
 function compareCell(r: Row, theirs: number): string {
@@ -643,14 +845,23 @@ function compareCell(r: Row, theirs: number): string {
 }
 
 function markdownTable(peers: readonly Peer[]): string {
+  const cells = (values: string[]) => `| ${values.join(' | ')} |`;
   const lines = [
-    `| section | metric | daemon | ${peers.map((p) => p.label).join(' | ')} | ${peers.map((p) => `vs ${p.key}`).join(' | ')} | target |`,
-    `|---|---|---:|${peers.map(() => '---:|').join('')}${peers.map(() => '---:|').join('')}---|`,
+    cells(['section', 'metric', 'daemon', ...peers.map((p) => p.label), ...peers.map((p) => `vs ${p.key}`), 'target']),
+    cells(['---', '---', '---:', ...peers.flatMap(() => ['---:', '---:']), '---']),
   ];
   for (const r of rows) {
+    // A daemon-only row (event loop) has no peer figures: its peer cells stay empty.
+    const theirs = peers.map((_, i) => r.theirs[i] ?? NaN);
     lines.push(
-      `| ${r.section} | ${r.metric} | ${fmt(r.ours, r.digits)} | ${r.theirs.map((t) => fmt(t, r.digits)).join(' | ')} | ` +
-        `${r.theirs.map((t) => compareCell(r, t)).join(' | ')} | ${r.target} |`,
+      cells([
+        r.section,
+        r.metric,
+        fmt(r.ours, r.digits),
+        ...theirs.map((t) => fmt(t, r.digits)),
+        ...theirs.map((t) => compareCell(r, t)),
+        r.target,
+      ]),
     );
   }
   return lines.join('\n');
@@ -678,6 +889,24 @@ async function main(): Promise<void> {
   rmSync(DAEMON_LOG, { force: true });
   if (!existsSync(MAIN_JS)) throw new Error('dist/ is missing: run `npm install` first');
 
+  if (!['single', 'multiturn', 'concurrency', 'embed'].some((x) => s.sections.has(x))) {
+    // Sections that run the daemon alone (event-loop): no llama-server, no bench models, no bandwidth figure.
+    if (s.sections.has('event-loop')) {
+      log('event loop: token gaps of a stream while other requests work');
+      await eventLoop(s);
+    }
+    const cpu = cpus()[0]?.model ?? 'unknown CPU';
+    const header = [
+      `Run ${new Date().toISOString()} · backend ${s.backend} · ${cpu} · ${availableParallelism()} logical CPUs · ` +
+        `threads ${s.threads} · runs ${s.runs} (medians)`,
+      `Daemon build: ${addonFlags()}`,
+    ];
+    const md = [...header.map((h) => `- ${h}`), '', markdownTable([]), '', ...notes.map((n) => `- ${n}`)].join('\n');
+    writeFileSync(join(OUT_DIR, 'last-run.md'), `${md}\n`);
+    writeFileSync(join(OUT_DIR, 'last-run.json'), `${JSON.stringify({ header, rows, notes }, null, 2)}\n`);
+    console.log(md);
+    return;
+  }
   const peers = buildPeers(s);
   for (const p of peers) rmSync(p.log, { force: true });
   log('making the benchmark models (once)');
@@ -712,6 +941,10 @@ async function main(): Promise<void> {
   if (s.sections.has('embed')) {
     log('embeddings');
     await embeddings(s, peers, store);
+  }
+  if (s.sections.has('event-loop')) {
+    log('event loop: token gaps of a stream while other requests work');
+    await eventLoop(s);
   }
 
   // Every weight is read once per decoded token: bytes per token ≈ the Q4_0 file size. On a GPU the weights live in
