@@ -177,10 +177,28 @@ export interface NativeModel {
   renderChat(request: NativeChatRequest): NativeChatRender;
   /** What the Jinja template supports (common_chat_templates caps): tool calls and thinking. */
   chatCapabilities(template?: string): { tools: boolean; thinking: boolean };
-  /** Tokenizes UTF-8 text. `addSpecial` adds BOS/EOS as the vocab says; `parseSpecial` parses control tokens in text. */
+  /**
+   * Tokenizes UTF-8 text on the JS thread. `addSpecial` adds BOS/EOS as the vocab says; `parseSpecial` parses control
+   * tokens in text. Request paths use tokenizeAsync.
+   */
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Int32Array;
-  /** Detokenizes token ids; `removeSpecial` drops BOS/EOS, `unparseSpecial` renders control tokens as text. */
+  /** Detokenizes token ids on the JS thread; `removeSpecial` drops BOS/EOS, `unparseSpecial` renders control tokens as text. */
   detokenize(tokens: Int32Array, removeSpecial?: boolean, unparseSpecial?: boolean): string;
+  /**
+   * tokenize() on the libuv thread pool: the same result, without blocking the JS thread (the text is copied first).
+   * Rejects (never throws) with the errors tokenize() throws, LLAMA_DISPOSED / LLAMA_INVALID_ARGUMENT when the model
+   * is disposed / not loaded. dispose() frees the model only after the call settled.
+   */
+  tokenizeAsync(text: string, addSpecial: boolean, parseSpecial: boolean): Promise<Int32Array>;
+  /** detokenize() on the libuv thread pool (ids are range-checked first, on the JS thread); rejects like tokenizeAsync. */
+  detokenizeAsync(tokens: Int32Array, removeSpecial?: boolean, unparseSpecial?: boolean): Promise<string>;
+  /** applyChatTemplate() on the libuv thread pool (template parse and Jinja rendering); rejects like tokenizeAsync. */
+  applyChatTemplateAsync(messages: NativeChatMessage[], options?: NativeChatTemplateOptions): Promise<string>;
+  /**
+   * renderChat() on the libuv thread pool (Jinja rendering, grammar generation); the request is read on the JS
+   * thread first, its argument errors reject. The model's parsed templates are shared (cached per template) by both.
+   */
+  renderChatAsync(request: NativeChatRequest): Promise<NativeChatRender>;
   /** Frees the model after every context created from it was disposed. Idempotent. */
   dispose(): Promise<void>;
 }
@@ -210,14 +228,15 @@ export interface NativeContextParams {
   typeV?: string;
   /**
    * Vision projector (an "mmproj" GGUF made for this model, e.g. an Ollama `application/vnd.ollama.image.projector`
-   * layer): loaded with mtmd_init_from_file on the JS thread while the context is created, freed with the context.
+   * layer): loaded with mtmd_init_from_file while the context is created (on the JS thread by `new Context`, on the
+   * libuv pool by `Context.create`), freed with the context.
    * Enables `images` in tasks. A missing or mismatched file (its output width must equal the model's n_embd) throws
    * LLAMA_MODEL_LOAD_FAILED.
    */
   projectorPath?: string;
   /**
    * LoRA adapters applied to this context (e.g. Ollama `application/vnd.ollama.image.adapter` layers), in order. Each
-   * GGUF is loaded with llama_adapter_lora_init on the JS thread the first time a context of this model names it and
+   * GGUF is loaded with llama_adapter_lora_init (on the thread that creates the context) the first time a context of this model names it and
    * stays cached per model and path until the model is disposed; then llama_set_adapters_lora attaches them to this
    * context only (other contexts of the model are unaffected). A missing file, a GGUF that is not a LoRA adapter
    * (`general.type` "adapter", `adapter.type` "lora"), another architecture, or tensor shapes that do not match the
@@ -396,8 +415,10 @@ export interface NativeContextStats {
   nParallel: number;
   /** Slots with a task. */
   activeSlots: number;
-  /** Tasks waiting for a free slot. */
+  /** Tasks waiting for a free slot, including media tasks whose images are still being prepared. */
   queuedTasks: number;
+  /** embed() jobs queued or running (embedding contexts). */
+  embedJobs: number;
   /** llama_decode calls of generation steps so far. */
   decodeSteps: number;
   /**
@@ -435,10 +456,18 @@ export interface NativeMemoryEntry {
 export interface NativeContext {
   /**
    * Queues a generation task and returns its id at once. `onEvent` is called on the JS thread for every event.
-   * Throws LLAMA_INVALID_ARGUMENT (bad params), LLAMA_EXCEED_CONTEXT (prompt does not fit a slot), LLAMA_DISPOSED.
+   * Throws LLAMA_INVALID_ARGUMENT (bad params, images on a context without projector), LLAMA_EXCEED_CONTEXT (prompt
+   * does not fit a slot), LLAMA_DISPOSED. A task with `images` is prepared (images decoded, prompt tokenized by mtmd)
+   * on the context's media thread, off the JS thread: its preparation errors arrive as its `error` event
+   * (LLAMA_INVALID_ARGUMENT: undecodable image, marker/image count mismatch, no text after the last image;
+   * LLAMA_EXCEED_CONTEXT: text plus image positions exceed the slot), before any `token` event.
    */
   submit(task: NativeTaskParams, onEvent: (event: NativeEvent) => void): number;
-  /** Cancels a task: it ends with a `done` event, reason 'cancelled', within one decode step. Unknown ids are ignored. */
+  /**
+   * Cancels a task: it ends with a `done` event, reason 'cancelled', within one decode step. An embed() job id (see
+   * embed's `onJobId`) makes that embed() reject with LLAMA_CANCELLED, before its next batch or sooner (the running
+   * llama_decode is aborted). Unknown or finished ids are ignored.
+   */
   cancel(taskId: number): void;
   stats(): NativeContextStats;
   /** Where the context's memory lives, per buffer type (entries with a non-zero size). Throws LLAMA_DISPOSED. */
@@ -448,9 +477,11 @@ export interface NativeContext {
    * llama_encode/llama_decode as fit n_batch (one sequence each, up to max(nParallel, 64) sequences per batch, over one
    * unified KV stream cleared before each batch), and returns one pooled vector per input, in order: n_embd_out
    * floats, NOT normalized. Rejects LLAMA_INVALID_ARGUMENT (not an embedding context, an empty input),
-   * LLAMA_EXCEED_CONTEXT (an input longer than n_ubatch or the slot context), LLAMA_DISPOSED.
+   * LLAMA_EXCEED_CONTEXT (an input longer than n_ubatch or the slot context), LLAMA_DISPOSED, LLAMA_CANCELLED (after
+   * cancel(jobId)). `onJobId` is called synchronously, before embed() returns, with the job's id for cancel() (not
+   * called when `inputs` is empty: that resolves to [] at once).
    */
-  embed(inputs: Int32Array[]): Promise<Float32Array[]>;
+  embed(inputs: Int32Array[], onJobId?: (jobId: number) => void): Promise<Float32Array[]>;
   /** Cancels every task, joins the decode thread and frees the context. Idempotent. */
   dispose(): Promise<void>;
 }
@@ -482,7 +513,17 @@ export interface NativeQuantizeParams {
 /** Exports of the addon. */
 export interface NativeBinding {
   Model: new (path: string, params?: NativeModelParams) => NativeModel;
-  Context: new (model: NativeModel, params: NativeContextParams) => NativeContext;
+  /**
+   * `new Context(model, params)` creates the context on the JS thread (≈ 0.1 s per slot: KV cache, thread pools,
+   * LoRA adapters, projector) and throws LLAMA_CONTEXT_CREATE_FAILED, LLAMA_MODEL_LOAD_FAILED (adapter, projector),
+   * LLAMA_INVALID_ARGUMENT, LLAMA_DISPOSED. `Context.create(model, params)` does the same work on the libuv thread
+   * pool and resolves with the context; every failure rejects with the same codes, and a model disposed before the
+   * creation finished rejects it with LLAMA_DISPOSED (the model is freed after the creation ended).
+   */
+  Context: {
+    new (model: NativeModel, params: NativeContextParams): NativeContext;
+    create(model: NativeModel, params: NativeContextParams): Promise<NativeContext>;
+  };
   /** llama_print_system_info(): CPU features and backends compiled in. */
   systemInfo(): string;
   /** Names of the ggml backend devices available (e.g. ["CPU"], ["CUDA0", "CPU"]). */

@@ -73,7 +73,10 @@ Napi::Value OnProcessExit(const Napi::CallbackInfo& info) {
   const std::set<Context*> contexts = holder->data->contexts;
   for (Context* context : contexts) context->ReleaseNative();
   const std::set<Model*> models = holder->data->models;
-  for (Model* model : models) model->AbortPendingLoad();
+  for (Model* model : models) {
+    model->AbortPendingLoad();
+    model->AbandonJobs();  // exit() must not free llama.cpp state under a context creation or a tokenize job
+  }
   return info.Env().Undefined();
 }
 

@@ -91,15 +91,17 @@ Napi::Object ToParsed(Napi::Env env, const common_chat_msg& msg) {
 
 }  // namespace
 
-const common_chat_templates* ChatTemplateCache::Get(const llama_model* model, const std::string& override_template) {
+std::shared_ptr<const common_chat_templates> ChatTemplateCache::Get(const llama_model* model,
+                                                                    const std::string& override_template) {
+  std::lock_guard<std::mutex> lock(mutex_);
   auto it = cache_.find(override_template);
-  if (it != cache_.end()) return it->second.get();
+  if (it != cache_.end()) return it->second;
   common_chat_templates_ptr templates = common_chat_templates_init(model, override_template);
   if (!templates) throw LlamaError(ErrorCode::kTemplateFailed, "cannot parse the chat template");
   if (cache_.size() >= kMaxCachedTemplates) cache_.clear();
-  const common_chat_templates* result = templates.get();
-  cache_.emplace(override_template, std::move(templates));
-  return result;
+  std::shared_ptr<const common_chat_templates> shared(templates.release(), common_chat_templates_deleter());
+  cache_.emplace(override_template, shared);
+  return shared;
 }
 
 Napi::Function ChatParser::Init(Napi::Env env) {
@@ -149,9 +151,10 @@ Napi::Value ChatParser::Parse(const Napi::CallbackInfo& info) {
   return ToParsed(env, msg);
 }
 
-Napi::Value RenderChat(Napi::Env env, const llama_model* model, ChatTemplateCache& cache, Napi::Value request) {
+ChatRenderRequest ToChatRenderRequest(Napi::Env env, Napi::Value request) {
   Napi::Object obj = RequireObject(env, request, "request");
-  common_chat_templates_inputs inputs;
+  ChatRenderRequest out;
+  common_chat_templates_inputs& inputs = out.inputs;
   inputs.use_jinja = true;
   Napi::Array messages = RequireArray(env, obj.Get("messages"), "request.messages");
   for (uint32_t i = 0; i < messages.Length(); ++i) inputs.messages.push_back(ToMessage(env, messages.Get(i)));
@@ -179,8 +182,8 @@ Napi::Value RenderChat(Napi::Env env, const llama_model* model, ChatTemplateCach
     ThrowError(env, ErrorCode::kInvalidArgument, "request.toolChoice must be 'auto', 'none' or 'required'");
   }
   inputs.json_schema = OptionalString(env, obj, "jsonSchema", "request.jsonSchema");
-  const bool thinking_requested = ToOptionalBool(env, obj.Get("enableThinking"), "request.enableThinking", false);
-  inputs.enable_thinking = thinking_requested;
+  out.thinking_requested = ToOptionalBool(env, obj.Get("enableThinking"), "request.enableThinking", false);
+  inputs.enable_thinking = out.thinking_requested;
   // Reasoning is always parsed out (as llama-server does by default): with thinking off, templates such as Qwen3's
   // put an empty <think></think> block in the generation prompt that would otherwise end up in the content.
   inputs.reasoning_format = COMMON_REASONING_FORMAT_DEEPSEEK;
@@ -195,31 +198,36 @@ Napi::Value RenderChat(Napi::Env env, const llama_model* model, ChatTemplateCach
       inputs.chat_template_kwargs[key] = ToString(env, map.Get(key), "request.templateKwargs[key]");
     }
   }
-  const std::string override_template = OptionalString(env, obj, "template", "request.template");
+  out.override_template = OptionalString(env, obj, "template", "request.template");
+  return out;
+}
 
-  common_chat_params params = GuardJs(env, ErrorCode::kTemplateFailed, "renderChat", [&] {
-    // Invalid JSON in tool parameters / kwargs / schema surfaces as a parse error: report it as a bad argument.
-    for (const common_chat_tool& tool : inputs.tools) {
-      if (common_json::parse_no_throw(tool.parameters).is_discarded()) {
-        throw LlamaError(ErrorCode::kInvalidArgument, "tool '" + tool.name + "': parameters is not valid JSON");
-      }
+common_chat_params ComputeChatRender(const llama_model* model, ChatTemplateCache& cache,
+                                     const ChatRenderRequest& request) {
+  common_chat_templates_inputs inputs = request.inputs;
+  // Invalid JSON in tool parameters / kwargs / schema surfaces as a parse error: report it as a bad argument.
+  for (const common_chat_tool& tool : inputs.tools) {
+    if (common_json::parse_no_throw(tool.parameters).is_discarded()) {
+      throw LlamaError(ErrorCode::kInvalidArgument, "tool '" + tool.name + "': parameters is not valid JSON");
     }
-    if (!inputs.json_schema.empty() && common_json::parse_no_throw(inputs.json_schema).is_discarded()) {
-      throw LlamaError(ErrorCode::kInvalidArgument, "jsonSchema is not valid JSON");
+  }
+  if (!inputs.json_schema.empty() && common_json::parse_no_throw(inputs.json_schema).is_discarded()) {
+    throw LlamaError(ErrorCode::kInvalidArgument, "jsonSchema is not valid JSON");
+  }
+  for (const auto& entry : inputs.chat_template_kwargs) {
+    if (common_json::parse_no_throw(entry.second).is_discarded()) {
+      throw LlamaError(ErrorCode::kInvalidArgument, "templateKwargs." + entry.first + " is not valid JSON");
     }
-    for (const auto& entry : inputs.chat_template_kwargs) {
-      if (common_json::parse_no_throw(entry.second).is_discarded()) {
-        throw LlamaError(ErrorCode::kInvalidArgument, "templateKwargs." + entry.first + " is not valid JSON");
-      }
-    }
-    const common_chat_templates* templates = cache.Get(model, override_template);
-    const llama_vocab* vocab = llama_model_get_vocab(model);
-    inputs.add_bos = llama_vocab_get_add_bos(vocab);
-    inputs.add_eos = llama_vocab_get_add_eos(vocab);
-    return common_chat_templates_apply(templates, inputs);
-  });
-  const bool thinking = thinking_requested && params.supports_thinking;
+  }
+  const std::shared_ptr<const common_chat_templates> templates = cache.Get(model, request.override_template);
+  const llama_vocab* vocab = llama_model_get_vocab(model);
+  inputs.add_bos = llama_vocab_get_add_bos(vocab);
+  inputs.add_eos = llama_vocab_get_add_eos(vocab);
+  return common_chat_templates_apply(templates.get(), inputs);
+}
 
+Napi::Object ChatRenderToJs(Napi::Env env, const ChatRenderRequest& request, const common_chat_params& params) {
+  const bool thinking = request.thinking_requested && params.supports_thinking;
   Napi::Object out = Napi::Object::New(env);
   out.Set("prompt", Napi::String::New(env, params.prompt));
   out.Set("format", Napi::String::New(env, common_chat_format_name(params.format)));
@@ -244,18 +252,25 @@ Napi::Value RenderChat(Napi::Env env, const llama_model* model, ChatTemplateCach
   return out;
 }
 
+Napi::Value RenderChat(Napi::Env env, const llama_model* model, ChatTemplateCache& cache, Napi::Value request) {
+  const ChatRenderRequest parsed = ToChatRenderRequest(env, request);
+  common_chat_params params =
+      GuardJs(env, ErrorCode::kTemplateFailed, "renderChat", [&] { return ComputeChatRender(model, cache, parsed); });
+  return ChatRenderToJs(env, parsed, params);
+}
+
 Napi::Value ChatCapabilities(Napi::Env env, const llama_model* model, ChatTemplateCache& cache, Napi::Value tmpl) {
   const std::string override_template = IsMissing(tmpl) ? std::string() : ToString(env, tmpl, "template");
   return GuardJs(env, ErrorCode::kTemplateFailed, "chatCapabilities", [&]() -> Napi::Value {
-    const common_chat_templates* templates = cache.Get(model, override_template);
-    const std::map<std::string, bool> caps = common_chat_templates_get_caps(templates);
+    const std::shared_ptr<const common_chat_templates> templates = cache.Get(model, override_template);
+    const std::map<std::string, bool> caps = common_chat_templates_get_caps(templates.get());
     auto cap = [&caps](const char* key) {
       auto it = caps.find(key);
       return it != caps.end() && it->second;
     };
     Napi::Object out = Napi::Object::New(env);
     out.Set("tools", Napi::Boolean::New(env, cap("supports_tools") || cap("supports_tool_calls")));
-    out.Set("thinking", Napi::Boolean::New(env, common_chat_templates_support_enable_thinking(templates)));
+    out.Set("thinking", Napi::Boolean::New(env, common_chat_templates_support_enable_thinking(templates.get())));
     return out;
   });
 }

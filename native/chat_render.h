@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "addon_data.h"
@@ -30,17 +31,41 @@ class ChatParser : public Napi::ObjectWrap<ChatParser> {
   common_chat_msg last_partial_;  // last successful partial parse: the fallback when a partial parse fails
 };
 
-// The chat templates of one model, per template override (JS thread only). common_chat_templates_init parses the
-// Jinja source, so each override is parsed once.
+// The chat templates of one model, per template override. common_chat_templates_init parses the Jinja source, so
+// each override is parsed once. Any thread (renderChatAsync renders on the libuv pool): the map is guarded by a
+// mutex, and entries are shared so that a template in use stays alive when the cache is cleared meanwhile; a parse
+// happens under the mutex (concurrent first uses of one template parse it once).
 class ChatTemplateCache {
  public:
   // Throws LlamaError(kTemplateFailed) when the template does not parse.
-  const common_chat_templates* Get(const llama_model* model, const std::string& override_template);
-  void Clear() { cache_.clear(); }
+  std::shared_ptr<const common_chat_templates> Get(const llama_model* model, const std::string& override_template);
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cache_.clear();
+  }
 
  private:
-  std::map<std::string, common_chat_templates_ptr> cache_;
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<const common_chat_templates>> cache_;
 };
+
+// A renderChat request read from JS (JS thread), rendered by ComputeChatRender (any thread).
+struct ChatRenderRequest {
+  common_chat_templates_inputs inputs;
+  bool thinking_requested = false;
+  std::string override_template;
+};
+
+// The request object of Model.renderChat (JS thread; throws LLAMA_INVALID_ARGUMENT).
+ChatRenderRequest ToChatRenderRequest(Napi::Env env, Napi::Value request);
+
+// Renders `request` with the model's template (any thread). Throws LlamaError (kInvalidArgument for invalid JSON in
+// tools/schema/kwargs, kTemplateFailed) or common/chat's exceptions (described as kTemplateFailed by the caller).
+common_chat_params ComputeChatRender(const llama_model* model, ChatTemplateCache& cache,
+                                     const ChatRenderRequest& request);
+
+// The NativeChatRender object of a finished render, with its parser (JS thread).
+Napi::Object ChatRenderToJs(Napi::Env env, const ChatRenderRequest& request, const common_chat_params& params);
 
 // Model.renderChat(request) on `model` (JS thread).
 Napi::Value RenderChat(Napi::Env env, const llama_model* model, ChatTemplateCache& cache, Napi::Value request);

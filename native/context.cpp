@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -125,6 +126,7 @@ Napi::Function Context::Init(Napi::Env env) {
                          InstanceMethod<&Context::Memory>("memory"),
                          InstanceMethod<&Context::Embed>("embed"),
                          InstanceMethod<&Context::Dispose>("dispose"),
+                         StaticMethod<&Context::Create>("create"),
                      });
 }
 
@@ -153,17 +155,25 @@ void CpuThreadPools::Free() {
   batch_ = nullptr;
 }
 
-Context::Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(info), data_(AddonData::Get(info.Env())) {
-  Napi::Env env = info.Env();
-  if (!info[0].IsObject() || !info[0].As<Napi::Object>().InstanceOf(data_->model_constructor.Value())) {
+ContextParts::~ContextParts() {
+  if (mtmd != nullptr) mtmd_free(mtmd);
+  if (ctx != nullptr) llama_free(ctx);
+  pools.reset();  // after llama_free of the context they are attached to
+}
+
+ContextPlan Context::Plan(Napi::Env env, const std::shared_ptr<AddonData>& data, Napi::Value model_value,
+                          Napi::Value params_value) {
+  if (!model_value.IsObject() || !model_value.As<Napi::Object>().InstanceOf(data->model_constructor.Value())) {
     ThrowError(env, ErrorCode::kInvalidArgument, "model must be a Model");
   }
-  Model* model = Model::Unwrap(info[0].As<Napi::Object>());
-  llama_model* handle = model->RequireLoaded(env);
-  if (model->vocab_only()) {
+  ContextPlan plan;
+  plan.model = Model::Unwrap(model_value.As<Napi::Object>());
+  plan.handle = plan.model->RequireLoaded(env);
+  if (plan.model->vocab_only()) {
     ThrowError(env, ErrorCode::kContextCreateFailed, "cannot create a context on a model loaded with vocabOnly");
   }
-  const ContextParams params = ToContextParams(env, info[1]);
+  plan.params = ToContextParams(env, params_value);
+  const ContextParams& params = plan.params;
   if (params.n_ctx < params.n_parallel) {
     ThrowError(env, ErrorCode::kInvalidArgument, "params.nCtx must be at least params.nParallel");
   }
@@ -172,7 +182,8 @@ Context::Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(inf
                "params.nParallel exceeds " + std::to_string(llama_max_parallel_sequences()));
   }
 
-  llama_context_params cp = llama_context_default_params();
+  llama_context_params& cp = plan.cp;
+  cp = llama_context_default_params();
   cp.n_ctx = params.n_ctx;
   cp.n_batch = params.n_batch.value_or(512);
   cp.n_ubatch = std::min(params.n_ubatch.value_or(cp.n_batch), cp.n_batch);
@@ -196,38 +207,36 @@ Context::Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(inf
   // Generation: one KV stream per slot, each slot gets n_ctx / n_parallel cells.
   cp.kv_unified = params.embeddings;
   cp.no_perf = true;
+  return plan;
+}
 
-  llama_context* ctx = GuardJs(env, ErrorCode::kContextCreateFailed, "llama_init_from_model",
-                               [&] { return llama_init_from_model(handle, cp); });
-  if (ctx == nullptr) {
-    ThrowError(env, ErrorCode::kContextCreateFailed,
-               "llama_init_from_model failed (out of memory, or an unsupported combination such as a quantized "
-               "V cache without flash attention)");
+std::unique_ptr<ContextParts> Context::Build(const ContextPlan& plan) {
+  const ContextParams& params = plan.params;
+  const llama_context_params& cp = plan.cp;
+  auto parts = std::make_unique<ContextParts>();
+  parts->ctx = llama_init_from_model(plan.handle, cp);
+  if (parts->ctx == nullptr) {
+    throw LlamaError(ErrorCode::kContextCreateFailed,
+                     "llama_init_from_model failed (out of memory, or an unsupported combination such as a quantized "
+                     "V cache without flash attention)");
   }
   // Best effort: without pools ggml still computes, with a thread start-up per graph.
-  thread_pools_.Attach(ctx, cp.n_threads, cp.n_threads_batch);
+  parts->pools = std::make_unique<CpuThreadPools>();
+  parts->pools->Attach(parts->ctx, cp.n_threads, cp.n_threads_batch);
   if (!params.lora_adapters.empty()) {
     // Load (or reuse the model's cached) adapters, then attach them to this context only.
     std::vector<llama_adapter_lora*> adapters;
     std::vector<float> scales;
-    try {
-      for (const LoraAdapterParam& entry : params.lora_adapters) {
-        adapters.push_back(model->LoraAdapter(env, entry.path));
-        scales.push_back(entry.scale);
-      }
-    } catch (...) {
-      llama_free(ctx);
-      throw;
+    for (const LoraAdapterParam& entry : params.lora_adapters) {
+      adapters.push_back(plan.model->LoraAdapter(plan.handle, entry.path));
+      scales.push_back(entry.scale);
     }
-    const int32_t rc = llama_set_adapters_lora(ctx, adapters.data(), adapters.size(), scales.data());
+    const int32_t rc = llama_set_adapters_lora(parts->ctx, adapters.data(), adapters.size(), scales.data());
     if (rc != 0) {
-      llama_free(ctx);
-      ThrowError(env, ErrorCode::kModelLoadFailed,
-                 "llama_set_adapters_lora failed with status " + std::to_string(rc) + " for " +
-                     params.lora_adapters.front().path);
+      throw LlamaError(ErrorCode::kModelLoadFailed, "llama_set_adapters_lora failed with status " + std::to_string(rc) +
+                                                        " for " + params.lora_adapters.front().path);
     }
   }
-  mtmd_context* mtmd = nullptr;
   if (!params.projector_path.empty()) {
     mtmd_context_params mp = mtmd_context_params_default();
     mp.n_threads = cp.n_threads_batch;
@@ -235,19 +244,38 @@ Context::Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(inf
     mp.warmup = false;
     mp.flash_attn_type = cp.flash_attn_type;
     try {
-      mtmd = mtmd_init_from_file(params.projector_path.c_str(), handle, mp);
+      parts->mtmd = mtmd_init_from_file(params.projector_path.c_str(), plan.handle, mp);
     } catch (...) {
-      mtmd = nullptr;  // clip throws on malformed files; reported below
+      parts->mtmd = nullptr;  // clip throws on malformed files; reported below
     }
-    if (mtmd == nullptr) {
-      llama_free(ctx);
-      ThrowError(env, ErrorCode::kModelLoadFailed,
-                 "cannot load the projector " + params.projector_path +
-                     " (missing file, not an mmproj GGUF, or its embedding size does not match the model)");
+    if (parts->mtmd == nullptr) {
+      throw LlamaError(ErrorCode::kModelLoadFailed,
+                       "cannot load the projector " + params.projector_path +
+                           " (missing file, not an mmproj GGUF, or its embedding size does not match the model)");
     }
   }
   // Buffer sizes are final after llama_init_from_model (compute buffers reserved); read before the engine owns ctx.
-  memory_ = QueryMemoryBreakdown(ctx);
+  parts->memory = QueryMemoryBreakdown(parts->ctx);
+  return parts;
+}
+
+Context::Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(info), data_(AddonData::Get(info.Env())) {
+  Napi::Env env = info.Env();
+  if (info[1].IsExternal()) {
+    // From Context.create(): the parts were built on the pool (JS code cannot make an External).
+    ContextCreateJob* job = info[1].As<Napi::External<ContextCreateJob>>().Data();
+    Adopt(env, info[0].As<Napi::Object>(), job->plan, std::move(job->parts));
+    return;
+  }
+  const ContextPlan plan = Plan(env, data_, info[0], info[1]);
+  std::unique_ptr<ContextParts> parts =
+      GuardJs(env, ErrorCode::kContextCreateFailed, "new Context", [&] { return Build(plan); });
+  Adopt(env, info[0].As<Napi::Object>(), plan, std::move(parts));
+}
+
+void Context::Adopt(Napi::Env env, Napi::Object model_object, const ContextPlan& plan,
+                    std::unique_ptr<ContextParts> parts) {
+  const ContextParams& params = plan.params;
   try {
     sink_ = EventSink::Create(
         env, "llamad.context", [this](Napi::Env e, std::vector<EngineEvent>& events) { Dispatch(e, events); },
@@ -255,32 +283,70 @@ Context::Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(inf
     sink_->Unref(env);
     std::shared_ptr<EventSink> sink = sink_;
     engine_ = std::make_unique<Engine>(
-        ctx, static_cast<int32_t>(params.n_ctx / params.n_parallel),
-        [sink](std::vector<EngineEvent>&& events) { sink->Post(std::move(events)); }, mtmd);
+        parts->ctx, static_cast<int32_t>(params.n_ctx / params.n_parallel),
+        [sink](std::vector<EngineEvent>&& events) { sink->Post(std::move(events)); }, parts->mtmd);
+    parts->mtmd = nullptr;  // owned by the engine now
   } catch (...) {
-    if (!engine_ && mtmd != nullptr) mtmd_free(mtmd);
     if (sink_) {
       sink_->Detach();
       sink_->Release();
     }
-    llama_free(ctx);
     ErrorInfo error = DescribeException(std::current_exception(), ErrorCode::kContextCreateFailed, "new Context");
-    throw MakeError(env, error.code, error.message);
+    throw MakeError(env, error.code, error.message);  // `parts` frees the context
   }
-  ctx_ = ctx;
+  ctx_ = parts->ctx;
+  memory_ = std::move(parts->memory);
+  parts->ctx = nullptr;
+  thread_pools_ = std::move(parts->pools);
   embeddings_ = params.embeddings;
   n_ctx_ = llama_n_ctx(ctx_);
   n_ctx_slot_ = static_cast<uint32_t>(engine_->n_ctx_slot());
   n_parallel_ = params.embeddings ? params.n_parallel : static_cast<uint32_t>(engine_->n_slots());
-  kv_bytes_ = EstimateKvBytes(handle, n_ctx_, params.type_k, params.type_v);
+  kv_bytes_ = EstimateKvBytes(plan.handle, n_ctx_, params.type_k, params.type_v);
   if (kv_bytes_ > 0) {
     int64_t ignored = 0;
     napi_adjust_external_memory(env, kv_bytes_, &ignored);
   }
-  model_ = model;
-  model_ref_ = Napi::Persistent(info[0].As<Napi::Object>());
+  model_ = plan.model;
+  model_ref_ = Napi::Persistent(model_object);
   model_->AddContext(this);
   data_->contexts.insert(this);
+}
+
+Napi::Value Context::Create(const Napi::CallbackInfo& info) {
+  // Every failure rejects the promise (binding.d.ts): nothing is thrown synchronously.
+  Napi::Env env = info.Env();
+  std::shared_ptr<AddonData> data = AddonData::Get(env);
+  auto job = std::make_shared<ContextCreateJob>();
+  Model* model = nullptr;
+  std::function<void(Napi::Env)> prepare = [&](Napi::Env e) {
+    job->plan = Plan(e, data, info[0], info[1]);
+    model = job->plan.model;
+  };
+  // Plan() checks the model argument first: RunJob needs a Model to count the job on.
+  Napi::Promise::Deferred early = Napi::Promise::Deferred::New(env);
+  try {
+    prepare(env);
+  } catch (const Napi::Error& error) {
+    early.Reject(error.Value());
+    return early.Promise();
+  }
+  return model->StartJob(
+      env, info[0].As<Napi::Object>(), "Context.create", ErrorCode::kContextCreateFailed,
+      [job] { job->parts = Build(job->plan); },
+      [job, data](Napi::Env e) -> Napi::Value {
+        if (job->plan.model->disposing()) {
+          job->parts.reset();  // before the model can be freed
+          ThrowError(e, ErrorCode::kDisposed, "model was disposed while the context was being created");
+        }
+        try {
+          return data->context_constructor.New(
+              {job->plan.model->Value(), Napi::External<ContextCreateJob>::New(e, job.get())});
+        } catch (...) {
+          job->parts.reset();
+          throw;
+        }
+      });
 }
 
 Context::~Context() {
@@ -318,7 +384,7 @@ void Context::StopAndFree() {
     llama_free(ctx_);
     ctx_ = nullptr;
   }
-  thread_pools_.Free();
+  thread_pools_.reset();
 }
 
 void Context::RequireActive(Napi::Env env) const {
@@ -378,12 +444,22 @@ void Context::StartEmbed(const Napi::CallbackInfo& info, Napi::Promise::Deferred
   std::vector<std::vector<llama_token>> inputs;
   inputs.reserve(array.Length());
   for (uint32_t i = 0; i < array.Length(); ++i) inputs.push_back(ToTokens(env, array.Get(i), "inputs[i]"));
+  const bool has_on_job = !info[1].IsUndefined() && !info[1].IsNull();
+  if (has_on_job && !info[1].IsFunction()) ThrowError(env, ErrorCode::kInvalidArgument, "onJobId must be a function");
   if (inputs.empty()) {
     deferred.Resolve(Napi::Array::New(env));
     return;
   }
   const uint32_t id =
       GuardJs(env, ErrorCode::kInvalidArgument, "embed", [&] { return engine_->SubmitEmbed(std::move(inputs)); });
+  if (has_on_job) {
+    try {
+      info[1].As<Napi::Function>().Call({Napi::Number::New(env, id)});
+    } catch (...) {
+      engine_->Cancel(id);  // no waiter yet: the job's final event is dropped by Dispatch
+      throw;
+    }
+  }
   embed_waiters_.emplace(id, deferred);
   BeginInFlight(env);
 }
@@ -459,6 +535,7 @@ Napi::Value Context::Stats(const Napi::CallbackInfo& info) {
   out.Set("nParallel", n_parallel_);
   out.Set("activeSlots", stats.active_slots);
   out.Set("queuedTasks", stats.queued_tasks);
+  out.Set("embedJobs", stats.embed_jobs);
   out.Set("decodeSteps", stats.decode_steps);
   out.Set("graphsReused", stats.graphs_reused);
   out.Set("kvSize", static_cast<double>(kv_bytes_));
@@ -506,8 +583,7 @@ void Context::BeginDispose(Napi::Env env) {
   }
   // Join and llama_free off the JS thread; then release the sink: it finalizes once every queued event was
   // dispatched, and OnSinkFinalized settles the promise.
-  auto* worker = new BackgroundWorker(
-      env, [this] { StopAndFree(); }, [this](Napi::Env) { sink_->Release(); });
+  auto* worker = new BackgroundWorker(env, [this] { StopAndFree(); }, [this](Napi::Env) { sink_->Release(); });
   worker->Queue();
 }
 

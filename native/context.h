@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "addon_data.h"
+#include "convert.h"
 #include "engine.h"
 #include "event_sink.h"
 #include "ggml-cpu.h"
@@ -42,8 +43,40 @@ class CpuThreadPools {
   ggml_threadpool* batch_ = nullptr;
 };
 
-// new Context(model, params) creates the llama_context synchronously (throws LLAMA_CONTEXT_CREATE_FAILED,
-// LLAMA_INVALID_ARGUMENT, LLAMA_DISPOSED) and starts its decode thread.
+// What creating a context needs, read and checked from the JS arguments on the JS thread (Context::Plan).
+struct ContextPlan {
+  Model* model = nullptr;
+  llama_model* handle = nullptr;
+  ContextParams params;
+  llama_context_params cp{};
+};
+
+// The native objects of a new context, made by Context::Build on any thread. Frees what it still owns.
+struct ContextParts {
+  llama_context* ctx = nullptr;
+  std::unique_ptr<CpuThreadPools> pools;  // freed after ctx
+  mtmd_context* mtmd = nullptr;
+  std::vector<MemoryEntry> memory;  // read right after creation (QueryMemoryBreakdown)
+
+  ContextParts() = default;
+  ContextParts(const ContextParts&) = delete;
+  ContextParts& operator=(const ContextParts&) = delete;
+  ~ContextParts();
+};
+
+// A Context.create() in flight: its plan, then (after the pool job) its parts.
+struct ContextCreateJob {
+  ContextPlan plan;
+  std::unique_ptr<ContextParts> parts;
+};
+
+// new Context(model, params) creates the llama_context synchronously on the JS thread (throws
+// LLAMA_CONTEXT_CREATE_FAILED, LLAMA_INVALID_ARGUMENT, LLAMA_DISPOSED, LLAMA_MODEL_LOAD_FAILED) and starts its decode
+// thread. Context.create(model, params) does the same work (llama_init_from_model, thread pools, LoRA adapters, the
+// projector) as a native job of the model on the libuv pool and resolves with the new Context; the JS-side checks
+// (Plan) and the final step on the JS thread (Adopt) are shared by both. A model disposed while a create() runs:
+// the model is freed only after the job (Model::BeginJob), and the create() rejects with LLAMA_DISPOSED after
+// freeing what it built.
 //
 // submit() queues a task and returns its id; its events arrive on the JS thread through one thread-safe function,
 // one batch per decode step, and are dispatched in order to the task's callback. While any task is in flight the
@@ -56,6 +89,13 @@ class Context : public Napi::ObjectWrap<Context> {
 
   explicit Context(const Napi::CallbackInfo& info);
   ~Context() override;
+
+  // JS thread: checks `model_value` and `params_value` and derives the llama_context parameters. Throws JS errors.
+  static ContextPlan Plan(Napi::Env env, const std::shared_ptr<AddonData>& data, Napi::Value model_value,
+                          Napi::Value params_value);
+  // Any thread (the plan's model kept alive): llama_init_from_model, thread pools, LoRA adapters, projector.
+  // Throws LlamaError (kContextCreateFailed, kModelLoadFailed); frees what it made before throwing.
+  static std::unique_ptr<ContextParts> Build(const ContextPlan& plan);
 
   // Starts disposing (idempotent); used by dispose() and by Model::dispose().
   void BeginDispose(Napi::Env env);
@@ -73,6 +113,10 @@ class Context : public Napi::ObjectWrap<Context> {
   Napi::Value Embed(const Napi::CallbackInfo& info);
   void StartEmbed(const Napi::CallbackInfo& info, Napi::Promise::Deferred& deferred);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
+  static Napi::Value Create(const Napi::CallbackInfo& info);
+
+  // JS thread: takes over `parts` (event sink, engine with its decode thread) and registers with the model.
+  void Adopt(Napi::Env env, Napi::Object model_object, const ContextPlan& plan, std::unique_ptr<ContextParts> parts);
 
   void RequireActive(Napi::Env env) const;
   void Dispatch(Napi::Env env, std::vector<EngineEvent>& events);
@@ -89,7 +133,7 @@ class Context : public Napi::ObjectWrap<Context> {
 
   std::mutex native_mutex_;  // guards engine_ and ctx_ against the dispose worker and the env cleanup hook
   llama_context* ctx_ = nullptr;
-  CpuThreadPools thread_pools_;  // freed after ctx_
+  std::unique_ptr<CpuThreadPools> thread_pools_;  // freed after ctx_
   std::unique_ptr<Engine> engine_;
   std::shared_ptr<EventSink> sink_;
 

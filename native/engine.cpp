@@ -17,6 +17,26 @@ int64_t Nanoseconds(Clock::duration d) { return std::chrono::duration_cast<std::
 // The `aborting_` flag of the engine that owns the calling thread, or null on other threads.
 thread_local const std::atomic<bool>* tls_aborting = nullptr;
 
+struct CaughtError {
+  ErrorCode code;
+  std::string message;
+};
+
+// Code and message of a caught exception (LlamaError keeps its own; `what` prefixes the others).
+CaughtError DescribeCaught(std::exception_ptr error, const std::string& what) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const LlamaError& e) {
+    return {e.code(), e.what()};
+  } catch (const std::bad_alloc&) {
+    return {ErrorCode::kOom, what + ": out of memory"};
+  } catch (const std::exception& e) {
+    return {ErrorCode::kInternal, what + ": " + e.what()};
+  } catch (...) {
+    return {ErrorCode::kInternal, what};
+  }
+}
+
 }  // namespace
 
 Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, mtmd_context* mtmd)
@@ -40,6 +60,7 @@ Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, mtmd_co
   batch_ = llama_batch_init(n_batch_, 0, 1);
   llama_set_abort_callback(ctx_, &Engine::AbortCallback, this);
   thread_ = std::thread([this] { Run(); });
+  if (mtmd_ != nullptr) media_thread_ = std::thread([this] { RunMedia(); });
 }
 
 Engine::~Engine() {
@@ -118,9 +139,7 @@ void Engine::PrepareMedia(TaskParams& params) {
   params.images.shrink_to_fit();
 }
 
-uint32_t Engine::Submit(TaskParams params) {
-  if (stop_requested_.load()) throw LlamaError(ErrorCode::kDisposed, "context is disposed");
-  if (params.has_media) PrepareMedia(params);
+void Engine::ValidatePrompt(const TaskParams& params) const {
   if (params.tokens.empty()) throw LlamaError(ErrorCode::kInvalidArgument, "tokens must not be empty");
   for (llama_token token : params.tokens) {
     if (params.media && token == LLAMA_TOKEN_NULL) continue;  // an image position
@@ -134,6 +153,15 @@ uint32_t Engine::Submit(TaskParams params) {
                                                     " tokens exceeds the slot context of " +
                                                     std::to_string(n_ctx_slot_) + " tokens");
   }
+}
+
+uint32_t Engine::Submit(TaskParams params) {
+  if (stop_requested_.load()) throw LlamaError(ErrorCode::kDisposed, "context is disposed");
+  if (params.has_media && mtmd_ == nullptr) {
+    throw LlamaError(ErrorCode::kInvalidArgument,
+                     "images need a context created with a projector (params.projectorPath)");
+  }
+  if (!params.has_media) ValidatePrompt(params);
   auto task = std::make_unique<Task>();
   for (const std::string& text : params.sampling.preserved_tokens) {
     // Only strings that are one (control) token: those are rendered as text instead of being dropped.
@@ -145,6 +173,7 @@ uint32_t Engine::Submit(TaskParams params) {
   task->sampler =
       std::make_unique<Sampler>(model_, params.sampling, n_ctx_slot_, params.ignore_eos ? EogTokens() : kNoMask);
   task->params = std::move(params);
+  const bool media = task->params.has_media;
 
   uint32_t id = 0;
   {
@@ -153,10 +182,77 @@ uint32_t Engine::Submit(TaskParams params) {
     id = next_task_id_++;
     task->id = id;
     live_[id] = task.get();
-    queue_.push_back(std::move(task));
+    if (media) {
+      media_queue_.push_back(std::move(task));
+      ++media_pending_;
+    } else {
+      queue_.push_back(std::move(task));
+    }
   }
-  wake_.notify_one();
+  if (media) {
+    media_wake_.notify_one();
+  } else {
+    wake_.notify_one();
+  }
   return id;
+}
+
+void Engine::RunMedia() {
+  // mtmd_tokenize here runs while the decode thread may be evaluating another task's image with the same mtmd
+  // context (mtmd_helper_eval_chunks): llama-server does the same (it tokenizes multimodal prompts on its HTTP
+  // threads); tokenizing only reads the projector's hyperparameters and the vocabulary.
+  for (;;) {
+    std::unique_ptr<Task> task;
+    bool stopping = false;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      media_wake_.wait(lock, [this] { return stop_requested_.load() || !media_queue_.empty(); });
+      if (media_queue_.empty()) return;  // stop requested and nothing left
+      task = std::move(media_queue_.front());
+      media_queue_.pop_front();
+      stopping = stop_requested_.load();
+    }
+    EngineEvent event;
+    event.task_id = task->id;
+    bool failed = false;
+    if (stopping || task->cancelled.load()) {
+      event.type = EngineEvent::Type::kDone;
+      event.reason = StopReason::kCancelled;
+      failed = true;
+    } else {
+      try {
+        PrepareMedia(task->params);
+        ValidatePrompt(task->params);
+      } catch (...) {
+        const CaughtError info = DescribeCaught(std::current_exception(), "image preparation failed");
+        event.type = EngineEvent::Type::kError;
+        event.code = info.code;
+        event.message = info.message;
+        failed = true;
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --media_pending_;
+      if (!failed && (stop_requested_.load() || task->cancelled.load())) {
+        event.type = EngineEvent::Type::kDone;
+        event.reason = StopReason::kCancelled;
+        failed = true;
+      }
+      if (failed) {
+        live_.erase(task->id);
+      } else {
+        queue_.push_back(std::move(task));
+      }
+    }
+    if (failed) {
+      std::vector<EngineEvent> events;
+      events.push_back(std::move(event));
+      sink_(std::move(events));
+    } else {
+      wake_.notify_one();
+    }
+  }
 }
 
 uint32_t Engine::SubmitEmbed(std::vector<std::vector<llama_token>> inputs) {
@@ -183,10 +279,39 @@ uint32_t Engine::SubmitEmbed(std::vector<std::vector<llama_token>> inputs) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stop_requested_.load()) throw LlamaError(ErrorCode::kDisposed, "context is disposed");
     id = next_task_id_++;
-    embed_queue_.push_back(EmbedJob{id, std::move(inputs)});
+    auto cancelled = std::make_shared<std::atomic<bool>>(false);
+    live_embeds_[id] = cancelled;
+    embed_queue_.push_back(EmbedJob{id, std::move(inputs), std::move(cancelled)});
   }
   wake_.notify_one();
   return id;
+}
+
+void Engine::RunEmbedJobSafely(const EmbedJob& job) {
+  try {
+    RunEmbedJob(job);
+  } catch (...) {
+    embed_cancelled_ = nullptr;
+    aborting_.store(false);
+    EngineEvent event;
+    event.type = EngineEvent::Type::kError;
+    event.task_id = job.id;
+    event.code = ErrorCode::kInternal;
+    event.message = "embed failed";
+    try {
+      throw;
+    } catch (const LlamaError& e) {
+      event.code = e.code();
+      event.message = e.what();
+    } catch (const std::bad_alloc&) {
+      event.code = ErrorCode::kOom;
+      event.message = "out of memory while embedding";
+    } catch (const std::exception& e) {
+      event.message = std::string("embed failed: ") + e.what();
+    } catch (...) {
+    }
+    events_.push_back(std::move(event));
+  }
 }
 
 void Engine::RunEmbedJob(const EmbedJob& job) {
@@ -212,6 +337,10 @@ void Engine::RunEmbedJob(const EmbedJob& job) {
   const int32_t max_tokens =
       memory_ != nullptr ? std::min(n_batch_, static_cast<int32_t>(llama_n_ctx_seq(ctx_))) : n_batch_;
   while (!pending.empty()) {
+    if (job.cancelled->load()) {
+      fail(ErrorCode::kCancelled, "embedding cancelled");
+      return;
+    }
     batch_.n_tokens = 0;
     last_index.clear();
     batch_inputs.clear();
@@ -243,11 +372,15 @@ void Engine::RunEmbedJob(const EmbedJob& job) {
       return;
     }
     if (memory_ != nullptr) llama_memory_clear(memory_, true);
+    embed_cancelled_ = job.cancelled.get();  // a cancel aborts this batch's llama_decode/llama_encode
     const int32_t rc = encoder_only_ ? llama_encode(ctx_, batch_) : llama_decode(ctx_, batch_);
+    embed_cancelled_ = nullptr;
     aborting_.store(false);
     if (rc != 0) {
       if (stop_requested_.load()) {
         fail(ErrorCode::kDisposed, "context is disposed");
+      } else if (job.cancelled->load()) {
+        fail(ErrorCode::kCancelled, "embedding cancelled");
       } else {
         fail(ErrorCode::kDecodeFailed, std::string(encoder_only_ ? "llama_encode" : "llama_decode") +
                                            " failed with status " + std::to_string(rc));
@@ -272,9 +405,15 @@ void Engine::Cancel(uint32_t task_id) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = live_.find(task_id);
-    if (it == live_.end()) return;
-    it->second->cancelled.store(true);
-    cancel_pending_ = true;
+    if (it != live_.end()) {
+      it->second->cancelled.store(true);
+      cancel_pending_ = true;
+    } else {
+      auto embed = live_embeds_.find(task_id);
+      if (embed == live_embeds_.end()) return;
+      embed->second->store(true);  // read by the decode thread between batches and by AbortCallback
+      return;
+    }
   }
   wake_.notify_one();
 }
@@ -283,7 +422,8 @@ EngineStats Engine::Stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   EngineStats stats;
   stats.active_slots = active_slots_.load();
-  stats.queued_tasks = static_cast<int32_t>(queue_.size());
+  stats.queued_tasks = static_cast<int32_t>(queue_.size()) + media_pending_;
+  stats.embed_jobs = static_cast<int32_t>(live_embeds_.size());
   stats.decode_steps = decode_steps_.load();
   stats.graphs_reused = graphs_reused_.load();
   return stats;
@@ -295,11 +435,13 @@ void Engine::RequestStop() {
     stop_requested_.store(true);
   }
   wake_.notify_all();
+  media_wake_.notify_all();
 }
 
 void Engine::Join() {
   std::lock_guard<std::mutex> lock(join_mutex_);
   if (thread_.joinable()) thread_.join();
+  if (media_thread_.joinable()) media_thread_.join();
 }
 
 bool Engine::CurrentThreadIsAborting() { return tls_aborting != nullptr && tls_aborting->load(); }
@@ -307,6 +449,7 @@ bool Engine::CurrentThreadIsAborting() { return tls_aborting != nullptr && tls_a
 bool Engine::AbortCallback(void* data) {
   auto* self = static_cast<Engine*>(data);
   bool abort = self->stop_requested_.load(std::memory_order_relaxed);
+  if (!abort && self->embed_cancelled_ != nullptr) abort = self->embed_cancelled_->load(std::memory_order_relaxed);
   if (!abort && !self->batch_tasks_.empty()) {
     abort = std::all_of(self->batch_tasks_.begin(), self->batch_tasks_.end(),
                         [](const Task* task) { return task->cancelled.load(std::memory_order_relaxed); });
@@ -359,30 +502,14 @@ void Engine::Run() {
         event.code = ErrorCode::kDisposed;
         event.message = "context is disposed";
         events_.push_back(std::move(event));
-        continue;
+      } else {
+        RunEmbedJobSafely(job);
       }
-      try {
-        RunEmbedJob(job);
-      } catch (...) {
-        EngineEvent event;
-        event.type = EngineEvent::Type::kError;
-        event.task_id = job.id;
-        event.code = ErrorCode::kInternal;
-        event.message = "embed failed";
-        try {
-          throw;
-        } catch (const LlamaError& e) {
-          event.code = e.code();
-          event.message = e.what();
-        } catch (const std::bad_alloc&) {
-          event.code = ErrorCode::kOom;
-          event.message = "out of memory while embedding";
-        } catch (const std::exception& e) {
-          event.message = std::string("embed failed: ") + e.what();
-        } catch (...) {
-        }
-        events_.push_back(std::move(event));
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        live_embeds_.erase(job.id);
       }
+      FlushEvents();  // each job's result as soon as it is ready (a cancelled one must not wait for the next)
     }
     for (auto& task : starting) {
       const uint32_t id = task->id;

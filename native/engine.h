@@ -59,7 +59,8 @@ using EventSinkFn = std::function<void(std::vector<EngineEvent>&& events)>;
 
 struct EngineStats {
   int32_t active_slots = 0;
-  int32_t queued_tasks = 0;
+  int32_t queued_tasks = 0;   // waiting for a slot, including media tasks whose images are being prepared
+  int32_t embed_jobs = 0;     // embed jobs queued or running
   int32_t decode_steps = 0;   // llama_decode calls of generation steps
   int32_t graphs_reused = 0;  // of their ubatches, how many reused the previous compute graph
 };
@@ -87,11 +88,13 @@ class Engine {
   int32_t n_slots() const { return static_cast<int32_t>(slots_.size()); }
 
   // Any thread. Validates `params`, builds its sampler and queues it; returns the task id (> 0).
-  // Throws LlamaError: kInvalidArgument (empty prompt, token out of range, bad grammar), kExceedContext (prompt
-  // longer than the slot context), kDisposed (after RequestStop).
-  // A media task (`params.has_media`) is tokenized here with mtmd (images decoded, `media_text` split at the media
-  // markers): kInvalidArgument when the engine has no projector, an image cannot be decoded, the number of markers
-  // differs from the number of images, or the prompt does not end with text.
+  // Throws LlamaError: kInvalidArgument (empty prompt, token out of range, bad grammar, a media task on an engine
+  // without projector), kExceedContext (prompt longer than the slot context), kDisposed (after RequestStop).
+  // A media task (`params.has_media`) is queued for the engine's media thread, which decodes its images and tokenizes
+  // `media_text` with mtmd (PrepareMedia) before the task joins the slot queue; its preparation failures arrive as the
+  // task's kError event (kInvalidArgument: an image cannot be decoded, the number of markers differs from the number
+  // of images, the prompt does not end with text; kExceedContext: text plus image positions exceed the slot), and a
+  // cancel or a stop during preparation ends it with kDone/kCancelled.
   uint32_t Submit(TaskParams params);
 
   // Whether a projector was given (media tasks accepted).
@@ -106,7 +109,9 @@ class Engine {
   // Floats per embedding vector (n_embd_out, or n_cls_out for rank pooling).
   int32_t n_embd_out() const { return n_embd_out_; }
 
-  // Any thread. Marks the task cancelled; it ends with kDone/kCancelled within one decode step. Unknown ids: no-op.
+  // Any thread. Marks the task cancelled; it ends with kDone/kCancelled within one decode step. An embed job ends with
+  // kError/kCancelled: before its next batch, or sooner through the abort callback of its llama_decode/llama_encode.
+  // Unknown (or already finished) ids: no-op.
   void Cancel(uint32_t task_id);
 
   EngineStats Stats() const;
@@ -114,7 +119,7 @@ class Engine {
   // Any thread, non-blocking. Cancels every task; the thread emits their final events and exits.
   void RequestStop();
 
-  // Waits for the decode thread to exit. Idempotent. Not from the decode thread.
+  // Waits for the decode thread (and the media thread) to exit. Idempotent. Not from either of them.
   void Join();
 
   // True on a decode thread whose current llama_decode is being aborted on purpose (cancel or stop): llama.cpp then
@@ -125,10 +130,14 @@ class Engine {
   struct EmbedJob {
     uint32_t id = 0;
     std::vector<std::vector<llama_token>> inputs;
+    std::shared_ptr<std::atomic<bool>> cancelled;  // set by Cancel()
   };
 
   void Run();
+  void RunMedia();
+  void ValidatePrompt(const TaskParams& params) const;
   void RunEmbedJob(const EmbedJob& job);
+  void RunEmbedJobSafely(const EmbedJob& job);  // RunEmbedJob, its exceptions turned into the job's kError
   void AddLogprobs(const Slot& slot, EngineEvent& event);
   void Step(bool stopping);
   void StartTask(std::unique_ptr<Task> task);
@@ -166,8 +175,9 @@ class Engine {
   std::vector<Slot> slots_;
   llama_batch batch_;
   std::vector<Slot*> batch_slots_;
-  std::vector<Task*> batch_tasks_;     // read by AbortCallback during llama_decode
-  std::atomic<bool> aborting_{false};  // AbortCallback asked llama_decode to stop
+  std::vector<Task*> batch_tasks_;                      // read by AbortCallback during llama_decode
+  std::atomic<bool> aborting_{false};                   // AbortCallback asked llama_decode to stop
+  const std::atomic<bool>* embed_cancelled_ = nullptr;  // the running embed job's flag, read by AbortCallback
   std::vector<EngineEvent> events_;
   size_t rotation_ = 0;
   std::string piece_buffer_;
@@ -178,7 +188,12 @@ class Engine {
   std::condition_variable wake_;
   std::deque<std::unique_ptr<Task>> queue_;
   std::deque<EmbedJob> embed_queue_;
-  std::unordered_map<uint32_t, Task*> live_;  // queued and running tasks, for Cancel()
+  std::unordered_map<uint32_t, Task*> live_;  // preparing, queued and running tasks, for Cancel()
+  std::unordered_map<uint32_t, std::shared_ptr<std::atomic<bool>>> live_embeds_;  // queued and running embed jobs
+  // Media tasks waiting for (or in) preparation on the media thread.
+  std::deque<std::unique_ptr<Task>> media_queue_;
+  int32_t media_pending_ = 0;  // media_queue_ plus the one being prepared
+  std::condition_variable media_wake_;
   bool cancel_pending_ = false;
   uint32_t next_task_id_ = 1;
   std::atomic<bool> stop_requested_{false};
@@ -191,6 +206,10 @@ class Engine {
 
   std::mutex join_mutex_;
   std::thread thread_;
+  // Media preparation (PrepareMedia) of this engine's media tasks, started only with a projector. Not the decode
+  // thread: decoding a large image takes long and would stall every stream of the context; not the libuv pool: a
+  // dispose joins this thread from a pool worker, which must never wait for another pool job.
+  std::thread media_thread_;
 };
 
 }  // namespace llamad

@@ -61,6 +61,136 @@ std::string MetaString(int32_t (*getter)(const llama_model*, int32_t, char*, siz
   return std::string(buffer.data(), static_cast<size_t>(n));
 }
 
+// llama_tokenize of `text` (any thread). Throws LlamaError.
+std::vector<llama_token> TokenizeText(const llama_model* model, const std::string& text, bool add_special,
+                                      bool parse_special) {
+  const llama_vocab* vocab = llama_model_get_vocab(model);
+  const int32_t length = static_cast<int32_t>(text.size());
+  std::vector<llama_token> out(text.size() + 4);
+  int32_t n = llama_tokenize(vocab, text.data(), length, out.data(), static_cast<int32_t>(out.size()), add_special,
+                             parse_special);
+  if (n < 0 && n != std::numeric_limits<int32_t>::min()) {
+    out.resize(static_cast<size_t>(-n));
+    n = llama_tokenize(vocab, text.data(), length, out.data(), static_cast<int32_t>(out.size()), add_special,
+                       parse_special);
+  }
+  if (n < 0) throw LlamaError(ErrorCode::kInvalidArgument, "tokenization failed (result too large)");
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+// llama_detokenize of `tokens` (any thread; ids already range-checked). Throws LlamaError.
+std::string DetokenizeTokens(const llama_model* model, const std::vector<llama_token>& tokens, bool remove_special,
+                             bool unparse_special) {
+  const llama_vocab* vocab = llama_model_get_vocab(model);
+  std::string out(tokens.size() * 8 + 16, '\0');
+  const int32_t n_tokens = static_cast<int32_t>(tokens.size());
+  int32_t n = llama_detokenize(vocab, tokens.data(), n_tokens, &out[0], static_cast<int32_t>(out.size()),
+                               remove_special, unparse_special);
+  if (n < 0) {
+    out.resize(static_cast<size_t>(-n));
+    n = llama_detokenize(vocab, tokens.data(), n_tokens, &out[0], static_cast<int32_t>(out.size()), remove_special,
+                         unparse_special);
+  }
+  if (n < 0) throw LlamaError(ErrorCode::kInternal, "detokenization failed");
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+Napi::Int32Array ToInt32Array(Napi::Env env, const std::vector<llama_token>& tokens) {
+  Napi::Int32Array array = Napi::Int32Array::New(env, tokens.size());
+  if (!tokens.empty()) std::memcpy(array.Data(), tokens.data(), tokens.size() * sizeof(llama_token));
+  return array;
+}
+
+// Arguments of tokenize(text, addSpecial, parseSpecial), checked on the JS thread.
+struct TokenizeArgs {
+  std::string text;
+  bool add_special = false;
+  bool parse_special = false;
+};
+
+TokenizeArgs ToTokenizeArgs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  TokenizeArgs args;
+  args.text = ToString(env, info[0], "text");
+  args.add_special = ToOptionalBool(env, info[1], "addSpecial", false);
+  args.parse_special = ToOptionalBool(env, info[2], "parseSpecial", false);
+  if (args.text.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max() / 2)) {
+    ThrowError(env, ErrorCode::kInvalidArgument, "text is too long to tokenize");
+  }
+  return args;
+}
+
+// Arguments of detokenize(tokens, removeSpecial, unparseSpecial), checked (ids in range) on the JS thread.
+struct DetokenizeArgs {
+  std::vector<llama_token> tokens;
+  bool remove_special = false;
+  bool unparse_special = false;
+};
+
+DetokenizeArgs ToDetokenizeArgs(const Napi::CallbackInfo& info, const llama_model* model) {
+  Napi::Env env = info.Env();
+  DetokenizeArgs args;
+  args.tokens = ToTokens(env, info[0], "tokens");
+  args.remove_special = ToOptionalBool(env, info[1], "removeSpecial", false);
+  args.unparse_special = ToOptionalBool(env, info[2], "unparseSpecial", false);
+  const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+  for (llama_token token : args.tokens) {
+    if (token < 0 || token >= n_vocab) {
+      ThrowError(env, ErrorCode::kInvalidArgument, "token id " + std::to_string(token) + " is out of range");
+    }
+  }
+  return args;
+}
+
+// Arguments of applyChatTemplate(messages, options), read on the JS thread.
+struct ApplyTemplateArgs {
+  std::vector<common_chat_msg> messages;
+  bool add_generation_prompt = true;
+  std::string override_template;
+};
+
+ApplyTemplateArgs ToApplyTemplateArgs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsArray()) ThrowError(env, ErrorCode::kInvalidArgument, "messages must be an array");
+  ApplyTemplateArgs args;
+  Napi::Array array = info[0].As<Napi::Array>();
+  for (uint32_t i = 0; i < array.Length(); ++i) {
+    Napi::Value item = array.Get(i);
+    if (!item.IsObject()) ThrowError(env, ErrorCode::kInvalidArgument, "messages[i] must be an object");
+    Napi::Object obj = item.As<Napi::Object>();
+    common_chat_msg msg;
+    msg.role = ToString(env, obj.Get("role"), "messages[i].role");
+    msg.content = ToString(env, obj.Get("content"), "messages[i].content");
+    args.messages.push_back(std::move(msg));
+  }
+  if (!info[1].IsUndefined() && !info[1].IsNull()) {
+    if (!info[1].IsObject()) ThrowError(env, ErrorCode::kInvalidArgument, "options must be an object");
+    Napi::Object options = info[1].As<Napi::Object>();
+    args.add_generation_prompt =
+        ToOptionalBool(env, options.Get("addGenerationPrompt"), "options.addGenerationPrompt", true);
+    Napi::Value tmpl = options.Get("template");
+    if (!tmpl.IsUndefined() && !tmpl.IsNull()) args.override_template = ToString(env, tmpl, "options.template");
+  }
+  return args;
+}
+
+// common_chat_templates_apply of `args` (any thread). Throws LlamaError(kTemplateFailed) or common/chat's exceptions.
+std::string ApplyTemplate(const llama_model* model, ApplyTemplateArgs& args) {
+  common_chat_templates_ptr templates = common_chat_templates_init(model, args.override_template);
+  if (!templates) throw LlamaError(ErrorCode::kTemplateFailed, "cannot parse the chat template");
+  const llama_vocab* vocab = llama_model_get_vocab(model);
+  common_chat_templates_inputs inputs;
+  inputs.messages = std::move(args.messages);
+  inputs.add_generation_prompt = args.add_generation_prompt;
+  inputs.use_jinja = true;
+  // As llama-server: drop a leading BOS / trailing EOS text that tokenize(addSpecial=true) adds anyway.
+  inputs.add_bos = llama_vocab_get_add_bos(vocab);
+  inputs.add_eos = llama_vocab_get_add_eos(vocab);
+  return common_chat_templates_apply(templates.get(), inputs).prompt;
+}
+
 }  // namespace
 
 Napi::Function Model::Init(Napi::Env env) {
@@ -77,6 +207,10 @@ Napi::Function Model::Init(Napi::Env env) {
                          InstanceMethod<&Model::ChatCapabilities>("chatCapabilities"),
                          InstanceMethod<&Model::Tokenize>("tokenize"),
                          InstanceMethod<&Model::Detokenize>("detokenize"),
+                         InstanceMethod<&Model::TokenizeAsync>("tokenizeAsync"),
+                         InstanceMethod<&Model::DetokenizeAsync>("detokenizeAsync"),
+                         InstanceMethod<&Model::ApplyChatTemplateAsync>("applyChatTemplateAsync"),
+                         InstanceMethod<&Model::RenderChatAsync>("renderChatAsync"),
                          InstanceMethod<&Model::Dispose>("dispose"),
                      });
 }
@@ -97,6 +231,7 @@ Model::~Model() {
 }
 
 void Model::ReleaseNative() {
+  AbandonJobs();  // no llama_model_free under a job still using the model
   if (load_) {
     load_->abort.store(true);
     load_->owner = nullptr;  // the loader finishes on its own; the env is gone by then
@@ -108,8 +243,8 @@ void Model::ReleaseNative() {
   state_ = State::kDisposed;
 }
 
-llama_adapter_lora* Model::LoraAdapter(Napi::Env env, const std::string& path) {
-  llama_model* model = RequireLoaded(env);
+llama_adapter_lora* Model::LoraAdapter(llama_model* model, const std::string& path) {
+  std::lock_guard<std::mutex> lock(lora_mutex_);
   auto it = lora_adapters_.find(path);
   if (it != lora_adapters_.end()) return it->second;
   std::string reason;
@@ -122,19 +257,48 @@ llama_adapter_lora* Model::LoraAdapter(Napi::Env env, const std::string& path) {
     reason = "unknown error";
   }
   if (adapter == nullptr) {
-    ThrowError(env, ErrorCode::kModelLoadFailed,
-               "cannot load the LoRA adapter " + path +
-                   (reason.empty() ? " (missing file, not a LoRA GGUF, another architecture, or shapes that do not "
-                                     "match the model)"
-                                   : ": " + reason));
+    throw LlamaError(ErrorCode::kModelLoadFailed,
+                     "cannot load the LoRA adapter " + path +
+                         (reason.empty() ? " (missing file, not a LoRA GGUF, another architecture, or shapes that do "
+                                           "not match the model)"
+                                         : ": " + reason));
   }
   lora_adapters_.emplace(path, adapter);
   return adapter;
 }
 
+void Model::BeginJob() {
+  ++pending_jobs_;
+  std::lock_guard<std::mutex> lock(jobs_->mutex);
+  ++jobs_->running;
+}
+
+void Model::ExecuteDone() {
+  {
+    std::lock_guard<std::mutex> lock(jobs_->mutex);
+    --jobs_->running;
+  }
+  jobs_->idle.notify_all();
+}
+
+void Model::EndJob(Napi::Env env) {
+  --pending_jobs_;
+  if (!data_->torn_down) MaybeFinishDispose(env);
+}
+
+void Model::AbandonJobs() {
+  jobs_->abandoned.store(true);
+  std::unique_lock<std::mutex> lock(jobs_->mutex);
+  // Bounded: a job is one context creation or one tokenize/render; a queued job skips its work once abandoned.
+  jobs_->idle.wait_for(lock, std::chrono::seconds(30), [this] { return jobs_->running == 0; });
+}
+
 void Model::FreeModel(Napi::Env env) {
   chat_templates_.Clear();
-  lora_adapters_.clear();
+  {
+    std::lock_guard<std::mutex> lock(lora_mutex_);
+    lora_adapters_.clear();
+  }
   if (model_ == nullptr) return;
   llama_model_free(model_);
   model_ = nullptr;
@@ -289,41 +453,9 @@ Napi::Value Model::ChatTemplate(const Napi::CallbackInfo& info) {
 Napi::Value Model::ApplyChatTemplate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const llama_model* model = RequireLoaded(env);
-  if (!info[0].IsArray()) ThrowError(env, ErrorCode::kInvalidArgument, "messages must be an array");
-  Napi::Array array = info[0].As<Napi::Array>();
-  std::vector<common_chat_msg> messages;
-  for (uint32_t i = 0; i < array.Length(); ++i) {
-    Napi::Value item = array.Get(i);
-    if (!item.IsObject()) ThrowError(env, ErrorCode::kInvalidArgument, "messages[i] must be an object");
-    Napi::Object obj = item.As<Napi::Object>();
-    common_chat_msg msg;
-    msg.role = ToString(env, obj.Get("role"), "messages[i].role");
-    msg.content = ToString(env, obj.Get("content"), "messages[i].content");
-    messages.push_back(std::move(msg));
-  }
-  bool add_generation_prompt = true;
-  std::string override_template;
-  if (!info[1].IsUndefined() && !info[1].IsNull()) {
-    if (!info[1].IsObject()) ThrowError(env, ErrorCode::kInvalidArgument, "options must be an object");
-    Napi::Object options = info[1].As<Napi::Object>();
-    add_generation_prompt =
-        ToOptionalBool(env, options.Get("addGenerationPrompt"), "options.addGenerationPrompt", true);
-    Napi::Value tmpl = options.Get("template");
-    if (!tmpl.IsUndefined() && !tmpl.IsNull()) override_template = ToString(env, tmpl, "options.template");
-  }
-  std::string prompt = GuardJs(env, ErrorCode::kTemplateFailed, "applyChatTemplate", [&] {
-    common_chat_templates_ptr templates = common_chat_templates_init(model, override_template);
-    if (!templates) throw LlamaError(ErrorCode::kTemplateFailed, "cannot parse the chat template");
-    const llama_vocab* vocab = llama_model_get_vocab(model);
-    common_chat_templates_inputs inputs;
-    inputs.messages = std::move(messages);
-    inputs.add_generation_prompt = add_generation_prompt;
-    inputs.use_jinja = true;
-    // As llama-server: drop a leading BOS / trailing EOS text that tokenize(addSpecial=true) adds anyway.
-    inputs.add_bos = llama_vocab_get_add_bos(vocab);
-    inputs.add_eos = llama_vocab_get_add_eos(vocab);
-    return common_chat_templates_apply(templates.get(), inputs).prompt;
-  });
+  ApplyTemplateArgs args = ToApplyTemplateArgs(info);
+  std::string prompt =
+      GuardJs(env, ErrorCode::kTemplateFailed, "applyChatTemplate", [&] { return ApplyTemplate(model, args); });
   return Napi::String::New(env, prompt);
 }
 
@@ -342,60 +474,89 @@ Napi::Value Model::ChatCapabilities(const Napi::CallbackInfo& info) {
 Napi::Value Model::Tokenize(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const llama_model* model = RequireLoaded(env);
-  const std::string text = ToString(env, info[0], "text");
-  const bool add_special = ToOptionalBool(env, info[1], "addSpecial", false);
-  const bool parse_special = ToOptionalBool(env, info[2], "parseSpecial", false);
-  if (text.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max() / 2)) {
-    ThrowError(env, ErrorCode::kInvalidArgument, "text is too long to tokenize");
-  }
+  const TokenizeArgs args = ToTokenizeArgs(info);
   std::vector<llama_token> tokens = GuardJs(env, ErrorCode::kInternal, "tokenize", [&] {
-    const llama_vocab* vocab = llama_model_get_vocab(model);
-    const int32_t length = static_cast<int32_t>(text.size());
-    std::vector<llama_token> out(text.size() + 4);
-    int32_t n = llama_tokenize(vocab, text.data(), length, out.data(), static_cast<int32_t>(out.size()), add_special,
-                               parse_special);
-    if (n < 0 && n != std::numeric_limits<int32_t>::min()) {
-      out.resize(static_cast<size_t>(-n));
-      n = llama_tokenize(vocab, text.data(), length, out.data(), static_cast<int32_t>(out.size()), add_special,
-                         parse_special);
-    }
-    if (n < 0) throw LlamaError(ErrorCode::kInvalidArgument, "tokenization failed (result too large)");
-    out.resize(static_cast<size_t>(n));
-    return out;
+    return TokenizeText(model, args.text, args.add_special, args.parse_special);
   });
-  Napi::Int32Array array = Napi::Int32Array::New(env, tokens.size());
-  if (!tokens.empty()) std::memcpy(array.Data(), tokens.data(), tokens.size() * sizeof(llama_token));
-  return array;
+  return ToInt32Array(env, tokens);
 }
 
 Napi::Value Model::Detokenize(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const llama_model* model = RequireLoaded(env);
-  const std::vector<llama_token> tokens = ToTokens(env, info[0], "tokens");
-  const bool remove_special = ToOptionalBool(env, info[1], "removeSpecial", false);
-  const bool unparse_special = ToOptionalBool(env, info[2], "unparseSpecial", false);
-  const llama_vocab* vocab = llama_model_get_vocab(model);
-  const int32_t n_vocab = llama_vocab_n_tokens(vocab);
-  for (llama_token token : tokens) {
-    if (token < 0 || token >= n_vocab) {
-      ThrowError(env, ErrorCode::kInvalidArgument, "token id " + std::to_string(token) + " is out of range");
-    }
-  }
+  const DetokenizeArgs args = ToDetokenizeArgs(info, model);
   std::string text = GuardJs(env, ErrorCode::kInternal, "detokenize", [&] {
-    std::string out(tokens.size() * 8 + 16, '\0');
-    const int32_t n_tokens = static_cast<int32_t>(tokens.size());
-    int32_t n = llama_detokenize(vocab, tokens.data(), n_tokens, &out[0], static_cast<int32_t>(out.size()),
-                                 remove_special, unparse_special);
-    if (n < 0) {
-      out.resize(static_cast<size_t>(-n));
-      n = llama_detokenize(vocab, tokens.data(), n_tokens, &out[0], static_cast<int32_t>(out.size()), remove_special,
-                           unparse_special);
-    }
-    if (n < 0) throw LlamaError(ErrorCode::kInternal, "detokenization failed");
-    out.resize(static_cast<size_t>(n));
-    return out;
+    return DetokenizeTokens(model, args.tokens, args.remove_special, args.unparse_special);
   });
   return Napi::String::New(env, text);
+}
+
+Napi::Value Model::RunJob(const Napi::CallbackInfo& info, const char* name, ErrorCode fallback,
+                          const std::function<void(Napi::Env)>& prepare, std::function<void()> work,
+                          std::function<Napi::Value(Napi::Env)> finish) {
+  Napi::Env env = info.Env();
+  try {
+    RequireLoaded(env);
+    prepare(env);
+  } catch (const Napi::Error& error) {
+    Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
+    deferred.Reject(error.Value());
+    return deferred.Promise();
+  }
+  return StartJob(env, info.This().As<Napi::Object>(), name, fallback, std::move(work), std::move(finish));
+}
+
+Napi::Promise Model::StartJob(Napi::Env env, Napi::Object self, const char* name, ErrorCode fallback,
+                              std::function<void()> work, std::function<Napi::Value(Napi::Env)> finish) {
+  Napi::Promise::Deferred deferred = Napi::Promise::Deferred::New(env);
+  BeginJob();
+  auto* worker = new ModelJobWorker(env, name, this, self, fallback, std::move(work), std::move(finish), deferred);
+  worker->Queue();
+  return deferred.Promise();
+}
+
+Napi::Value Model::TokenizeAsync(const Napi::CallbackInfo& info) {
+  auto args = std::make_shared<TokenizeArgs>();
+  auto tokens = std::make_shared<std::vector<llama_token>>();
+  const llama_model* model = model_;
+  return RunJob(
+      info, "tokenize", ErrorCode::kInternal, [&](Napi::Env) { *args = ToTokenizeArgs(info); },
+      [args, tokens, model] { *tokens = TokenizeText(model, args->text, args->add_special, args->parse_special); },
+      [tokens](Napi::Env env) -> Napi::Value { return ToInt32Array(env, *tokens); });
+}
+
+Napi::Value Model::DetokenizeAsync(const Napi::CallbackInfo& info) {
+  auto args = std::make_shared<DetokenizeArgs>();
+  auto text = std::make_shared<std::string>();
+  const llama_model* model = model_;
+  return RunJob(
+      info, "detokenize", ErrorCode::kInternal, [&](Napi::Env) { *args = ToDetokenizeArgs(info, model); },
+      [args, text, model] {
+        *text = DetokenizeTokens(model, args->tokens, args->remove_special, args->unparse_special);
+      },
+      [text](Napi::Env env) -> Napi::Value { return Napi::String::New(env, *text); });
+}
+
+Napi::Value Model::ApplyChatTemplateAsync(const Napi::CallbackInfo& info) {
+  auto args = std::make_shared<ApplyTemplateArgs>();
+  auto prompt = std::make_shared<std::string>();
+  const llama_model* model = model_;
+  return RunJob(
+      info, "applyChatTemplate", ErrorCode::kTemplateFailed, [&](Napi::Env) { *args = ToApplyTemplateArgs(info); },
+      [args, prompt, model] { *prompt = ApplyTemplate(model, *args); },
+      [prompt](Napi::Env env) -> Napi::Value { return Napi::String::New(env, *prompt); });
+}
+
+Napi::Value Model::RenderChatAsync(const Napi::CallbackInfo& info) {
+  auto request = std::make_shared<ChatRenderRequest>();
+  auto params = std::make_shared<common_chat_params>();
+  const llama_model* model = model_;
+  ChatTemplateCache* cache = &chat_templates_;
+  return RunJob(
+      info, "renderChat", ErrorCode::kTemplateFailed,
+      [&](Napi::Env env) { *request = ToChatRenderRequest(env, info[0]); },
+      [request, params, model, cache] { *params = ComputeChatRender(model, *cache, *request); },
+      [request, params](Napi::Env env) -> Napi::Value { return ChatRenderToJs(env, *request, *params); });
 }
 
 Napi::Value Model::Dispose(const Napi::CallbackInfo& info) {
@@ -436,7 +597,7 @@ void Model::OnContextGone(Napi::Env env, Context* context) {
 }
 
 void Model::MaybeFinishDispose(Napi::Env env) {
-  if (state_ != State::kDisposing || load_ || !contexts_.empty()) return;
+  if (state_ != State::kDisposing || load_ || !contexts_.empty() || pending_jobs_ > 0) return;
   FreeModel(env);
   state_ = State::kDisposed;
   data_->models.erase(this);

@@ -5,6 +5,8 @@
 #include <napi.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -60,10 +62,34 @@ class Model : public Napi::ObjectWrap<Model> {
   llama_model* RequireLoaded(Napi::Env env) const;
   bool vocab_only() const { return params_.vocab_only; }
 
-  // The LoRA adapter at `path` for this model, loaded on first use (llama_adapter_lora_init, JS thread) and cached
-  // per path until the model is freed (llama_model_free frees its adapters). Throws LLAMA_MODEL_LOAD_FAILED (with the
-  // path and llama.cpp's reason) for a missing file, a non-adapter GGUF, another architecture or mismatched shapes.
-  llama_adapter_lora* LoraAdapter(Napi::Env env, const std::string& path);
+  // The LoRA adapter at `path` for `model` (this model's llama_model), loaded on first use (llama_adapter_lora_init)
+  // and cached per path until the model is freed (llama_model_free frees its adapters). Any thread: the cache is
+  // guarded by a mutex, and a thread loading an adapter holds it (concurrent creations load each file once); call it
+  // off the JS thread only inside a native job (BeginJob), which keeps the llama_model alive. Throws
+  // LlamaError(kModelLoadFailed) (with the path and llama.cpp's reason) for a missing file, a non-adapter GGUF, another
+  // architecture or mismatched shapes.
+  llama_adapter_lora* LoraAdapter(llama_model* model, const std::string& path);
+
+  // Native jobs: work on the llama_model on the libuv pool (Context.create, tokenizeAsync, renderChatAsync, ...).
+  // BeginJob (JS thread, after RequireLoaded) counts one; the job's Execute calls ExecuteDone when it stops touching
+  // the model; EndJob (JS thread, in the job's completion) uncounts it and may complete a pending dispose():
+  // dispose() frees the llama_model only once no job is counted. Execute must check JobsAbandoned() first (set at
+  // environment teardown / process exit) and skip its work when it is.
+  void BeginJob();
+  void ExecuteDone();
+  void EndJob(Napi::Env env);
+  bool JobsAbandoned() const { return jobs_->abandoned.load(); }
+  // JS thread, model loaded: BeginJob, then `work` on the pool (any thread, may throw LlamaError); the promise
+  // resolves with `finish(env)` (JS thread) or rejects with the coded error (ModelJobWorker). `self` is this
+  // Model's JS object.
+  Napi::Promise StartJob(Napi::Env env, Napi::Object self, const char* name, ErrorCode fallback,
+                         std::function<void()> work, std::function<Napi::Value(Napi::Env)> finish);
+  // Process exit / teardown: marks queued jobs abandoned and waits (up to 30 s) for the running ones to finish.
+  void AbandonJobs();
+  // Whether dispose() was called (the model is disposing or disposed).
+  bool disposing() const { return state_ == State::kDisposing || state_ == State::kDisposed; }
+  llama_model* handle() const { return model_; }
+  ChatTemplateCache& chat_templates() { return chat_templates_; }
 
   void AddContext(Context* context) { contexts_.insert(context); }
   // A child context finished disposing (or was collected); may complete a pending dispose().
@@ -94,6 +120,15 @@ class Model : public Napi::ObjectWrap<Model> {
   Napi::Value ChatCapabilities(const Napi::CallbackInfo& info);
   Napi::Value Tokenize(const Napi::CallbackInfo& info);
   Napi::Value Detokenize(const Napi::CallbackInfo& info);
+  Napi::Value TokenizeAsync(const Napi::CallbackInfo& info);
+  Napi::Value DetokenizeAsync(const Napi::CallbackInfo& info);
+  Napi::Value ApplyChatTemplateAsync(const Napi::CallbackInfo& info);
+  Napi::Value RenderChatAsync(const Napi::CallbackInfo& info);
+  // Runs `work` (any thread, may throw LlamaError) as a native job on the pool and settles the returned promise
+  // with `finish(env)` (JS thread) or the job's error. Errors of `prepare` (JS thread, argument checks) reject it.
+  Napi::Value RunJob(const Napi::CallbackInfo& info, const char* name, ErrorCode fallback,
+                     const std::function<void(Napi::Env)>& prepare, std::function<void()> work,
+                     std::function<Napi::Value(Napi::Env)> finish);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
 
   void MaybeFinishDispose(Napi::Env env);
@@ -107,7 +142,17 @@ class Model : public Napi::ObjectWrap<Model> {
   int64_t external_bytes_ = 0;
   std::shared_ptr<LoadState> load_;
   std::set<Context*> contexts_;
+  std::mutex lora_mutex_;                                     // guards lora_adapters_
   std::map<std::string, llama_adapter_lora*> lora_adapters_;  // path -> adapter owned by model_ (freed with it)
+  // Native jobs in flight: `pending` on the JS thread (gates freeing), `running` for the teardown wait.
+  struct Jobs {
+    std::mutex mutex;
+    std::condition_variable idle;
+    int32_t running = 0;
+    std::atomic<bool> abandoned{false};
+  };
+  std::shared_ptr<Jobs> jobs_ = std::make_shared<Jobs>();
+  int32_t pending_jobs_ = 0;
   ChatTemplateCache chat_templates_;  // parsed Jinja templates per override (renderChat, chatCapabilities)
   std::vector<Napi::Promise::Deferred> dispose_waiters_;
 };

@@ -79,6 +79,62 @@ void BackgroundWorker::OnError(const Napi::Error& /*error*/) {
   if (done_) done_(Env());
 }
 
+ModelJobWorker::ModelJobWorker(Napi::Env env, const char* name, Model* model, Napi::Object model_object,
+                               ErrorCode fallback, std::function<void()> work,
+                               std::function<Napi::Value(Napi::Env)> finish, Napi::Promise::Deferred deferred)
+    : Napi::AsyncWorker(env, "llamad.modelJob"),
+      name_(name),
+      model_(model),
+      model_ref_(Napi::Persistent(model_object)),
+      fallback_(fallback),
+      work_(std::move(work)),
+      finish_(std::move(finish)),
+      deferred_(deferred) {}
+
+void ModelJobWorker::Execute() {
+  if (model_->JobsAbandoned()) {
+    failed_ = true;
+    code_ = ErrorCode::kDisposed;
+    message_ = name_ + ": the addon is shutting down";
+  } else {
+    try {
+      work_();
+    } catch (...) {
+      ErrorInfo info = DescribeException(std::current_exception(), fallback_, name_);
+      failed_ = true;
+      code_ = info.code;
+      message_ = info.message;
+    }
+  }
+  model_->ExecuteDone();
+}
+
+void ModelJobWorker::OnOK() {
+  Napi::Env env = Env();
+  if (failed_) {
+    deferred_.Reject(MakeError(env, code_, message_).Value());
+  } else {
+    try {
+      deferred_.Resolve(finish_(env));
+    } catch (const Napi::Error& error) {
+      deferred_.Reject(error.Value());
+    } catch (...) {
+      ErrorInfo info = DescribeException(std::current_exception(), fallback_, name_);
+      deferred_.Reject(MakeError(env, info.code, info.message).Value());
+    }
+  }
+  finish_ = nullptr;  // releases what the job produced before the model may be freed
+  work_ = nullptr;
+  model_->EndJob(env);
+}
+
+void ModelJobWorker::OnError(const Napi::Error& error) {
+  deferred_.Reject(MakeError(Env(), ErrorCode::kInternal, name_ + ": " + error.Message()).Value());
+  finish_ = nullptr;
+  work_ = nullptr;
+  model_->EndJob(Env());
+}
+
 QuantizeWorker::QuantizeWorker(Napi::Env env, std::string input, std::string output, llama_ftype ftype,
                                int32_t n_threads)
     : Napi::AsyncWorker(env, "llamad.quantize"),

@@ -46,6 +46,33 @@ class BackgroundWorker : public Napi::AsyncWorker {
   std::function<void(Napi::Env)> done_;
 };
 
+// One native job of a Model (Model::BeginJob was called): `work` on the pool, then on the JS thread the promise is
+// resolved with `finish(env)` or rejected with the coded error `work` or `finish` threw (LlamaError keeps its code,
+// others become `fallback`), and Model::EndJob is called (after `finish`, which may still use the model). A job
+// abandoned at teardown (Model::JobsAbandoned) skips `work` and rejects with LLAMA_DISPOSED. Holds a reference to the
+// JS Model so that it is not collected meanwhile.
+class ModelJobWorker : public Napi::AsyncWorker {
+ public:
+  ModelJobWorker(Napi::Env env, const char* name, Model* model, Napi::Object model_object, ErrorCode fallback,
+                 std::function<void()> work, std::function<Napi::Value(Napi::Env)> finish,
+                 Napi::Promise::Deferred deferred);
+  void Execute() override;
+  void OnOK() override;
+  void OnError(const Napi::Error& error) override;
+
+ private:
+  std::string name_;
+  Model* model_;
+  Napi::ObjectReference model_ref_;
+  ErrorCode fallback_;
+  std::function<void()> work_;
+  std::function<Napi::Value(Napi::Env)> finish_;
+  Napi::Promise::Deferred deferred_;
+  bool failed_ = false;
+  ErrorCode code_ = ErrorCode::kInternal;
+  std::string message_;
+};
+
 // llama_model_quantize on the pool; resolves the promise, or rejects it with LLAMA_QUANTIZE_FAILED.
 class QuantizeWorker : public Napi::AsyncWorker {
  public:

@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import type { NativeContext, NativeModel } from '../../binding';
 import { TINY_LLAMA_SPM, TINY_MMPROJ, ensureTestModels } from '../utils/models';
 import { testPng } from '../utils/png';
-import { GREEDY, assertThrowsCode, binding, loadModel, runTask } from './native-helpers';
+import { GREEDY, assertRejectsCode, assertThrowsCode, binding, loadModel, runTask } from './native-helpers';
 
 ensureTestModels();
 
@@ -75,18 +75,15 @@ describe('vision (mtmd projector)', () => {
 
   it('bad image bytes, marker mismatch and a context without projector are LLAMA_INVALID_ARGUMENT', async () => {
     const task = { tokens: EMPTY, nPredict: 4, sampling: GREEDY };
-    assertThrowsCode(
-      () => ctx.submit({ ...task, prompt: `${MARKER} hi`, images: [new Uint8Array([1, 2, 3, 4])] }, () => {}),
-      'LLAMA_INVALID_ARGUMENT',
-    );
-    assertThrowsCode(
-      () => ctx.submit({ ...task, prompt: 'no marker here', images: [new Uint8Array(testPng())] }, () => {}),
-      'LLAMA_INVALID_ARGUMENT',
-    );
-    assertThrowsCode(
-      () => ctx.submit({ ...task, prompt: `text then ${MARKER}`, images: [new Uint8Array(testPng())] }, () => {}),
-      'LLAMA_INVALID_ARGUMENT',
-    );
+    // Preparation (decoding, mtmd tokenization) runs on the context's media thread: its errors are the task's
+    // `error` event; submit() still returns the id at once.
+    for (const bad of [
+      { ...task, prompt: `${MARKER} hi`, images: [new Uint8Array([1, 2, 3, 4])] },
+      { ...task, prompt: 'no marker here', images: [new Uint8Array(testPng())] },
+      { ...task, prompt: `text then ${MARKER}`, images: [new Uint8Array(testPng())] },
+    ]) {
+      await assertRejectsCode(runTask(ctx, bad), 'LLAMA_INVALID_ARGUMENT');
+    }
     const plainCtx = new binding.Context(model, { nCtx: 64, nThreads: 1 });
     try {
       assertThrowsCode(

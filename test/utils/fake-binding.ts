@@ -83,6 +83,8 @@ export class FakeBinding implements NativeBinding {
     tokens.forEach((t, i) => (v[(t + i) % this.nEmbd] += 1 + (t % 7)));
     return v;
   };
+  /** Milliseconds an embed() call takes (default 0: one microtask); cancel(jobId) ends it early with LLAMA_CANCELLED. */
+  embedDelayMs = 0;
   /** renderChat / chatCapabilities behaviour. */
   chat: FakeChatBehaviour = { tools: true, thinking: false, toolGrammar: 'root ::= tool-call', additionalStops: [] };
 
@@ -98,7 +100,7 @@ export class FakeBinding implements NativeBinding {
   readonly contextParams: NativeContextParams[] = [];
 
   readonly Model: new (path: string, params?: NativeModelParams) => NativeModel;
-  readonly Context: new (model: NativeModel, params: NativeContextParams) => NativeContext;
+  readonly Context: NativeBinding['Context'];
 
   constructor() {
     // eslint-disable-next-line @typescript-eslint/no-this-alias
@@ -115,6 +117,12 @@ export class FakeBinding implements NativeBinding {
         super(binding, model, params);
         binding.contexts.push(this);
         binding.contextParams.push(params);
+      }
+
+      /** As the addon: the same creation after a macrotask, every failure a rejection. */
+      static async create(model: NativeModel, params: NativeContextParams): Promise<NativeContext> {
+        await new Promise((resolve) => setImmediate(resolve));
+        return new this(model, params);
       }
     };
   }
@@ -254,6 +262,28 @@ export class FakeModelHandle implements NativeModel {
     return { tools: this.binding.chat.tools, thinking: this.binding.chat.thinking };
   }
 
+  /** The *Async variants: the synchronous result after a macrotask (as the addon's pool jobs), errors as rejections. */
+  private async later<T>(fn: () => T): Promise<T> {
+    await new Promise((resolve) => setImmediate(resolve));
+    return fn();
+  }
+
+  tokenizeAsync(text: string, addSpecial: boolean): Promise<Int32Array> {
+    return this.later(() => this.tokenize(text, addSpecial));
+  }
+
+  detokenizeAsync(tokens: Int32Array): Promise<string> {
+    return this.later(() => this.detokenize(tokens));
+  }
+
+  applyChatTemplateAsync(messages: NativeChatMessage[], options?: NativeChatTemplateOptions): Promise<string> {
+    return this.later(() => this.applyChatTemplate(messages, options));
+  }
+
+  renderChatAsync(request: NativeChatRequest): Promise<NativeChatRender> {
+    return this.later(() => this.renderChat(request));
+  }
+
   tokenize(text: string, addSpecial: boolean): Int32Array {
     const ids = Array.from(text, (c) => c.charCodeAt(0));
     return Int32Array.from(addSpecial ? [1, ...ids] : ids);
@@ -340,6 +370,8 @@ export class FakeContextHandle implements NativeContext {
   private nextId = 1;
   private readonly active = new Map<number, FakeTask>();
   private readonly queue: FakeTask[] = [];
+  /** embed() jobs in flight: id → cancel. */
+  private readonly embedJobs = new Map<number, () => void>();
   disposed = false;
 
   constructor(
@@ -360,8 +392,32 @@ export class FakeContextHandle implements NativeContext {
     ];
   }
 
-  /** Embeds on an embedding context: one `binding.embedVector` per input, recorded in `binding.embedCalls`. */
-  async embed(inputs: Int32Array[]): Promise<Float32Array[]> {
+  /**
+   * Embeds on an embedding context: one `binding.embedVector` per input, recorded in `binding.embedCalls`. Takes
+   * `binding.embedDelayMs`; `onJobId` gets the id that cancel() accepts (it then rejects with LLAMA_CANCELLED).
+   */
+  async embed(inputs: Int32Array[], onJobId?: (jobId: number) => void): Promise<Float32Array[]> {
+    if (inputs.length > 0 && onJobId) {
+      const id = this.nextId++;
+      onJobId(id);
+      let cancelled = false;
+      let wake = () => {};
+      this.embedJobs.set(id, () => {
+        cancelled = true;
+        wake();
+      });
+      try {
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, this.binding.embedDelayMs);
+        });
+      } finally {
+        this.embedJobs.delete(id);
+      }
+      if (cancelled) throw nativeError('LLAMA_CANCELLED', 'embedding cancelled');
+    } else if (this.binding.embedDelayMs > 0) {
+      await new Promise((resolve) => setTimeout(resolve, this.binding.embedDelayMs));
+    }
     await Promise.resolve();
     if (this.disposed) throw nativeError('LLAMA_DISPOSED', 'context is disposed');
     if (!this.params.embeddings) throw nativeError('LLAMA_INVALID_ARGUMENT', 'not an embedding context');
@@ -452,6 +508,11 @@ export class FakeContextHandle implements NativeContext {
 
   cancel(taskId: number): void {
     this.binding.cancelled.push(taskId);
+    const embedJob = this.embedJobs.get(taskId);
+    if (embedJob) {
+      embedJob();
+      return;
+    }
     const task = this.active.get(taskId) ?? this.queue.find((t) => t.id === taskId);
     if (!task || task.done) return;
     setImmediate(() =>
@@ -471,6 +532,7 @@ export class FakeContextHandle implements NativeContext {
       nParallel: this.slots,
       activeSlots: this.active.size,
       queuedTasks: this.queue.filter((t) => !t.done).length,
+      embedJobs: this.embedJobs.size,
       decodeSteps: 0,
       graphsReused: 0,
       kvSize: 0,
