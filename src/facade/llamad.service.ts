@@ -133,10 +133,13 @@ export class LlamadService {
   }
 
   /**
-   * /api/embed: one vector per input, in order (zero metrics omitted as on the wire).
-   * @throws InvalidRequestError, ModelNotFoundError, UnsupportedCapabilityError, ContextLengthExceededError.
+   * /api/embed: one vector per input, in order (zero metrics omitted as on the wire). `options.signal` cancels the
+   * request (the HTTP layer aborts it when the client leaves): the engine's embed job stops and the promise rejects
+   * with RequestCancelledError.
+   * @throws InvalidRequestError, ModelNotFoundError, UnsupportedCapabilityError, ContextLengthExceededError,
+   *   RequestCancelledError.
    */
-  async embed(request: EmbedRequest): Promise<EmbedResponseWire> {
+  async embed(request: EmbedRequest, options: { signal?: AbortSignal } = {}): Promise<EmbedResponseWire> {
     const body = decodeRequestBody(EmbedRequestDto, request);
     const startedAt = process.hrtime.bigint();
     const model = body.model ?? '';
@@ -148,6 +151,7 @@ export class LlamadService {
       options: decodeOptions(body.options),
       keepAliveMs: parseKeepAlive(body.keep_alive),
       startedAt,
+      signal: options.signal,
     });
     const out: EmbedResponseWire = { model, embeddings: result.embeddings };
     if (result.totalDurationNs > 0) out.total_duration = Math.round(result.totalDurationNs);
@@ -156,8 +160,14 @@ export class LlamadService {
     return out;
   }
 
-  /** The legacy /api/embeddings: `{embedding}` for one `prompt`; an empty prompt loads the model. */
-  async embeddings(request: EmbeddingsRequest): Promise<EmbeddingsResponseWire> {
+  /**
+   * The legacy /api/embeddings: `{embedding}` for one `prompt`; an empty prompt loads the model. `options.signal` as
+   * for {@link embed}.
+   */
+  async embeddings(
+    request: EmbeddingsRequest,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<EmbeddingsResponseWire> {
     const body = decodeRequestBody(EmbeddingsRequestDto, request);
     if (!body.model) throw new InvalidRequestError('model is required', 'model');
     const result = await this.embedService.embed({
@@ -167,6 +177,7 @@ export class LlamadService {
       options: decodeOptions(body.options),
       keepAliveMs: parseKeepAlive(body.keep_alive),
       startedAt: process.hrtime.bigint(),
+      signal: options.signal,
     });
     return { embedding: result.embeddings[0] ?? [] };
   }

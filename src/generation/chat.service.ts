@@ -101,8 +101,10 @@ export class ChatService {
           modelName: model.shortName,
         };
         return this.scheduler.withRunner(acquire, (lease) =>
-          defer(() =>
-            of(this.preparePrompt(cmd, model, lease.runner, ChatService.assembleMessages(cmd, model)).tokens.length),
+          defer(
+            async () =>
+              (await this.preparePrompt(cmd, model, lease.runner, ChatService.assembleMessages(cmd, model))).tokens
+                .length,
           ),
         );
       }),
@@ -132,21 +134,21 @@ export class ChatService {
    * and parsed). Messages with images get `[img-N]` markers turned into media markers (`media`; `tokens` then only
    * count the text). No fitting: the caller drops messages or truncates.
    */
-  private preparePrompt(
+  private async preparePrompt(
     cmd: ChatCommand,
     model: ResolvedModel,
     runner: Runner,
     messages: ChatMessage[],
-  ): PreparedPrompt {
+  ): Promise<PreparedPrompt> {
     const opts = renderOptions(cmd, model);
     const go = goTemplateFor(model.template, this.templates.engine());
     const images = messages.flatMap((m) => m.images ?? []);
     const r = go
       ? renderGo(go.api, go.template, runner, messages, opts)
-      : renderNative(runner, images.length > 0 ? withImageMarkers(messages) : messages, opts);
+      : await renderNative(runner, images.length > 0 ? withImageMarkers(messages) : messages, opts);
     const media = toMediaPrompt(r.text, images);
-    if (media) return { ...r.prompt, tokens: tokenizePrompt(runner, media.prompt), media };
-    return { ...r.prompt, tokens: tokenizePrompt(runner, r.text) };
+    if (media) return { ...r.prompt, tokens: await tokenizePrompt(runner, media.prompt), media };
+    return { ...r.prompt, tokens: await tokenizePrompt(runner, r.text) };
   }
 
   private run(cmd: ChatCommand, model: ResolvedModel, observer?: ChatObserver): Observable<GenerationEvent> {
@@ -168,8 +170,8 @@ export class ChatService {
     if (cmd.messages.length === 0) return this.completion.complete({ ...base, loadOnly: true });
     return this.completion.complete({
       ...base,
-      buildPrompt: (runner, options) => {
-        const prepared = this.buildPrompt(cmd, model, runner, options);
+      buildPrompt: async (runner, options) => {
+        const prepared = await this.buildPrompt(cmd, model, runner, options);
         observer?.onPrompt?.(prepared.tokens.length);
         return prepared;
       },
@@ -198,12 +200,12 @@ export class ChatService {
    * the last message) and re-renders, like Ollama's chatPrompt (§4.4); if it still does not fit, cuts tokens keeping
    * the first num_keep — or, with `truncate: false`, fails with Ollama's prompt-too-long 400.
    */
-  private buildPrompt(
+  private async buildPrompt(
     cmd: ChatCommand,
     model: ResolvedModel,
     runner: Runner,
     options: EffectiveOptions,
-  ): PreparedPrompt {
+  ): Promise<PreparedPrompt> {
     const messages = ChatService.assembleMessages(cmd, model);
     if (model.template && !goTemplateFor(model.template, this.templates.engine())) {
       this.completion.noteTemplateFallback(model);
@@ -211,13 +213,13 @@ export class ChatService {
     // Images: the engine evaluates the text and images itself; no message dropping or truncation (too long → 400 there).
     if (messages.some((m) => m.images?.length)) return this.preparePrompt(cmd, model, runner, messages);
     const render = (list: ChatMessage[]) => this.preparePrompt(cmd, model, runner, list);
-    let prepared = render(messages);
+    let prepared = await render(messages);
     const truncate = cmd.growContext ? false : cmd.truncate;
     while (truncate !== false && prepared.tokens.length >= runner.slotContext) {
       const drop = messages.findIndex((m, i) => m.role !== 'system' && i < messages.length - 1);
       if (drop < 0) break;
       messages.splice(drop, 1);
-      prepared = render(messages);
+      prepared = await render(messages);
     }
     const fitted = fitPrompt(prepared.tokens, runner, options, truncate);
     if (fitted.dropped > 0) {

@@ -1,5 +1,5 @@
 import { Injectable, Logger, Optional } from '@nestjs/common';
-import { catchError, defer, from, mergeMap, Observable, of, throwError } from 'rxjs';
+import { catchError, defer, from, mergeMap, Observable, of, switchMap, throwError } from 'rxjs';
 import { ContextLengthExceededError } from '../common/errors';
 import { OptionMap } from '../common/options';
 import { KeepAliveMs } from '../common/time';
@@ -46,7 +46,7 @@ export interface CompletionRequest {
   /** Only load the model, then answer `done_reason: "load"` (empty prompt / messages). */
   loadOnly?: boolean;
   /** Builds the prompt tokens once the runner is loaded (it needs the runner's template and tokenizer). */
-  buildPrompt?: (runner: Runner, options: EffectiveOptions) => PreparedPrompt;
+  buildPrompt?: (runner: Runner, options: EffectiveOptions) => Promise<PreparedPrompt>;
   /** Return prompt + output token ids on the done event (generate's `context`). */
   returnContext?: boolean;
   /** Report logprobs with this many alternatives per token (0..20); undefined = none. */
@@ -237,105 +237,108 @@ export class CompletionService {
     return this.scheduler.withRunner(acquire, (lease) => {
       if (request.loadOnly || !request.buildPrompt) return of<GenerationEvent>({ kind: 'done', reason: 'load' });
       const buildPrompt = request.buildPrompt;
-      return defer(() => {
-        const prompt = buildPrompt(lease.runner, options);
-        tracker?.prompt(prompt.tokens.length);
-        const generated: number[] = [];
-        const parser = prompt.parser;
-        const s = options.sampling;
-        const numCtx = options.load.numCtx;
-        return new Observable<GenerationEvent>((subscriber) =>
-          lease.runner
-            .generate({
-              tokens: prompt.tokens,
-              ...(prompt.media ? { media: prompt.media } : {}),
-              // §4.1: -1 = unbounded, capped at 10 × num_ctx.
-              numPredict: s.numPredict < 0 ? 10 * numCtx : s.numPredict,
-              shift: request.shift ?? true,
-              numKeep: s.numKeep,
-              stop: [...s.stop, ...(prompt.stops ?? []).filter((x) => x !== '' && !s.stop.includes(x))],
-              ...(request.topLogprobs !== undefined ? { logprobs: request.topLogprobs } : {}),
-              sampling: {
-                temperature: s.temperature,
-                topK: s.topK,
-                topP: s.topP,
-                minP: s.minP,
-                typicalP: s.typicalP,
-                repeatPenalty: s.repeatPenalty,
-                repeatLastN: s.repeatLastN < 0 ? numCtx : s.repeatLastN,
-                presencePenalty: s.presencePenalty,
-                frequencyPenalty: s.frequencyPenalty,
-                seed: s.seed,
-                ...(prompt.grammar
-                  ? {
-                      grammar: prompt.grammar,
-                      grammarLazy: prompt.grammarLazy ?? false,
-                      grammarTriggers: prompt.grammarTriggers ?? [],
-                      preservedTokens: prompt.preservedTokens ?? [],
-                      ...(prompt.grammarPrefill ? { grammarPrefill: prompt.grammarPrefill } : {}),
+      // The prompt is built asynchronously (template rendering and tokenizing run off the JS thread); an unsubscribe
+      // meanwhile never starts the generation.
+      return defer(async () => buildPrompt(lease.runner, options)).pipe(
+        switchMap((prompt) => {
+          tracker?.prompt(prompt.tokens.length);
+          const generated: number[] = [];
+          const parser = prompt.parser;
+          const s = options.sampling;
+          const numCtx = options.load.numCtx;
+          return new Observable<GenerationEvent>((subscriber) =>
+            lease.runner
+              .generate({
+                tokens: prompt.tokens,
+                ...(prompt.media ? { media: prompt.media } : {}),
+                // §4.1: -1 = unbounded, capped at 10 × num_ctx.
+                numPredict: s.numPredict < 0 ? 10 * numCtx : s.numPredict,
+                shift: request.shift ?? true,
+                numKeep: s.numKeep,
+                stop: [...s.stop, ...(prompt.stops ?? []).filter((x) => x !== '' && !s.stop.includes(x))],
+                ...(request.topLogprobs !== undefined ? { logprobs: request.topLogprobs } : {}),
+                sampling: {
+                  temperature: s.temperature,
+                  topK: s.topK,
+                  topP: s.topP,
+                  minP: s.minP,
+                  typicalP: s.typicalP,
+                  repeatPenalty: s.repeatPenalty,
+                  repeatLastN: s.repeatLastN < 0 ? numCtx : s.repeatLastN,
+                  presencePenalty: s.presencePenalty,
+                  frequencyPenalty: s.frequencyPenalty,
+                  seed: s.seed,
+                  ...(prompt.grammar
+                    ? {
+                        grammar: prompt.grammar,
+                        grammarLazy: prompt.grammarLazy ?? false,
+                        grammarTriggers: prompt.grammarTriggers ?? [],
+                        preservedTokens: prompt.preservedTokens ?? [],
+                        ...(prompt.grammarPrefill ? { grammarPrefill: prompt.grammarPrefill } : {}),
+                      }
+                    : prompt.preservedTokens && prompt.preservedTokens.length > 0
+                      ? { preservedTokens: prompt.preservedTokens }
+                      : {}),
+                },
+              })
+              .subscribe({
+                next: (event) => {
+                  if (event.kind === 'token') {
+                    generated.push(event.token);
+                    tracker?.token();
+                    const logprobs: Logprob[] | undefined = event.logprob
+                      ? [
+                          {
+                            token: event.logprob.token,
+                            logprob: event.logprob.logprob,
+                            bytes: event.logprob.bytes,
+                            topLogprobs: event.logprob.topLogprobs,
+                          },
+                        ]
+                      : undefined;
+                    if (!parser) {
+                      if (event.text !== '' || logprobs) subscriber.next({ kind: 'delta', text: event.text, logprobs });
+                      return;
                     }
-                  : prompt.preservedTokens && prompt.preservedTokens.length > 0
-                    ? { preservedTokens: prompt.preservedTokens }
-                    : {}),
-              },
-            })
-            .subscribe({
-              next: (event) => {
-                if (event.kind === 'token') {
-                  generated.push(event.token);
-                  tracker?.token();
-                  const logprobs: Logprob[] | undefined = event.logprob
-                    ? [
-                        {
-                          token: event.logprob.token,
-                          logprob: event.logprob.logprob,
-                          bytes: event.logprob.bytes,
-                          topLogprobs: event.logprob.topLogprobs,
-                        },
-                      ]
-                    : undefined;
-                  if (!parser) {
-                    if (event.text !== '' || logprobs) subscriber.next({ kind: 'delta', text: event.text, logprobs });
+                    const d = parser.add(event.text);
+                    if (!isEmptyDelta(d) || logprobs) {
+                      subscriber.next({
+                        kind: 'delta',
+                        text: d.content,
+                        ...(d.thinking ? { thinking: d.thinking } : {}),
+                        ...(d.toolCalls.length > 0 ? { toolCalls: d.toolCalls } : {}),
+                        ...(logprobs ? { logprobs } : {}),
+                      });
+                    }
                     return;
                   }
-                  const d = parser.add(event.text);
-                  if (!isEmptyDelta(d) || logprobs) {
-                    subscriber.next({
-                      kind: 'delta',
-                      text: d.content,
-                      ...(d.thinking ? { thinking: d.thinking } : {}),
-                      ...(d.toolCalls.length > 0 ? { toolCalls: d.toolCalls } : {}),
-                      ...(logprobs ? { logprobs } : {}),
-                    });
-                  }
-                  return;
-                }
-                const tail = parser?.finish();
-                const metrics: GenerationMetrics = {
-                  totalDurationNs: elapsedNs(request.startedAt),
-                  loadDurationNs: lease.loadDurationNs,
-                  promptEvalCount: event.timings.promptEvalCount,
-                  promptCachedCount: event.timings.promptCachedCount,
-                  promptEvalDurationNs: event.timings.promptEvalDurationNs,
-                  evalCount: event.timings.evalCount,
-                  evalDurationNs: event.timings.evalDurationNs,
-                };
-                subscriber.next({
-                  kind: 'done',
-                  reason: event.reason,
-                  metrics,
-                  ...(request.returnContext ? { context: [...prompt.tokens, ...generated] } : {}),
-                  ...(tail?.content ? { text: tail.content } : {}),
-                  ...(tail?.thinking ? { thinking: tail.thinking } : {}),
-                  ...(tail && tail.toolCalls.length > 0 ? { toolCalls: tail.toolCalls } : {}),
-                  ...(event.stopString !== undefined ? { stopSequence: event.stopString } : {}),
-                });
-              },
-              error: (err: unknown) => subscriber.error(err),
-              complete: () => subscriber.complete(),
-            }),
-        );
-      });
+                  const tail = parser?.finish();
+                  const metrics: GenerationMetrics = {
+                    totalDurationNs: elapsedNs(request.startedAt),
+                    loadDurationNs: lease.loadDurationNs,
+                    promptEvalCount: event.timings.promptEvalCount,
+                    promptCachedCount: event.timings.promptCachedCount,
+                    promptEvalDurationNs: event.timings.promptEvalDurationNs,
+                    evalCount: event.timings.evalCount,
+                    evalDurationNs: event.timings.evalDurationNs,
+                  };
+                  subscriber.next({
+                    kind: 'done',
+                    reason: event.reason,
+                    metrics,
+                    ...(request.returnContext ? { context: [...prompt.tokens, ...generated] } : {}),
+                    ...(tail?.content ? { text: tail.content } : {}),
+                    ...(tail?.thinking ? { thinking: tail.thinking } : {}),
+                    ...(tail && tail.toolCalls.length > 0 ? { toolCalls: tail.toolCalls } : {}),
+                    ...(event.stopString !== undefined ? { stopSequence: event.stopString } : {}),
+                  });
+                },
+                error: (err: unknown) => subscriber.error(err),
+                complete: () => subscriber.complete(),
+              }),
+          );
+        }),
+      );
     });
   }
 }

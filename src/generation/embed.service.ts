@@ -1,6 +1,6 @@
 import { Injectable, Optional } from '@nestjs/common';
-import { from, lastValueFrom } from 'rxjs';
-import { InvalidRequestError, ModelNotFoundError } from '../common/errors';
+import { Observable } from 'rxjs';
+import { InvalidRequestError, ModelNotFoundError, RequestCancelledError } from '../common/errors';
 import { OptionMap } from '../common/options';
 import { KeepAliveMs } from '../common/time';
 import { ModelsService } from '../models';
@@ -26,6 +26,11 @@ export interface EmbedCommand {
   keepAliveMs?: KeepAliveMs;
   /** process.hrtime.bigint() at handler start. */
   startedAt: bigint;
+  /**
+   * Aborted when the client went away (clientGoneSignal): stops waiting for the model, cancels the engine's embed
+   * job (before its next batch, or by aborting the running one) and rejects with RequestCancelledError.
+   */
+  signal?: AbortSignal;
 }
 
 /** The result of one embed request: one L2-normalized vector per input, in input order. */
@@ -73,11 +78,11 @@ export function normalizeEmbedding(vector: ArrayLike<number>, dimensions?: numbe
  * front, EOS/SEP at the end), exactly `limit` remain; without it → 400.
  * @throws InvalidRequestError `the input length exceeds the context length`.
  */
-export function embedTokens(runner: Runner, text: string, limit: number, truncate: boolean): number[] {
-  const full = runner.tokenize(text, { addSpecial: true, parseSpecial: true });
+export async function embedTokens(runner: Runner, text: string, limit: number, truncate: boolean): Promise<number[]> {
+  const full = await runner.tokenize(text, { addSpecial: true, parseSpecial: true });
   if (full.length <= limit) return full;
   if (!truncate) throw new InvalidRequestError(INPUT_TOO_LONG_MESSAGE, 'input');
-  const plain = runner.tokenize(text, { addSpecial: false, parseSpecial: true });
+  const plain = await runner.tokenize(text, { addSpecial: false, parseSpecial: true });
   const specials = Math.max(0, full.length - plain.length);
   const head = specials > 0 && full[0] !== plain[0] ? 1 : 0;
   const tail = full.slice(full.length - (specials - head));
@@ -108,7 +113,8 @@ export class EmbedService {
    * with inputs is reported to the request hooks (kind `embed`: prompt tokens, no generated tokens).
    * @throws ModelNotFoundError (`model '' not found`, `model "<name>" not found, try pulling it first`, 404),
    *   InvalidRequestError (`invalid input type`, `invalid model name`, `the input length exceeds the context length`,
-   *   `embedding contains NaN or Inf values`), load errors from the scheduler.
+   *   `embedding contains NaN or Inf values`), load errors from the scheduler, RequestCancelledError once
+   *   `cmd.signal` aborted (the client left).
    */
   async embed(cmd: EmbedCommand): Promise<EmbedResult> {
     const texts = decodeEmbedInput(cmd.input);
@@ -119,23 +125,56 @@ export class EmbedService {
     );
     const { spec } = this.completion.plan(model, cmd.options);
     const tracker = texts.length > 0 ? this.hooks.begin(model.shortName, 'embed', cmd.startedAt) : undefined;
-    const result = lastValueFrom(
-      this.scheduler.withRunner({ spec, keepAliveMs: cmd.keepAliveMs, modelName: model.shortName }, (lease) =>
-        from(
+    const work$ = this.scheduler.withRunner(
+      { spec, keepAliveMs: cmd.keepAliveMs, modelName: model.shortName },
+      (lease) =>
+        // Unsubscribing (the client left) aborts the runner's embed job and releases the lease.
+        new Observable<EmbedResult>((subscriber) => {
+          const abort = new AbortController();
           (async (): Promise<EmbedResult> => {
             const runner = lease.runner;
-            const inputs = texts.map((t) => embedTokens(runner, t, runner.slotContext, cmd.truncate));
-            const vectors = inputs.length > 0 ? await runner.embed(inputs) : [];
+            const inputs: number[][] = [];
+            for (const t of texts) inputs.push(await embedTokens(runner, t, runner.slotContext, cmd.truncate));
+            if (abort.signal.aborted) throw new RequestCancelledError();
+            const vectors = inputs.length > 0 ? await runner.embed(inputs, abort.signal) : [];
             return {
               embeddings: vectors.map((v) => normalizeEmbedding(v, cmd.dimensions)),
               totalDurationNs: elapsedNs(cmd.startedAt),
               loadDurationNs: lease.loadDurationNs,
               promptEvalCount: inputs.reduce((n, t) => n + t.length, 0),
             };
-          })(),
-        ),
-      ),
+          })().then(
+            (r) => {
+              subscriber.next(r);
+              subscriber.complete();
+            },
+            (err: unknown) => subscriber.error(err),
+          );
+          return () => abort.abort();
+        }),
     );
+    const result = new Promise<EmbedResult>((resolve, reject) => {
+      const signal = cmd.signal;
+      let value: EmbedResult | undefined;
+      const onAbort = () => {
+        subscription.unsubscribe();
+        reject(new RequestCancelledError());
+      };
+      const subscription = work$.subscribe({
+        next: (r) => (value = r),
+        error: (err: unknown) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(err);
+        },
+        complete: () => {
+          signal?.removeEventListener('abort', onAbort);
+          if (value) resolve(value);
+          else reject(new RequestCancelledError());
+        },
+      });
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
+    });
     if (!tracker) return result;
     return result.then(
       (r) => {

@@ -93,9 +93,9 @@ export class GenerateService {
       topLogprobs: cmd.topLogprobs,
       shift: cmd.shift,
       growContext: cmd.growContext,
-      buildPrompt: (runner, options) =>
+      buildPrompt: async (runner, options) =>
         this.buildPrompt(
-          cmd.promptTokens?.length ? { ...cmd, prompt: runner.detokenize(cmd.promptTokens) } : cmd,
+          cmd.promptTokens?.length ? { ...cmd, prompt: await runner.detokenize(cmd.promptTokens) } : cmd,
           model,
           runner,
           options,
@@ -112,12 +112,12 @@ export class GenerateService {
    * out where a template supports it. Too long: keep num_keep and drop from the middle, or 400 with truncate:false.
    * @throws UnsupportedCapabilityError `<full name> does not support insert` when a suffix cannot be rendered.
    */
-  private buildPrompt(
+  private async buildPrompt(
     cmd: GenerateCommand,
     model: ResolvedModel,
     runner: Runner,
     options: EffectiveOptions,
-  ): PreparedPrompt {
+  ): Promise<PreparedPrompt> {
     let text: string;
     let extra: Omit<PreparedPrompt, 'tokens'> = {};
     const formatOnly = () =>
@@ -156,7 +156,7 @@ export class GenerateService {
           text = r.text;
           extra = r.prompt;
         } else if (runner.info.hasChatTemplate) {
-          const r = renderNative(runner, withImageMarkers(messages), opts);
+          const r = await renderNative(runner, withImageMarkers(messages), opts);
           text = r.text;
           extra = r.prompt;
         } else {
@@ -164,14 +164,14 @@ export class GenerateService {
           extra = formatOnly();
         }
       }
-      if (cmd.context && cmd.context.length > 0) text = runner.detokenize(cmd.context) + text;
+      if (cmd.context && cmd.context.length > 0) text = (await runner.detokenize(cmd.context)) + text;
     }
     const media = toMediaPrompt(text, cmd.images ?? []);
     if (media) {
       // Images are evaluated by the engine from the text (no truncation: a prompt that does not fit is a 400 there).
-      return { ...extra, tokens: tokenizePrompt(runner, media.prompt), media };
+      return { ...extra, tokens: await tokenizePrompt(runner, media.prompt), media };
     }
-    const tokens = tokenizePrompt(runner, text);
+    const tokens = await tokenizePrompt(runner, text);
     const fitted = fitPrompt(tokens, runner, options, cmd.growContext ? false : cmd.truncate);
     if (fitted.dropped > 0) {
       this.logger.warn(

@@ -105,13 +105,14 @@ export interface NativeRenderOptions {
  * With `toolChoice: 'required'` the render's non-lazy grammar forces one call that starts right away: its opening
  * ends the prompt (requiredCallOpening, one more render with `auto` to learn it) and only one call is admitted
  * (singleCallGrammar).
+ * The Jinja rendering runs off the JS thread (Runner.renderChat).
  * @throws InvalidRequestError `template error: …` (the runner's renderChat), `invalid JSON schema in format: …`.
  */
-export function renderNative(
+export async function renderNative(
   runner: Runner,
   messages: ChatMessage[],
   opts: NativeRenderOptions,
-): { text: string; prompt: Omit<PreparedPrompt, 'tokens'> } {
+): Promise<{ text: string; prompt: Omit<PreparedPrompt, 'tokens'> }> {
   const level = thinkLevel(opts.think);
   const request: RunnerChatRequest = {
     messages: toNativeMessages(messages),
@@ -124,7 +125,7 @@ export function renderNative(
       ...(typeof opts.think === 'string' ? { reasoning_effort: JSON.stringify(level) } : {}),
     },
   };
-  const render = runner.renderChat(request);
+  const render = await runner.renderChat(request);
   const base: Omit<PreparedPrompt, 'tokens'> = {
     stops: render.additionalStops,
     preservedTokens: render.preservedTokens,
@@ -141,7 +142,7 @@ export function renderNative(
     return { text: render.prompt, prompt: { ...base, grammar } };
   }
   if (render.grammar) {
-    const opening = requiredCallOpening(runner, render, request);
+    const opening = await requiredCallOpening(runner, render, request);
     if (opening) {
       // The call's opening is part of the prompt: the model continues inside the call, the grammar (prefilled past
       // it) admits only the rest of a call, and the parser reads the output as if the model had written the opening.
@@ -191,10 +192,14 @@ function singleCallGrammar(grammar: string): string {
  * for Hermes/Qwen); used only when the required render is non-lazy, has no thinking block to come first, and its
  * generation prompt ends the prompt.
  */
-function requiredCallOpening(runner: Runner, render: RunnerChatRender, request: RunnerChatRequest): string | undefined {
+async function requiredCallOpening(
+  runner: Runner,
+  render: RunnerChatRender,
+  request: RunnerChatRequest,
+): Promise<string | undefined> {
   if (request.toolChoice !== 'required' || render.grammarLazy || render.thinking) return undefined;
   if (!render.generationPrompt || !render.prompt.endsWith(render.generationPrompt)) return undefined;
-  const auto = runner.renderChat({ ...request, toolChoice: 'auto' });
+  const auto = await runner.renderChat({ ...request, toolChoice: 'auto' });
   if (!auto.grammarLazy || auto.prompt !== render.prompt) return undefined;
   const words = auto.grammarTriggers.filter((t) => t.type === 'word' && t.value.trim() !== '');
   return words.length === 1 ? words[0].value : undefined;

@@ -6,9 +6,10 @@ import { Runner } from '../runner';
 /**
  * Tokenizes a rendered prompt the way llama.cpp's server does (add special tokens, parse control-token text). When
  * the template text already began with the BOS token and the tokenizer added one too, the duplicate is dropped.
+ * Tokenizing runs off the JS thread (Runner.tokenize).
  */
-export function tokenizePrompt(runner: Runner, text: string): number[] {
-  const tokens = runner.tokenize(text, { addSpecial: true, parseSpecial: true });
+export async function tokenizePrompt(runner: Runner, text: string): Promise<number[]> {
+  const tokens = await runner.tokenize(text, { addSpecial: true, parseSpecial: true });
   const { addBos, bos } = runner.info;
   if (addBos && bos >= 0 && tokens.length >= 2 && tokens[0] === bos && tokens[1] === bos) tokens.shift();
   return tokens;

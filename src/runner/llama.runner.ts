@@ -70,7 +70,9 @@ function isEmbeddingModel(model: NativeModel): boolean {
  * input of a full slot fits one ubatch); a generation model asked to embed gets a second, embedding context on first
  * use (same slots and size), disposed with the runner.
  * All decoding happens on the context's own native thread; this class only submits tasks and relays events, which
- * arrive on the JS thread in order (binding.d.ts NativeEvent).
+ * arrive on the JS thread in order (binding.d.ts NativeEvent). Nothing heavy runs on the JS thread: contexts are
+ * created with Context.create, tokenizing and template rendering use the addon's *Async calls (libuv pool), and a
+ * task's images are decoded on the context's media thread.
  */
 export class LlamaRunner implements Runner {
   private closed: Promise<void> | undefined;
@@ -124,7 +126,8 @@ export class LlamaRunner implements Runner {
     try {
       const native = model.info();
       const embeddingModel = isEmbeddingModel(model);
-      const context = new binding.Context(
+      // Off the JS thread (libuv pool): a context of 8 slots takes about a second to create.
+      const context = await binding.Context.create(
         model,
         embeddingModel
           ? LlamaRunner.embeddingParams(spec)
@@ -264,33 +267,33 @@ export class LlamaRunner implements Runner {
     );
   }
 
-  tokenize(text: string, options: { addSpecial: boolean; parseSpecial: boolean }): number[] {
+  async tokenize(text: string, options: { addSpecial: boolean; parseSpecial: boolean }): Promise<number[]> {
     try {
-      return Array.from(this.model.tokenize(text, options.addSpecial, options.parseSpecial));
+      return Array.from(await this.model.tokenizeAsync(text, options.addSpecial, options.parseSpecial));
     } catch (err) {
       throw mapNativeError(err);
     }
   }
 
-  detokenize(tokens: number[]): string {
+  async detokenize(tokens: number[]): Promise<string> {
     try {
-      return this.model.detokenize(Int32Array.from(tokens), false, true);
+      return await this.model.detokenizeAsync(Int32Array.from(tokens), false, true);
     } catch (err) {
       throw mapNativeError(err);
     }
   }
 
-  applyChatTemplate(messages: RunnerChatMessage[], options: { addGenerationPrompt: boolean }): string {
+  async applyChatTemplate(messages: RunnerChatMessage[], options: { addGenerationPrompt: boolean }): Promise<string> {
     try {
-      return this.model.applyChatTemplate(messages, { addGenerationPrompt: options.addGenerationPrompt });
+      return await this.model.applyChatTemplateAsync(messages, { addGenerationPrompt: options.addGenerationPrompt });
     } catch (err) {
       throw mapNativeError(err);
     }
   }
 
-  renderChat(request: RunnerChatRequest): RunnerChatRender {
+  async renderChat(request: RunnerChatRequest): Promise<RunnerChatRender> {
     try {
-      return this.model.renderChat(request);
+      return await this.model.renderChatAsync(request);
     } catch (err) {
       throw mapNativeError(err);
     }
@@ -313,13 +316,11 @@ export class LlamaRunner implements Runner {
     }
   }
 
-  async embed(inputs: number[][]): Promise<Float32Array[]> {
+  async embed(inputs: number[][], signal?: AbortSignal): Promise<Float32Array[]> {
     if (this.closed) throw new InternalError('model was unloaded while in use');
+    if (signal?.aborted) throw new RequestCancelledError();
     if (inputs.length === 0) return [];
-    this.embedContext ??= (async () => {
-      await Promise.resolve();
-      return new this.binding.Context(this.model, LlamaRunner.embeddingParams(this.spec));
-    })();
+    this.embedContext ??= this.binding.Context.create(this.model, LlamaRunner.embeddingParams(this.spec));
     let context: NativeContext;
     try {
       context = await this.embedContext;
@@ -328,10 +329,23 @@ export class LlamaRunner implements Runner {
       this.embedContext = undefined;
       throw mapNativeError(err);
     }
+    if (signal?.aborted) throw new RequestCancelledError();
+    let jobId: number | undefined;
+    const onAbort = () => {
+      if (jobId !== undefined) context.cancel(jobId);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      return await context.embed(inputs.map((t) => Int32Array.from(t)));
+      return await context.embed(
+        inputs.map((t) => Int32Array.from(t)),
+        (id) => {
+          jobId = id;
+        },
+      );
     } catch (err) {
       throw mapNativeError(err);
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
     }
   }
 

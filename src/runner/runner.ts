@@ -157,21 +157,25 @@ export interface Runner {
    * Errors: ContextLengthExceededError, InvalidRequestError, InternalError (domain errors).
    */
   generate(request: RunnerRequest): Observable<RunnerEvent>;
-  /** Tokenizes text; `parseSpecial` turns control-token text (`<|im_start|>`) into control tokens. */
-  tokenize(text: string, options: { addSpecial: boolean; parseSpecial: boolean }): number[];
-  /** Text of token ids (special tokens rendered as text). */
-  detokenize(tokens: number[]): string;
   /**
-   * Renders messages with the model's GGUF (Jinja) chat template.
-   * @throws InvalidRequestError `template error: …` when the template rejects the conversation.
+   * Tokenizes text; `parseSpecial` turns control-token text (`<|im_start|>`) into control tokens. Asynchronous: a
+   * large text is tokenized off the JS thread (the addon's libuv pool) so that other streams keep flowing.
+   * Rejects with InternalError / InvalidRequestError (domain errors).
    */
-  applyChatTemplate(messages: RunnerChatMessage[], options: { addGenerationPrompt: boolean }): string;
+  tokenize(text: string, options: { addSpecial: boolean; parseSpecial: boolean }): Promise<number[]>;
+  /** Text of token ids (special tokens rendered as text), computed off the JS thread. Rejects with domain errors. */
+  detokenize(tokens: number[]): Promise<string>;
+  /**
+   * Renders messages with the model's GGUF (Jinja) chat template, off the JS thread.
+   * Rejects with InvalidRequestError `template error: …` when the template rejects the conversation.
+   */
+  applyChatTemplate(messages: RunnerChatMessage[], options: { addGenerationPrompt: boolean }): Promise<string>;
   /**
    * Renders a chat with the GGUF Jinja template through llama.cpp common/chat (native mode, §8.1): tools, thinking and
-   * a JSON schema; returns the prompt plus grammar/triggers/stops and a parser for the output.
-   * @throws InvalidRequestError `template error: …`
+   * a JSON schema; resolves with the prompt plus grammar/triggers/stops and a parser for the output. The rendering
+   * (Jinja, grammar generation) runs off the JS thread. Rejects with InvalidRequestError `template error: …`.
    */
-  renderChat(request: RunnerChatRequest): RunnerChatRender;
+  renderChat(request: RunnerChatRequest): Promise<RunnerChatRender>;
   /** What the GGUF Jinja template supports (tool calls, thinking); all false without a template. */
   chatCapabilities(): { tools: boolean; thinking: boolean };
   /**
@@ -183,9 +187,11 @@ export interface Runner {
    * Embeds inputs (token ids, each non-empty and at most `slotContext` tokens) in ONE engine call, which batches
    * them; returns one pooled vector per input, in order, NOT normalized. A generation model gets a separate embedding
    * context on first use (mean pooling unless the GGUF says otherwise).
-   * @throws ContextLengthExceededError, InvalidRequestError, InternalError.
+   * `signal` (e.g. the HTTP request's, aborted when the client goes away) cancels the job: the engine stops before
+   * its next batch or aborts the running one, and the promise rejects with RequestCancelledError.
+   * @throws ContextLengthExceededError, InvalidRequestError, InternalError, RequestCancelledError.
    */
-  embed(inputs: number[][]): Promise<Float32Array[]>;
+  embed(inputs: number[][], signal?: AbortSignal): Promise<Float32Array[]>;
   /** Cancels running generations and frees the model (and its contexts). Idempotent. */
   close(): Promise<void>;
   /** Slots and KV cells in use (optional: fakes may leave it out; the scheduler then estimates from requests). */

@@ -1,4 +1,5 @@
 import { Observable } from 'rxjs';
+import { RequestCancelledError } from '../../src/common/errors';
 import type {
   Runner,
   RunnerChatMessage,
@@ -56,22 +57,26 @@ export class FakeRunner implements Runner {
     });
   }
 
-  tokenize(text: string): number[] {
+  async tokenize(text: string): Promise<number[]> {
+    await Promise.resolve();
     return Array.from(text, (c) => c.charCodeAt(0));
   }
 
-  detokenize(tokens: number[]): string {
+  async detokenize(tokens: number[]): Promise<string> {
+    await Promise.resolve();
     return String.fromCharCode(...tokens);
   }
 
-  applyChatTemplate(messages: RunnerChatMessage[]): string {
-    return messages.map((m) => `${m.role}: ${m.content}\n`).join('') + 'assistant: ';
+  async applyChatTemplate(messages: RunnerChatMessage[]): Promise<string> {
+    await Promise.resolve();
+    return chatText(messages);
   }
 
-  renderChat(request: RunnerChatRequest): RunnerChatRender {
+  async renderChat(request: RunnerChatRequest): Promise<RunnerChatRender> {
+    await Promise.resolve();
     this.renders.push(request);
     return {
-      prompt: this.applyChatTemplate(request.messages),
+      prompt: chatText(request.messages),
       format: 'Content-only',
       grammar: '',
       grammarLazy: false,
@@ -92,8 +97,9 @@ export class FakeRunner implements Runner {
     return `root ::= ${schema}`;
   }
 
-  async embed(inputs: number[][]): Promise<Float32Array[]> {
+  async embed(inputs: number[][], signal?: AbortSignal): Promise<Float32Array[]> {
     await Promise.resolve();
+    if (signal?.aborted) throw new RequestCancelledError();
     this.embedCalls.push(inputs);
     return inputs.map((t) => {
       const v = new Float32Array(this.dims);
@@ -107,6 +113,11 @@ export class FakeRunner implements Runner {
     await Promise.resolve();
     this.closed = true;
   }
+}
+
+/** The fake template: `role: content` lines, then `assistant: `. */
+function chatText(messages: RunnerChatMessage[]): string {
+  return messages.map((m) => `${m.role}: ${m.content}\n`).join('') + 'assistant: ';
 }
 
 /** Counts loads; `delayMs` makes loads slow; `fail` makes the next loads reject. */

@@ -1,6 +1,6 @@
 import { Body, Controller, HttpCode, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { lastValueFrom } from 'rxjs';
+import { map } from 'rxjs';
 import { LlamadRoutes, StreamResponder } from '../../common/http';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import { AnthropicExceptionFilter, toAnthropicError } from './anthropic-error';
@@ -63,8 +63,9 @@ export class AnthropicController {
     body: 'AnthropicCountTokensRequest',
     ok: { description: 'The prompt size in tokens.', json: 'AnthropicCountTokensResponse' },
   })
-  async countTokens(@Body() body: unknown): Promise<{ input_tokens: number }> {
+  async countTokens(@Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
     const cmd = fromMessagesRequest(body, process.hrtime.bigint(), false);
-    return { input_tokens: await lastValueFrom(this.service.countTokens(cmd)) };
+    // The responder unsubscribes when the client leaves: the wait for the model and the lease end there.
+    await this.responder.json(reply, this.service.countTokens(cmd).pipe(map((n) => ({ input_tokens: n }))));
   }
 }

@@ -1,5 +1,6 @@
-import { Body, Controller, HttpCode, Post } from '@nestjs/common';
-import { LlamadRoutes } from '../../common/http';
+import { Body, Controller, HttpCode, Post, Res } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { clientGoneSignal, LlamadRoutes } from '../../common/http';
 import { LlamadService } from '../../facade/llamad.service';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import {
@@ -9,7 +10,10 @@ import {
   EmbedResponseWire,
 } from './dto/embed-request.dto';
 
-/** POST /api/embed and the legacy POST /api/embeddings (reference/ollama-api.md §3.4, §3.5). Thin: the facade. */
+/**
+ * POST /api/embed and the legacy POST /api/embeddings (reference/ollama-api.md §3.4, §3.5). Thin: the facade. A
+ * client that leaves cancels the embedding (clientGoneSignal), which frees the engine for the next request.
+ */
 @LlamadRoutes()
 @Controller('api')
 export class EmbedController {
@@ -24,8 +28,8 @@ export class EmbedController {
     tag: ApiTag.Ollama,
     ok: { description: 'One vector per input.', json: 'EmbedResponse' },
   })
-  embed(@Body() body: EmbedRequestDto): Promise<EmbedResponseWire> {
-    return this.llamad.embed(body);
+  embed(@Body() body: EmbedRequestDto, @Res({ passthrough: true }) reply: FastifyReply): Promise<EmbedResponseWire> {
+    return this.llamad.embed(body, { signal: clientGoneSignal(reply) });
   }
 
   /** `{embedding}` for one `prompt`; an empty prompt loads the model and answers `{"embedding":[]}`. */
@@ -37,7 +41,10 @@ export class EmbedController {
     tag: ApiTag.Ollama,
     ok: { description: 'The vector.', json: 'EmbeddingsResponse' },
   })
-  embeddings(@Body() body: EmbeddingsRequestDto): Promise<EmbeddingsResponseWire> {
-    return this.llamad.embeddings(body);
+  embeddings(
+    @Body() body: EmbeddingsRequestDto,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<EmbeddingsResponseWire> {
+    return this.llamad.embeddings(body, { signal: clientGoneSignal(reply) });
   }
 }

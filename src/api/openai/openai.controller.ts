@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { ModelNotFoundError } from '../../common/errors';
-import { LlamadRoutes, StreamResponder } from '../../common/http';
+import { clientGoneSignal, LlamadRoutes, StreamResponder } from '../../common/http';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import { ChatService, EmbedService, GenerateService } from '../../generation';
 import { ModelName, ModelsService } from '../../models';
@@ -103,7 +103,10 @@ export class OpenAIController {
     await writeSse(reply, toCompletionChunks(meta, sources, wantsUsage(body as object)), openAIErrorFrame);
   }
 
-  /** POST /v1/embeddings: one L2-normalized vector per input, as numbers or base64 little-endian float32. */
+  /**
+   * POST /v1/embeddings: one L2-normalized vector per input, as numbers or base64 little-endian float32. A client
+   * that leaves cancels the embedding.
+   */
   @Post('embeddings')
   @HttpCode(200)
   @ApiRoute({
@@ -113,9 +116,12 @@ export class OpenAIController {
     body: 'OpenAIEmbeddingRequest',
     ok: { description: 'One L2-normalized vector per input.', json: 'OpenAIEmbeddingResponse' },
   })
-  async embeddings(@Body() body: unknown): Promise<OpenAIEmbeddingResponse> {
+  async embeddings(
+    @Body() body: unknown,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<OpenAIEmbeddingResponse> {
     const { command, encoding } = fromOpenAIEmbeddingRequest(body, process.hrtime.bigint());
-    const result = await this.embedService.embed(command);
+    const result = await this.embedService.embed({ ...command, signal: clientGoneSignal(reply) });
     return toEmbeddingResponse(command.model, result, encoding);
   }
 

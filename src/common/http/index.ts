@@ -6,3 +6,4 @@ export * from './stream-responder';
 export * from './routed-exception.filter';
 export * from './safe-error-message';
 export * from './llamad-routes.decorator';
+export * from './client-gone';

@@ -42,7 +42,8 @@ class ChatRunner extends FakeRunner {
     super(spec());
   }
 
-  override renderChat(request: RunnerChatRequest): RunnerChatRender {
+  override async renderChat(request: RunnerChatRequest): Promise<RunnerChatRender> {
+    await Promise.resolve();
     this.renders.push(request);
     const required = request.toolChoice === 'required';
     const hasTools = (request.tools?.length ?? 0) > 0;
@@ -75,9 +76,13 @@ const messages = [{ role: 'user' as const, content: 'Weather in Paris?' }];
 const base = { think: undefined, thinking: false };
 
 describe('renderNative with toolChoice "required"', () => {
-  it('puts the call opening at the end of the prompt, prefills the grammar past it, one call only', () => {
+  it('puts the call opening at the end of the prompt, prefills the grammar past it, one call only', async () => {
     const runner = new ChatRunner();
-    const { text, prompt } = renderNative(runner, messages, { ...base, tools: [weather], toolChoice: 'required' });
+    const { text, prompt } = await renderNative(runner, messages, {
+      ...base,
+      tools: [weather],
+      toolChoice: 'required',
+    });
     assert.ok(text.endsWith(`${GEN_PROMPT}<tool_call>\n`), JSON.stringify(text));
     assert.equal(prompt.grammarPrefill, `${GEN_PROMPT}<tool_call>\n`);
     assert.equal(prompt.grammarLazy, false);
@@ -94,10 +99,10 @@ describe('renderNative with toolChoice "required"', () => {
     assert.equal(runner.parsed.at(-1), '<tool_call>\n{"name"');
   });
 
-  it('keeps llama.cpp grammar as it is when thinking comes first or the trigger is not one word', () => {
+  it('keeps llama.cpp grammar as it is when thinking comes first or the trigger is not one word', async () => {
     const thinking = new ChatRunner();
     thinking.thinking = true;
-    const a = renderNative(thinking, messages, { ...base, tools: [weather], toolChoice: 'required' });
+    const a = await renderNative(thinking, messages, { ...base, tools: [weather], toolChoice: 'required' });
     assert.ok(a.text.endsWith(GEN_PROMPT));
     assert.equal(a.prompt.grammar, REQUIRED_GRAMMAR);
     assert.equal(a.prompt.grammarPrefill, GEN_PROMPT);
@@ -105,14 +110,14 @@ describe('renderNative with toolChoice "required"', () => {
 
     const pattern = new ChatRunner();
     pattern.autoTriggers = [{ type: 'pattern', value: '<tool_call>|<function=' }];
-    const b = renderNative(pattern, messages, { ...base, tools: [weather], toolChoice: 'required' });
+    const b = await renderNative(pattern, messages, { ...base, tools: [weather], toolChoice: 'required' });
     assert.ok(b.text.endsWith(GEN_PROMPT));
     assert.equal(b.prompt.grammar, REQUIRED_GRAMMAR);
   });
 
-  it('auto: one render, the lazy grammar and its triggers unchanged', () => {
+  it('auto: one render, the lazy grammar and its triggers unchanged', async () => {
     const runner = new ChatRunner();
-    const { text, prompt } = renderNative(runner, messages, { ...base, tools: [weather] });
+    const { text, prompt } = await renderNative(runner, messages, { ...base, tools: [weather] });
     assert.ok(text.endsWith(GEN_PROMPT));
     assert.equal(prompt.grammarLazy, true);
     assert.equal(prompt.grammarPrefill, undefined);
