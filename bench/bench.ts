@@ -716,8 +716,12 @@ function bigPng(side: number): Buffer {
  * Longest token gap of one running stream (tiny-qwen2-tools, 32k context, 8 slots) on the daemon: with nothing else going on,
  * while a second model loads (tiny-qwen2, a context of EVL_SLOTS slots), and while another client sends a large PNG
  * to a vision model (tiny-llama-spm + tiny-mmproj). Every native call that runs on the JS thread shows up as a gap.
+ * Always one thread (`--threads` is ignored here).
  */
-async function eventLoop(s: Settings): Promise<void> {
+async function eventLoop(settings: Settings): Promise<void> {
+  // One decode thread for the stream (and the daemon): on a 2-core machine the disturbing work (a context creation,
+  // an image decode) then has a core of its own, so a long gap means a blocked event loop, not a starved CPU.
+  const s: Settings = { ...settings, threads: 1 };
   sh(process.execPath, [
     join(REPO_ROOT, 'dist', 'scripts', 'make-test-models.js'),
     '--only',
