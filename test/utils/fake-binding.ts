@@ -67,6 +67,8 @@ export class FakeBinding implements NativeBinding {
   script: (task: NativeTaskParams) => FakeScript = () => ({ pieces: ['Hello', ',', ' world'] });
   /** Make `load()` fail with this error. */
   loadError?: Error;
+  /** Milliseconds `load()` takes (default 0: one microtask). */
+  loadDelayMs = 0;
   /** Make `new Context()` throw this error. */
   contextError?: Error;
   /** Whether the fake model has a chat template. */
@@ -175,6 +177,7 @@ export class FakeModelHandle implements NativeModel {
 
   async load(): Promise<void> {
     await Promise.resolve();
+    if (this.binding.loadDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.binding.loadDelayMs));
     if (this.binding.loadError) throw this.binding.loadError;
     this.loaded = true;
   }
