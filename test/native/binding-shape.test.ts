@@ -23,6 +23,10 @@ const MODEL_METHODS: (keyof NativeModel)[] = [
   'chatCapabilities',
   'tokenize',
   'detokenize',
+  'tokenizeAsync',
+  'detokenizeAsync',
+  'applyChatTemplateAsync',
+  'renderChatAsync',
   'dispose',
 ];
 const MODEL_ACCESSORS: (keyof NativeModel)[] = ['loaded'];
@@ -45,9 +49,10 @@ describe('binding shape', () => {
     }
   });
 
-  it('Context has every declared method', () => {
+  it('Context has every declared method, and the static create', () => {
     const proto = binding.Context.prototype as Record<string, unknown>;
     for (const name of CONTEXT_METHODS) assert.equal(typeof proto[name], 'function', `Context.${name}`);
+    assert.equal(typeof binding.Context.create, 'function', 'Context.create');
   });
 
   it('free functions answer', () => {
