@@ -263,8 +263,7 @@ TaskParams ToTaskParams(Napi::Env env, Napi::Value value) {
   params.context_shift = ToOptionalBool(env, obj.Get("contextShift"), "task.contextShift", false);
   Napi::Value n_keep = obj.Get("nKeep");
   if (!IsMissing(n_keep)) {
-    params.n_keep =
-        static_cast<int32_t>(ToInteger(env, n_keep, "task.nKeep", -1, std::numeric_limits<int32_t>::max()));
+    params.n_keep = static_cast<int32_t>(ToInteger(env, n_keep, "task.nKeep", -1, std::numeric_limits<int32_t>::max()));
   }
   Napi::Value logprobs = obj.Get("logprobs");
   if (!IsMissing(logprobs)) params.logprobs = static_cast<int32_t>(ToInteger(env, logprobs, "task.logprobs", 0, 20));
