@@ -37,6 +37,8 @@ export function nativeFlags(env = process.env) {
     GGML_CUDA: 'OFF',
     GGML_VULKAN: 'OFF',
     GGML_METAL: 'OFF',
+    // llama.cpp's RPC backend in every build: models can offload layers to rpc-server workers (docs/native.md "RPC").
+    GGML_RPC: 'ON',
   };
   switch (backend) {
     case 'cpu':

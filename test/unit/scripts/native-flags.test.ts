@@ -37,6 +37,12 @@ describe('scripts/native-flags.mjs', () => {
     assert.equal(defines.GGML_OPENMP, 'ON');
   });
 
+  it('builds the RPC backend into every build (addon and the bench llama-server builds)', () => {
+    for (const backend of ['cpu', 'cuda', 'vulkan', 'metal']) {
+      assert.equal(flags.nativeFlags({ LLAMAD_BACKEND: backend }).defines.GGML_RPC, 'ON');
+    }
+  });
+
   it('LLAMAD_PORTABLE=1 (or LLAMAD_NATIVE=0) gives the portable build; LLAMAD_OPENMP=0 turns OpenMP off', () => {
     assert.equal(flags.nativeFlags({ LLAMAD_PORTABLE: '1' }).defines.GGML_NATIVE, 'OFF');
     assert.equal(flags.nativeFlags({ LLAMAD_NATIVE: '0' }).defines.GGML_NATIVE, 'OFF');
