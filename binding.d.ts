@@ -35,6 +35,17 @@ export interface NativeModelParams {
   useMmap?: boolean;
   /** Load only the vocabulary (tokenizer tests, token counting). */
   vocabOnly?: boolean;
+  /**
+   * llama.cpp RPC workers (`rpc-server`, `llamad rpc-worker`) that hold layers of this model, "host:port" each (IPv4
+   * address or host name; at most 16, no duplicates, else LLAMA_INVALID_ARGUMENT at construction). Their devices
+   * come first in llama_model_params.devices, then the local GPUs (as llama-server's `--rpc`); `nGpuLayers` then
+   * counts the layers given to all of them (default: all). Only this model uses them (they are not registered
+   * process-wide). load() first probes each worker (TCP connect and the RPC HELLO, 5 s) and rejects with
+   * LLAMA_MODEL_LOAD_FAILED "rpc server HOST:PORT unreachable: REASON" instead of letting ggml abort the process; a
+   * worker already held by a loaded model of this process is not probed (rpc-server serves one client at a time).
+   * A worker that dies while the model is in use still aborts the process (ggml-rpc; docs/native.md "RPC").
+   */
+  rpcServers?: string[];
 }
 
 /** Facts about a loaded model, from llama_model_* getters. */
@@ -435,12 +446,20 @@ export interface NativeContextStats {
  * bytes, read when the context was created.
  */
 export interface NativeMemoryEntry {
-  /** ggml buffer type: 'CPU', 'CPU_Mapped' (mmap'd weights), 'CUDA0', 'CUDA_Host', 'Vulkan0', … */
+  /** ggml buffer type: 'CPU', 'CPU_Mapped' (mmap'd weights), 'CUDA0', 'CUDA_Host', 'Vulkan0', 'RPC0[host:port]', … */
   buffer: string;
   /** The device of the buffer type ('CPU', 'CUDA0', …); '' when ggml names none. */
   device: string;
-  /** Whether the bytes are in system RAM (ggml_backend_buft_is_host); false: device memory (VRAM). */
+  /**
+   * Whether the bytes are in system RAM (ggml_backend_buft_is_host); false: device memory (VRAM), or a RPC worker's
+   * memory (see `endpoint`).
+   */
   host: boolean;
+  /**
+   * For a buffer on a RPC worker (buffer 'RPC0[127.0.0.1:50052]', device 'RPC<n>'): the worker's "host:port";
+   * '' (or absent) for local buffers. The bytes live on that machine (its RAM or VRAM: ggml does not say which).
+   */
+  endpoint?: string;
   /** Model weights, bytes (shared by every context of the model). */
   model: number;
   /** Context state (KV cache), bytes. */

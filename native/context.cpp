@@ -552,6 +552,7 @@ Napi::Value Context::Memory(const Napi::CallbackInfo& info) {
     item.Set("buffer", entry.buffer);
     item.Set("device", entry.device);
     item.Set("host", entry.host);
+    item.Set("endpoint", entry.endpoint);
     item.Set("model", static_cast<double>(entry.model));
     item.Set("context", static_cast<double>(entry.context));
     item.Set("compute", static_cast<double>(entry.compute));

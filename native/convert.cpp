@@ -1,9 +1,12 @@
 #include "convert.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "errors.h"
+#include "ggml-rpc.h"
+#include "rpc.h"
 
 namespace llamad {
 
@@ -96,6 +99,26 @@ ModelParams ToModelParams(Napi::Env env, Napi::Value value) {
       OptionalInt<int32_t>(env, obj, "nGpuLayers", "params.", -1, std::numeric_limits<int32_t>::max());
   params.use_mmap = ToOptionalBool(env, obj.Get("useMmap"), "params.useMmap", true);
   params.vocab_only = ToOptionalBool(env, obj.Get("vocabOnly"), "params.vocabOnly", false);
+  Napi::Value rpc = obj.Get("rpcServers");
+  if (!IsMissing(rpc)) {
+    if (!rpc.IsArray()) ThrowError(env, ErrorCode::kInvalidArgument, "params.rpcServers must be an array of strings");
+    Napi::Array list = rpc.As<Napi::Array>();
+    for (uint32_t i = 0; i < list.Length(); ++i) {
+      const std::string endpoint = ToString(env, list.Get(i), "params.rpcServers[i]");
+      if (!IsRpcEndpoint(endpoint)) {
+        ThrowError(env, ErrorCode::kInvalidArgument,
+                   "params.rpcServers: \"" + endpoint + "\" is not a host:port endpoint (IPv4 address or host name)");
+      }
+      if (std::find(params.rpc_servers.begin(), params.rpc_servers.end(), endpoint) != params.rpc_servers.end()) {
+        ThrowError(env, ErrorCode::kInvalidArgument, "params.rpcServers: \"" + endpoint + "\" is listed twice");
+      }
+      params.rpc_servers.push_back(endpoint);
+    }
+    if (params.rpc_servers.size() > GGML_RPC_MAX_SERVERS) {
+      ThrowError(env, ErrorCode::kInvalidArgument,
+                 "params.rpcServers: at most " + std::to_string(GGML_RPC_MAX_SERVERS) + " workers");
+    }
+  }
   return params;
 }
 

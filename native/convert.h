@@ -20,6 +20,7 @@ struct ModelParams {
   std::optional<int32_t> n_gpu_layers;
   bool use_mmap = true;
   bool vocab_only = false;
+  std::vector<std::string> rpc_servers;  // rpc-server workers ("host:port") that hold layers (empty = none)
 };
 
 // One binding.d.ts NativeLoraAdapter: a LoRA GGUF and its scale (the adapter's delta is multiplied by it).

@@ -12,7 +12,13 @@ std::vector<MemoryEntry> QueryMemoryBreakdown(const llama_context* ctx) {
     MemoryEntry entry;
     entry.buffer = ggml_backend_buft_name(buft);
     ggml_backend_dev_t dev = ggml_backend_buft_get_device(buft);
-    if (dev != nullptr) entry.device = ggml_backend_dev_name(dev);
+    if (dev != nullptr) {
+      entry.device = ggml_backend_dev_name(dev);
+      ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
+      if (reg != nullptr && std::string(ggml_backend_reg_name(reg)) == "RPC") {
+        entry.endpoint = ggml_backend_dev_description(dev);
+      }
+    }
     entry.host = ggml_backend_buft_is_host(buft);
     entry.model = data.model;
     entry.context = data.context;

@@ -13,9 +13,10 @@ namespace llamad {
 
 // One buffer type of a context (binding.d.ts NativeMemoryEntry). Sizes in bytes.
 struct MemoryEntry {
-  std::string buffer;  // ggml_backend_buft_name: "CPU", "CPU_Mapped", "CUDA0", "CUDA_Host", "Vulkan0", ...
-  std::string device;  // the device the buffer type belongs to ("CPU", "CUDA0", ...), empty when unknown
-  bool host = true;    // ggml_backend_buft_is_host: the bytes are in system RAM (mmap'd weights, pinned buffers)
+  std::string buffer;    // ggml_backend_buft_name: "CPU", "CPU_Mapped", "CUDA0", "CUDA_Host", "Vulkan0", ...
+  std::string device;    // the device the buffer type belongs to ("CPU", "CUDA0", ...), empty when unknown
+  bool host = true;      // ggml_backend_buft_is_host: the bytes are in system RAM (mmap'd weights, pinned buffers)
+  std::string endpoint;  // an RPC device's worker ("host:port", its ggml description); empty for local devices
   uint64_t model = 0;
   uint64_t context = 0;
   uint64_t compute = 0;

@@ -8,6 +8,7 @@
 #include "chat.h"
 #include "context.h"
 #include "errors.h"
+#include "rpc.h"
 #include "workers.h"
 
 namespace llamad {
@@ -238,7 +239,10 @@ void Model::ReleaseNative() {
   }
   chat_templates_.Clear();
   lora_adapters_.clear();
-  if (model_ != nullptr) llama_model_free(model_);
+  if (model_ != nullptr) {
+    llama_model_free(model_);
+    ReleaseRpcEndpoints(params_.rpc_servers);
+  }
   model_ = nullptr;
   state_ = State::kDisposed;
 }
@@ -301,6 +305,7 @@ void Model::FreeModel(Napi::Env env) {
   }
   if (model_ == nullptr) return;
   llama_model_free(model_);
+  ReleaseRpcEndpoints(params_.rpc_servers);
   model_ = nullptr;
   if (external_bytes_ != 0) {
     int64_t ignored = 0;
@@ -348,7 +353,7 @@ Napi::Value Model::Load(const Napi::CallbackInfo& info) {
   load_ = state;
   state_ = State::kLoading;
   Ref();
-  (new LoadModelWorker(env, path_, mp, state))->Queue();
+  (new LoadModelWorker(env, path_, mp, params_.rpc_servers, state))->Queue();
   return state->deferred.Promise();
 }
 
@@ -381,6 +386,7 @@ void Model::FinishLoad(Napi::Env env, const std::shared_ptr<LoadState>& state) {
   }
   model_ = loaded;
   state_ = State::kLoaded;
+  AcquireRpcEndpoints(params_.rpc_servers);
   external_bytes_ = static_cast<int64_t>(llama_model_size(model_));
   if (external_bytes_ != 0) {
     int64_t ignored = 0;

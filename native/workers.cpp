@@ -4,12 +4,22 @@
 #include <utility>
 
 #include "errors.h"
+#include "rpc.h"
 
 namespace llamad {
 
+namespace {
+// How long the probe of one RPC worker may take (connect, then the handshake), milliseconds.
+constexpr int kRpcProbeTimeoutMs = 5000;
+}  // namespace
+
 LoadModelWorker::LoadModelWorker(Napi::Env env, std::string path, llama_model_params params,
-                                 std::shared_ptr<LoadState> state)
-    : Napi::AsyncWorker(env, "llamad.loadModel"), path_(std::move(path)), params_(params), state_(std::move(state)) {
+                                 std::vector<std::string> rpc_servers, std::shared_ptr<LoadState> state)
+    : Napi::AsyncWorker(env, "llamad.loadModel"),
+      path_(std::move(path)),
+      params_(params),
+      rpc_servers_(std::move(rpc_servers)),
+      state_(std::move(state)) {
   params_.progress_callback = &LoadModelWorker::OnProgress;
   params_.progress_callback_user_data = state_.get();
 }
@@ -34,6 +44,7 @@ void LoadModelWorker::Execute() {
     return;
   }
   try {
+    if (!rpc_servers_.empty() && !SelectRpcDevices()) return;
     state_->model = llama_model_load_from_file(path_.c_str(), params_);
     if (state_->model == nullptr) {
       state_->failed = true;
@@ -49,6 +60,38 @@ void LoadModelWorker::Execute() {
     state_->code = info.code;
     state_->message = info.message;
   }
+}
+
+bool LoadModelWorker::SelectRpcDevices() {
+  // ggml-rpc aborts the process when a worker cannot be reached or the handshake fails: probe each one first (an
+  // endpoint that a loaded model of this process already holds is connected, and rpc-server takes one client at a
+  // time, so it is not probed again).
+  for (const std::string& endpoint : rpc_servers_) {
+    if (RpcEndpointInUse(endpoint)) continue;
+    const std::string reason = ProbeRpcServer(endpoint, kRpcProbeTimeoutMs);
+    if (!reason.empty()) {
+      state_->failed = true;
+      state_->code = ErrorCode::kModelLoadFailed;
+      state_->message = "rpc server " + endpoint + " unreachable: " + reason;
+      return false;
+    }
+  }
+  devices_ = RpcDevices(rpc_servers_);
+  // Then the local accelerators, as llama.cpp's default selection adds them after RPC servers (discrete GPUs, else
+  // integrated ones); the CPU is never in the list (it takes the layers that are not offloaded).
+  std::vector<ggml_backend_dev_t> gpus;
+  std::vector<ggml_backend_dev_t> igpus;
+  for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+    ggml_backend_dev_t dev = ggml_backend_dev_get(i);
+    const auto type = ggml_backend_dev_type(dev);
+    if (type == GGML_BACKEND_DEVICE_TYPE_GPU) gpus.push_back(dev);
+    if (type == GGML_BACKEND_DEVICE_TYPE_IGPU) igpus.push_back(dev);
+  }
+  devices_.insert(devices_.end(), gpus.begin(), gpus.end());
+  if (gpus.empty()) devices_.insert(devices_.end(), igpus.begin(), igpus.end());
+  devices_.push_back(nullptr);
+  params_.devices = devices_.data();
+  return true;
 }
 
 void LoadModelWorker::ReleaseProgress() {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "llama.h"
 #include "model.h"
@@ -18,7 +19,9 @@ namespace llamad {
 // happens before load() settles).
 class LoadModelWorker : public Napi::AsyncWorker {
  public:
-  LoadModelWorker(Napi::Env env, std::string path, llama_model_params params, std::shared_ptr<LoadState> state);
+  // `rpc_servers`: workers probed before the load (docs/native.md "RPC") whose devices come first in params.devices.
+  LoadModelWorker(Napi::Env env, std::string path, llama_model_params params, std::vector<std::string> rpc_servers,
+                  std::shared_ptr<LoadState> state);
   void Execute() override;
   void OnOK() override;
   void OnError(const Napi::Error& error) override;
@@ -27,8 +30,13 @@ class LoadModelWorker : public Napi::AsyncWorker {
   void ReleaseProgress();
   static bool OnProgress(float progress, void* user_data);
 
+  // The RPC workers' devices, then the local GPUs, null-terminated (params_.devices points here during the load).
+  bool SelectRpcDevices();
+
   std::string path_;
   llama_model_params params_;
+  std::vector<std::string> rpc_servers_;
+  std::vector<ggml_backend_dev_t> devices_;
   std::shared_ptr<LoadState> state_;
 };
 
