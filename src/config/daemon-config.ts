@@ -1,6 +1,7 @@
 import { homedir } from 'node:os';
 import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
+import { splitRpcServers } from '../common/options/rpc-servers';
 import { DEFAULT_KEEP_ALIVE_MS, KeepAliveMs, parseGoDuration, parseKeepAliveEnv } from '../common/time';
 
 /** The address the daemon listens on, parsed from OLLAMA_HOST. */
@@ -62,6 +63,12 @@ export class DaemonConfig {
   debugLevel = 0;
   /** LLAMAD_THREADS: threads per llama context; 0 = the addon's default (hardware concurrency). */
   threads = 0;
+  /**
+   * LLAMAD_RPC_SERVERS: llama.cpp RPC workers (`host:port,host:port`, e.g. `llamad rpc-worker` on other machines) that
+   * hold the layers of every model whose Modelfile has no `PARAMETER rpc` (beyond Ollama; docs/native.md "RPC").
+   * Entries that are not `host:port` are dropped. Empty = none.
+   */
+  rpcServers: string[] = [];
   /**
    * LLAMAD_LOG_LEVEL: the log level (beyond Ollama); when unset, OLLAMA_DEBUG=1 means `debug`, 2 or more `trace`,
    * else `info`. Logs are JSON lines (pino), pretty-printed when stdout is a terminal.
@@ -194,6 +201,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
   config.apiKeysFile = envPath(env, 'LLAMAD_API_KEYS_FILE') ?? '';
   config.debugLevel = parseDebugLevel(envVar(env, 'OLLAMA_DEBUG'));
   config.threads = envUint(env, 'LLAMAD_THREADS', 0);
+  config.rpcServers = splitRpcServers([envVar(env, 'LLAMAD_RPC_SERVERS')]).servers;
   config.responsesMax = envUint(env, 'LLAMAD_RESPONSES_MAX', 1000);
   config.responsesTtlMs = envDurationMs(env, 'LLAMAD_RESPONSES_TTL', config.responsesTtlMs);
   config.logLevel = parseLogLevel(envVar(env, 'LLAMAD_LOG_LEVEL'), config.debugLevel);

@@ -109,6 +109,7 @@ export class CompletionService {
     const effective = resolveOptions(options, model.params, {
       contextLength: this.config.contextLength,
       threads: this.config.threads,
+      rpcServers: this.config.rpcServers,
       trainContext: model.facts.contextLength,
     });
     return {

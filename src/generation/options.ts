@@ -15,6 +15,11 @@ export interface LoadOptions {
   useMmap?: boolean;
   /** Threads; 0 = the addon's default. */
   numThread: number;
+  /**
+   * llama.cpp RPC workers (`host:port`) that hold the layers (beyond Ollama): Modelfile `PARAMETER rpc`, else
+   * LLAMAD_RPC_SERVERS; absent = none (local only). A runner with other workers is another runner (sameSpec).
+   */
+  rpcServers?: string[];
 }
 
 /** Per-request sampling and stopping options (§4.1 second table), camelCase. */
@@ -50,6 +55,8 @@ export interface OptionDefaults {
   contextLength: number;
   /** LLAMAD_THREADS (0 = addon default). */
   threads: number;
+  /** LLAMAD_RPC_SERVERS (empty = none): the workers of a model whose Modelfile has no `PARAMETER rpc`. */
+  rpcServers?: string[];
   /** The model's training context in tokens, when known: num_ctx is clamped to it. */
   trainContext?: number;
 }
@@ -78,6 +85,9 @@ export function resolveOptions(request: OptionMap, modelParams: OptionMap, defau
   };
   if (typeof merged.main_gpu === 'number') load.mainGpu = merged.main_gpu;
   if (typeof merged.use_mmap === 'boolean') load.useMmap = merged.use_mmap;
+  // Modelfile only (decodeOptions drops a request's `rpc`): the model's own list, `none` = [], else the daemon's.
+  const rpc = Array.isArray(modelParams.rpc) ? modelParams.rpc : (defaults.rpcServers ?? []);
+  if (rpc.length > 0) load.rpcServers = [...rpc];
   const stop = merged.stop;
   const sampling: SamplingOptions = {
     numKeep: num(merged.num_keep, 4),

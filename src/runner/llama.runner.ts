@@ -118,6 +118,7 @@ export class LlamaRunner implements Runner {
       model = new binding.Model(spec.modelPath, {
         ...(spec.numGpu >= 0 ? { nGpuLayers: spec.numGpu } : {}),
         ...(spec.useMmap !== undefined ? { useMmap: spec.useMmap } : {}),
+        ...(spec.rpcServers && spec.rpcServers.length > 0 ? { rpcServers: spec.rpcServers } : {}),
       });
       await model.load();
     } catch (err) {
@@ -364,21 +365,25 @@ export class LlamaRunner implements Runner {
 }
 
 /**
- * Totals of memory entries (per context: a NativeMemoryEntry list), bytes: all of them, the device (non-host) part
- * and per device name.
+ * Totals of memory entries (per context: a NativeMemoryEntry list), bytes: all of them, the local device (non-host,
+ * not RPC) part and per device. An RPC worker's buffers are named by their buffer type ('RPC0[127.0.0.1:50052]': the
+ * worker's device and endpoint; ggml's own device names RPC<n> are process-wide counters) and are not VRAM here.
  */
 export function sumMemory(perContext: NativeMemoryEntry[][]): RunnerMemory {
   let totalBytes = 0;
   let vramBytes = 0;
-  const byDevice = new Map<string, number>();
+  const byDevice = new Map<string, { bytes: number; endpoint?: string }>();
   for (const entry of perContext.flat()) {
     const bytes = entry.model + entry.context + entry.compute;
     totalBytes += bytes;
-    if (!entry.host) vramBytes += bytes;
-    const name = entry.host ? 'CPU' : entry.device || entry.buffer;
-    byDevice.set(name, (byDevice.get(name) ?? 0) + bytes);
+    const endpoint = entry.endpoint || undefined;
+    if (!entry.host && !endpoint) vramBytes += bytes;
+    const name = endpoint ? entry.buffer : entry.host ? 'CPU' : entry.device || entry.buffer;
+    const device = byDevice.get(name) ?? { bytes: 0, ...(endpoint ? { endpoint } : {}) };
+    device.bytes += bytes;
+    byDevice.set(name, device);
   }
-  const devices = [...byDevice].map(([name, bytes]) => ({ name, bytes })).sort((a, b) => b.bytes - a.bytes);
+  const devices = [...byDevice].map(([name, device]) => ({ name, ...device })).sort((a, b) => b.bytes - a.bytes);
   return { totalBytes, vramBytes, devices };
 }
 

@@ -139,12 +139,19 @@ export interface RunnerUsage {
  * once, plus the KV cache and compute buffers of each of its contexts. Bytes.
  */
 export interface RunnerMemory {
-  /** Everything: system RAM and device memory. */
+  /** Everything: system RAM, device memory and what RPC workers hold. */
   totalBytes: number;
-  /** The part in device memory (VRAM): Ollama's `size_vram` (§3.7). 0 on a CPU build. */
+  /**
+   * The part in this machine's device memory (VRAM): Ollama's `size_vram` (§3.7). 0 on a CPU build. RPC workers'
+   * bytes are not counted: they are not on this machine, and ggml does not say whether a worker keeps them in RAM or
+   * VRAM.
+   */
   vramBytes: number;
-  /** Bytes per device ('CPU', 'CUDA0', …), largest first. */
-  devices: { name: string; bytes: number }[];
+  /**
+   * Bytes per device, largest first: 'CPU' (all host buffers), local devices ('CUDA0', …), and one entry per RPC
+   * worker device named by its buffer type, 'RPC<i>[host:port]' (`endpoint` set).
+   */
+  devices: { name: string; bytes: number; endpoint?: string }[];
 }
 
 export interface Runner {

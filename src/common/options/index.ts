@@ -1,2 +1,3 @@
 export * from './option-table';
 export * from './option-codec';
+export * from './rpc-servers';

@@ -1,5 +1,6 @@
 import { InvalidRequestError } from '../errors';
 import { DEPRECATED_OPTIONS, OPTION_TABLE, OptionMap, OptionValue } from './option-table';
+import { splitRpcServers } from './rpc-servers';
 
 /** Go's strconv.ParseBool accepted spellings. */
 const GO_TRUE = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
@@ -55,7 +56,15 @@ export function formatParams(raw: ReadonlyMap<string, string[]>): FormattedParam
         break;
       }
       case 'string[]':
-        params[key] = [...values];
+        if (key === 'rpc') {
+          const { servers, invalid } = splitRpcServers(values);
+          if (invalid.length > 0) {
+            throw new InvalidRequestError(`invalid rpc value ${shown}: want host:port[,host:port…] or none`);
+          }
+          params[key] = servers;
+        } else {
+          params[key] = [...values];
+        }
         break;
     }
   }
@@ -65,7 +74,7 @@ export function formatParams(raw: ReadonlyMap<string, string[]>): FormattedParam
 /**
  * Decodes a request's `options` object like Ollama's `Options.FromMap` (§4.1): ints accept any JSON number (the
  * fraction is truncated), floats need a number, bools a boolean, `stop` an array of strings; `null` values are
- * skipped and unknown keys ignored.
+ * skipped and unknown keys ignored, as are Modelfile-only options (`rpc`).
  * @returns the known options, typed.
  * @throws InvalidRequestError `option "<k>" must be of type integer|float32|boolean|array`, or
  *   `option "<k>" must be of an array of strings`. (Ollama answers these with 500; the daemon uses 400 — see
@@ -76,7 +85,7 @@ export function decodeOptions(options: Record<string, unknown> | undefined | nul
   if (!options) return out;
   for (const [key, value] of Object.entries(options)) {
     const spec = OPTION_TABLE[key];
-    if (!spec || value === null || value === undefined) continue;
+    if (!spec || spec.modelfileOnly || value === null || value === undefined) continue;
     const typeError = () => new InvalidRequestError(`option "${key}" must be of type ${spec.goType}`, `options.${key}`);
     let decoded: OptionValue;
     switch (spec.kind) {

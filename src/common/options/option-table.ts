@@ -15,6 +15,11 @@ export interface OptionSpec {
   scope: OptionScope;
   /** Go type name printed in type errors (`option "x" must be of type integer`). */
   goType: 'integer' | 'float32' | 'boolean' | 'array';
+  /**
+   * Only a Modelfile PARAMETER (a model's params layer) may set it; a request's `options` key is ignored like an
+   * unknown key (beyond Ollama: `rpc`, which points the daemon at other machines).
+   */
+  modelfileOnly?: boolean;
 }
 
 /** Every option Ollama accepts today. Order follows §4.1. */
@@ -27,6 +32,9 @@ export const OPTION_TABLE: Readonly<Record<string, OptionSpec>> = {
   use_mmap: { kind: 'bool', scope: 'load', goType: 'boolean' },
   num_thread: { kind: 'int', scope: 'load', goType: 'integer' },
   draft_num_predict: { kind: 'int', scope: 'load', goType: 'integer' },
+  // Beyond Ollama: llama.cpp RPC workers holding the model's layers (`PARAMETER rpc host:port,host:port`, or `none`
+  // to opt out of LLAMAD_RPC_SERVERS); Modelfile only. Stored as the list of endpoints.
+  rpc: { kind: 'string[]', scope: 'load', goType: 'array', modelfileOnly: true },
   // Per-request sampling options.
   num_keep: { kind: 'int', scope: 'request', goType: 'integer' },
   seed: { kind: 'int', scope: 'request', goType: 'integer' },

@@ -61,6 +61,12 @@ describe('loadConfig', () => {
     assert.equal(c.threads, 3);
   });
 
+  it('reads LLAMAD_RPC_SERVERS as host:port entries, dropping the others', () => {
+    const c = loadConfig({ LLAMAD_RPC_SERVERS: ' 10.0.0.2:50052, ,worker-b:50053,nope,10.0.0.2:50052,[::1]:1 ' });
+    assert.deepEqual(c.rpcServers, ['10.0.0.2:50052', 'worker-b:50053']);
+    assert.deepEqual(loadConfig({}).rpcServers, []);
+  });
+
   it('expands ~ in OLLAMA_MODELS and ignores invalid numbers', () => {
     const c = loadConfig({ OLLAMA_MODELS: '~/m', OLLAMA_NUM_PARALLEL: 'many', OLLAMA_MAX_QUEUE: '-1' });
     assert.equal(c.modelsDir, join(homedir(), 'm'));

@@ -4,6 +4,16 @@ import { DEFAULT_NUM_CTX, resolveOptions } from '../../../src/generation/options
 
 const defaults = { contextLength: 0, threads: 0 };
 
+describe('resolveOptions: RPC workers', () => {
+  it('takes the Modelfile’s rpc, else LLAMAD_RPC_SERVERS; rpc none opts out; requests cannot set it', () => {
+    const daemon = { ...defaults, rpcServers: ['10.0.0.9:50052'] };
+    assert.deepEqual(resolveOptions({}, {}, daemon).load.rpcServers, ['10.0.0.9:50052']);
+    assert.deepEqual(resolveOptions({}, { rpc: ['10.0.0.2:1'] }, daemon).load.rpcServers, ['10.0.0.2:1']);
+    assert.equal(resolveOptions({}, { rpc: [] }, daemon).load.rpcServers, undefined);
+    assert.equal(resolveOptions({ rpc: ['10.0.0.3:1'] }, {}, defaults).load.rpcServers, undefined);
+  });
+});
+
 describe('resolveOptions (request ← Modelfile ← defaults)', () => {
   it('uses Ollama’s defaults', () => {
     const { load, sampling } = resolveOptions({}, {}, defaults);

@@ -27,4 +27,32 @@ describe('sumMemory', () => {
     assert.equal(memory.vramBytes, 0);
     assert.equal(memory.totalBytes, 16);
   });
+
+  it('lists each RPC worker device by its buffer type and does not count it as VRAM', () => {
+    const rpc = (buffer: string, device: string, endpoint: string, model: number) => ({
+      buffer,
+      device,
+      host: false,
+      endpoint,
+      model,
+      context: 10,
+      compute: 0,
+    });
+    const memory = sumMemory([
+      [
+        rpc('RPC0[10.0.0.2:50052]', 'RPC0', '10.0.0.2:50052', 500),
+        rpc('RPC0[10.0.0.3:50052]', 'RPC1', '10.0.0.3:50052', 300),
+        { buffer: 'CPU', device: 'CPU', host: true, endpoint: '', model: 100, context: 0, compute: 5 },
+      ],
+    ]);
+    assert.deepEqual(memory, {
+      totalBytes: 925,
+      vramBytes: 0,
+      devices: [
+        { name: 'RPC0[10.0.0.2:50052]', bytes: 510, endpoint: '10.0.0.2:50052' },
+        { name: 'RPC0[10.0.0.3:50052]', bytes: 310, endpoint: '10.0.0.3:50052' },
+        { name: 'CPU', bytes: 105 },
+      ],
+    });
+  });
 });

@@ -398,6 +398,15 @@ describe('SchedulerService', () => {
     assert.ok(!sameSpec(spec(), spec({ numCtx: 1024 })));
   });
 
+  it('treats a model served over other RPC workers as another runner', () => {
+    const workers = { rpcServers: ['10.0.0.2:50052', '10.0.0.3:50052'] };
+    assert.ok(!sameSpec(spec(), spec(workers)));
+    assert.ok(!sameSpec(spec(workers), spec({ rpcServers: ['10.0.0.2:50052'] })));
+    assert.ok(!sameSpec(spec(workers), spec({ rpcServers: ['10.0.0.3:50052', '10.0.0.2:50052'] })));
+    assert.ok(sameSpec(spec(workers), spec({ rpcServers: [...workers.rpcServers] })));
+    assert.ok(sameSpec(spec(), spec({ rpcServers: [] })));
+  });
+
   it('soak: 5,000 requests over 7 models with random options, keep-alives, aborts and failures end clean', async () => {
     config.maxLoadedModels = 3;
     config.maxQueue = 10_000;

@@ -77,6 +77,27 @@ describe('decodeOptions (request options)', () => {
   }
 });
 
+describe('rpc (Modelfile-only list of RPC workers)', () => {
+  it('splits PARAMETER rpc into host:port endpoints; none is an empty list', () => {
+    const one = formatParams(new Map([['rpc', ['10.0.0.2:50052, worker:50053', '10.0.0.4:1']]]));
+    assert.deepEqual(one.params.rpc, ['10.0.0.2:50052', 'worker:50053', '10.0.0.4:1']);
+    assert.deepEqual(formatParams(new Map([['rpc', ['none']]])).params.rpc, []);
+  });
+
+  it('rejects entries that are not host:port', () => {
+    for (const value of ['10.0.0.2', 'host:0', 'host:70000', '[::1]:50052', ':50052']) {
+      assert.throws(
+        () => formatParams(new Map([['rpc', [value]]])),
+        (err: unknown) => err instanceof InvalidRequestError && err.message.startsWith(`invalid rpc value [${value}]`),
+      );
+    }
+  });
+
+  it('is ignored in request options (only a Modelfile may point the daemon at workers)', () => {
+    assert.deepEqual(decodeOptions({ rpc: ['10.0.0.2:50052'], temperature: 0.5 }), { temperature: 0.5 });
+  });
+});
+
 describe('sanitizeStoredParams', () => {
   it('drops unknown and ill-typed values from a params layer', () => {
     assert.deepEqual(sanitizeStoredParams({ temperature: 0.5, num_ctx: '4096', stop: 'x', foo: 1 }), {
