@@ -386,6 +386,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
         keepAliveMs: e.keepAliveMs,
         sizeBytes: measured?.totalBytes ?? e.sizeBytes,
         sizeVramBytes: measured?.vramBytes ?? 0,
+        ...(measured ? { devices: measured.devices } : {}),
         expired: e.expired,
       };
     });

@@ -82,6 +82,11 @@ export interface LoadedRunnerInfo {
   sizeBytes: number;
   /** Of sizeBytes, the part in device memory (VRAM); 0 on CPU or when not measured. */
   sizeVramBytes: number;
+  /**
+   * Where sizeBytes lives, largest first (RunnerMemory.devices: 'CPU', local devices, RPC worker devices with their
+   * endpoint); absent when the runner does not measure its memory.
+   */
+  devices?: { name: string; bytes: number; endpoint?: string }[];
   /** Whether it is marked to unload once idle. */
   expired: boolean;
 }

@@ -48,6 +48,15 @@ export async function listProcessModels(
       expires_at: expires.toISOString(),
       size_vram: runner.sizeVramBytes,
       context_length: runner.spec.numCtx,
+      ...(runner.devices
+        ? {
+            devices: runner.devices.map((d) => ({
+              name: d.name,
+              size: d.bytes,
+              ...(d.endpoint ? { endpoint: d.endpoint } : {}),
+            })),
+          }
+        : {}),
     });
   }
   return { models };

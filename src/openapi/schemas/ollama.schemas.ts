@@ -140,8 +140,23 @@ export const OLLAMA_SCHEMAS: Record<string, JsonSchema> = {
             digest: str(),
             details: ref('ModelDetails'),
             expires_at: { type: 'string', format: 'date-time' },
-            size_vram: int(),
+            size_vram: int(
+              'Bytes in this machine’s accelerator memory (0 on a CPU build); layers on RPC workers are not counted.',
+            ),
             context_length: int(),
+            devices: arr(
+              obj(
+                {
+                  name: str(
+                    '`CPU` (system RAM), a local device (`CUDA0`, …) or an RPC worker device `RPC0[host:port]`.',
+                  ),
+                  size: int('Bytes on this device.'),
+                  endpoint: str('For an RPC worker device: its `host:port`.'),
+                },
+                ['name', 'size'],
+              ),
+              'Beyond Ollama: where the bytes of `size` live, largest first. Absent when not measured.',
+            ),
           },
           ['name', 'model', 'size', 'digest', 'details', 'expires_at', 'size_vram', 'context_length'],
         ),

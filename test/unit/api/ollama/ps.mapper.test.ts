@@ -86,6 +86,21 @@ describe('listProcessModels (GET /api/ps)', () => {
     const [model] = (await ps.ps()).models;
     assert.equal(model.size, 9_000);
     assert.equal(model.size_vram, 7_000);
+    assert.equal(model.devices, undefined);
+  });
+
+  it('lists where the bytes live (beyond Ollama: devices, RPC workers with their endpoint)', async () => {
+    const devices = [
+      { name: 'RPC0[10.0.0.2:50052]', bytes: 600, endpoint: '10.0.0.2:50052' },
+      { name: 'CPU', bytes: 400 },
+    ];
+    const { ps } = controller([runner('/b/1', { sizeBytes: 1_000, devices })]);
+    const [model] = (await ps.ps()).models;
+    assert.equal(model.size_vram, 0);
+    assert.deepEqual(model.devices, [
+      { name: 'RPC0[10.0.0.2:50052]', size: 600, endpoint: '10.0.0.2:50052' },
+      { name: 'CPU', size: 400 },
+    ]);
   });
 
   it('computes expires_at like Ollama: timer, now + keep-alive in use, now for 0, ~292 years for forever', () => {
