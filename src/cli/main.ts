@@ -16,6 +16,7 @@ import {
 import { CliError, errorText } from './errors';
 import { connect } from './host';
 import { launchClaude, launchCodex } from './launch';
+import { rpcWorkerCommand } from './rpc-worker';
 import { runCommand } from './run';
 
 /** This package's version (package.json two folders above dist/src/cli). */
@@ -178,6 +179,17 @@ export function buildProgram(): Command {
     .description('Remove a model')
     .argument('<model...>')
     .action(action((models: string[]) => rmCommand(connect(), models)));
+
+  program
+    .command('rpc-worker')
+    .description(
+      'Run a llama.cpp RPC worker (the vendored rpc-server) that holds layers for a daemon on another machine ' +
+        '(LLAMAD_RPC_SERVERS or PARAMETER rpc there). Unauthenticated: keep it on a private network',
+    )
+    .option('--host <host>', 'Address to listen on (IPv4 or host name)', '127.0.0.1')
+    .option('--port <port>', 'Port to listen on', '50052')
+    .option('--threads <n>', 'CPU threads of the worker (default: half the cores)')
+    .action(action((o: { host: string; port: string; threads?: string }) => rpcWorkerCommand(o)));
 
   program
     .command('launch')

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { NativeBinding } from '../../binding';
 
 /** Repository root: two levels above this file both in src/ (ts) and in dist/src/ (js). */
@@ -23,6 +23,23 @@ export function findAddonPath(): string | null {
     if (existsSync(p)) return p;
   }
   return null;
+}
+
+/**
+ * Finds the vendored llama.cpp `rpc-server` (built by `npm run build:native` next to the addon): $LLAMAD_RPC_SERVER
+ * if set, else `rpc-server` in the folder of the addon that findAddonPath() picks, else in build/<backend>/Release for
+ * the first backend that has one. Returns null when none exists.
+ */
+export function findRpcServerPath(): string | null {
+  const name = process.platform === 'win32' ? 'rpc-server.exe' : 'rpc-server';
+  const explicit = process.env.LLAMAD_RPC_SERVER;
+  if (explicit) return existsSync(explicit) ? resolve(explicit) : null;
+  const addon = findAddonPath();
+  const candidates = [
+    ...(addon ? [join(dirname(addon), name)] : []),
+    ...BACKENDS.map((backend) => join(REPO_ROOT, 'build', backend, 'Release', name)),
+  ];
+  return candidates.find((p) => existsSync(p)) ?? null;
 }
 
 let cached: NativeBinding | undefined;
