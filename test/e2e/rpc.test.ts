@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { Ollama } from 'ollama';
+import { ensureTestModels, TINY_LLAMA_SPM } from '../utils/models';
+import { realAddon } from '../utils/real-addon';
+import { RPC_SKIP, deadEndpoint, startRpcWorkers, type RpcWorkers } from '../utils/rpc-workers';
+import { createTestApp, TestApp } from '../utils/test-app';
+
+const addon = realAddon();
+const GREEDY = { temperature: 0, seed: 42, num_predict: 16 };
+
+interface PsModel {
+  name: string;
+  size: number;
+  size_vram: number;
+  devices?: { name: string; size: number; endpoint?: string }[];
+}
+
+// One model served across two loopback rpc-server workers through the daemon (Modelfile PARAMETER rpc), with the
+// REAL addon: same greedy output as the local model, /api/ps devices, and a clean 500 for a dead worker.
+describe('RPC workers through the daemon (PARAMETER rpc)', { skip: addon.skip || RPC_SKIP }, () => {
+  let t: TestApp;
+  let ollama: Ollama;
+  let workers: RpcWorkers;
+  let dead: string;
+
+  const create = async (model: string, modelfile: string) => {
+    const r = await ollama.create({ model, modelfile } as Parameters<Ollama['create']>[0]);
+    assert.equal(r.status, 'success');
+  };
+
+  before(async () => {
+    ensureTestModels();
+    workers = await startRpcWorkers(2);
+    dead = await deadEndpoint();
+    t = await createTestApp({ binding: addon.binding, config: { numParallel: 1, contextLength: 512 } });
+    ollama = new Ollama({ host: t.baseUrl });
+    await create('tiny-local', `FROM ${TINY_LLAMA_SPM}\n`);
+    await create('tiny-rpc', `FROM ${TINY_LLAMA_SPM}\nPARAMETER rpc ${workers.endpoints.join(',')}\n`);
+    await create('tiny-dead', `FROM ${TINY_LLAMA_SPM}\nPARAMETER rpc ${dead}\n`);
+  });
+
+  after(async () => {
+    await t?.close();
+    await workers?.stop();
+  });
+
+  it('generates the same greedy tokens over the workers as locally, and /api/ps shows where the layers are', async () => {
+    const request = { prompt: 'Once upon a time', raw: true, options: GREEDY };
+    const local = await ollama.generate({ model: 'tiny-local', ...request });
+    const remote = await ollama.generate({ model: 'tiny-rpc', ...request });
+    assert.equal(remote.eval_count, 16);
+    assert.equal(remote.response, local.response);
+    // Runners are keyed by weights (all three models share the blob): the RPC runner replaced the local one, and
+    // /api/ps names it by one of the manifests that reference the blob.
+    const ps = async () => ((await (await fetch(`${t.baseUrl}/api/ps`)).json()) as { models: PsModel[] }).models;
+    const [rpc] = await ps();
+    assert.ok(rpc?.devices, JSON.stringify(rpc));
+    assert.equal(rpc.size_vram, 0, 'RPC workers’ bytes are not local VRAM');
+    assert.deepEqual(
+      rpc.devices
+        .map((d) => d.endpoint)
+        .filter(Boolean)
+        .sort(),
+      [...workers.endpoints].sort(),
+    );
+    assert.equal(
+      rpc.devices.reduce((n, d) => n + d.size, 0),
+      rpc.size,
+      'devices add up to size',
+    );
+    await ollama.generate({ model: 'tiny-local', ...request });
+    const [local0] = await ps();
+    assert.deepEqual(
+      local0?.devices?.map((d) => d.name),
+      ['CPU'],
+    );
+  });
+
+  it('show keeps PARAMETER rpc', async () => {
+    const shown = await ollama.show({ model: 'tiny-rpc' });
+    assert.match(shown.parameters ?? '', /^rpc\s+"127\.0\.0\.1:\d+"$/m);
+  });
+
+  it('answers 500 with the unreachable worker (no stack, no path) and lives on', async () => {
+    const res = await fetch(`${t.baseUrl}/api/generate`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'tiny-dead', prompt: 'Hi', stream: false, options: GREEDY }),
+    });
+    assert.equal(res.status, 500);
+    assert.deepEqual(await res.json(), { error: `rpc server ${dead} unreachable: Connection refused` });
+    const stream = await fetch(`${t.baseUrl}/api/generate`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'tiny-dead', prompt: 'Hi', options: GREEDY }),
+    });
+    assert.equal(stream.status, 500);
+    const again = await ollama.generate({ model: 'tiny-rpc', prompt: 'Hi', raw: true, options: GREEDY });
+    assert.equal(again.eval_count, 16);
+  });
+});
