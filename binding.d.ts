@@ -43,7 +43,9 @@ export interface NativeModelParams {
    * process-wide). load() first probes each worker (TCP connect and the RPC HELLO, 5 s) and rejects with
    * LLAMA_MODEL_LOAD_FAILED "rpc server HOST:PORT unreachable: REASON" instead of letting ggml abort the process; a
    * worker already held by a loaded model of this process is not probed (rpc-server serves one client at a time).
-   * A worker that dies while the model is in use still aborts the process (ggml-rpc; docs/native.md "RPC").
+   * A worker whose connection breaks while the model is in use fails the running tasks and every later decode with
+   * LLAMA_DECODE_FAILED "rpc server HOST:PORT: connection lost" (vendor patch 0001; unpatched ggml-rpc aborts the
+   * process); dispose the model and load it again (docs/native.md "RPC").
    */
   rpcServers?: string[];
 }

@@ -284,7 +284,8 @@ void Context::Adopt(Napi::Env env, Napi::Object model_object, const ContextPlan&
     std::shared_ptr<EventSink> sink = sink_;
     engine_ = std::make_unique<Engine>(
         parts->ctx, static_cast<int32_t>(params.n_ctx / params.n_parallel),
-        [sink](std::vector<EngineEvent>&& events) { sink->Post(std::move(events)); }, parts->mtmd);
+        [sink](std::vector<EngineEvent>&& events) { sink->Post(std::move(events)); }, parts->mtmd,
+        plan.model->rpc_servers());
     parts->mtmd = nullptr;  // owned by the engine now
   } catch (...) {
     if (sink_) {

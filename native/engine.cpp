@@ -6,6 +6,7 @@
 #include <new>
 #include <utility>
 
+#include "ggml-rpc.h"
 #include "mtmd-helper.h"
 
 namespace llamad {
@@ -39,9 +40,11 @@ CaughtError DescribeCaught(std::exception_ptr error, const std::string& what) {
 
 }  // namespace
 
-Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, mtmd_context* mtmd)
+Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, mtmd_context* mtmd,
+               std::vector<std::string> rpc_servers)
     : ctx_(ctx),
       mtmd_(mtmd),
+      rpc_servers_(std::move(rpc_servers)),
       model_(llama_get_model(ctx)),
       vocab_(llama_model_get_vocab(model_)),
       memory_(llama_get_memory(ctx)),
@@ -376,11 +379,14 @@ void Engine::RunEmbedJob(const EmbedJob& job) {
     const int32_t rc = encoder_only_ ? llama_encode(ctx_, batch_) : llama_decode(ctx_, batch_);
     embed_cancelled_ = nullptr;
     aborting_.store(false);
-    if (rc != 0) {
+    const std::string lost = rpc_servers_.empty() ? "" : LostRpcServer();
+    if (rc != 0 || !lost.empty()) {
       if (stop_requested_.load()) {
         fail(ErrorCode::kDisposed, "context is disposed");
       } else if (job.cancelled->load()) {
         fail(ErrorCode::kCancelled, "embedding cancelled");
+      } else if (!lost.empty()) {
+        fail(ErrorCode::kDecodeFailed, lost);
       } else {
         fail(ErrorCode::kDecodeFailed, std::string(encoder_only_ ? "llama_encode" : "llama_decode") +
                                            " failed with status " + std::to_string(rc));
@@ -740,6 +746,17 @@ void Engine::Step(bool stopping) {
     HandleDecodeFailure(rc);
     return;
   }
+  if (!rpc_servers_.empty()) {
+    // A worker whose connection broke during this step answered with zeros: its logits must not be sampled.
+    const std::string lost = LostRpcServer();
+    if (!lost.empty()) {
+      RepairAfterPartialDecode();
+      for (Slot* slot : batch_slots_) {
+        if (slot->task) Fail(*slot, ErrorCode::kDecodeFailed, lost);
+      }
+      return;
+    }
+  }
   const Clock::time_point now = Clock::now();
   for (Slot* slot : batch_slots_) {
     for (int32_t k = 0; k < slot->batch_count; ++k) slot->cache.push_back(batch_.token[slot->batch_first + k]);
@@ -775,9 +792,21 @@ void Engine::HandleDecodeFailure(int32_t rc) {
   std::string message = "llama_decode failed with status " + std::to_string(rc);
   if (rc == 1) message += " (no KV cache slot for the batch)";
   if (rc == -1) message += " (invalid batch)";
+  if (!rpc_servers_.empty()) {
+    const std::string lost = LostRpcServer();
+    if (!lost.empty()) message = lost;
+  }
   for (Slot* slot : batch_slots_) {
     if (slot->task) Fail(*slot, ErrorCode::kDecodeFailed, message);
   }
+}
+
+std::string Engine::LostRpcServer() {
+  llama_synchronize(ctx_);
+  for (const std::string& endpoint : rpc_servers_) {
+    if (ggml_backend_rpc_server_broken(endpoint.c_str())) return "rpc server " + endpoint + ": connection lost";
+  }
+  return "";
 }
 
 void Engine::RepairAfterPartialDecode() {

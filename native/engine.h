@@ -78,7 +78,11 @@ class Engine {
   //
   // `mtmd`: the projector of a vision model (mtmd_init_from_file on the same llama_model), or null. The engine owns it
   // and frees it after the decode thread exited; media tasks need it.
-  Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, mtmd_context* mtmd = nullptr);
+  //
+  // `rpc_servers`: the RPC workers the model's layers live on (NativeModelParams.rpcServers): after each decode the
+  // engine checks that none of their connections broke (vendor/patches/0001) and fails the batch if one did.
+  Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, mtmd_context* mtmd = nullptr,
+         std::vector<std::string> rpc_servers = {});
   ~Engine();  // RequestStop() + Join(), then mtmd_free
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -159,6 +163,10 @@ class Engine {
 
   llama_context* ctx_;
   mtmd_context* mtmd_;  // owned, may be null
+  std::vector<std::string> rpc_servers_;
+  // '' or "rpc server HOST:PORT: connection lost" when the connection to one of rpc_servers_ broke (waits for the
+  // backends first: llama_synchronize).
+  std::string LostRpcServer();
   const llama_model* model_;
   const llama_vocab* vocab_;
   llama_memory_t memory_;

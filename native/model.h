@@ -61,6 +61,8 @@ class Model : public Napi::ObjectWrap<Model> {
   // The loaded model, or throws (LLAMA_DISPOSED / LLAMA_INVALID_ARGUMENT) on the JS thread.
   llama_model* RequireLoaded(Napi::Env env) const;
   bool vocab_only() const { return params_.vocab_only; }
+  // The RPC workers the model was loaded over (NativeModelParams.rpcServers), in order.
+  const std::vector<std::string>& rpc_servers() const { return params_.rpc_servers; }
 
   // The LoRA adapter at `path` for `model` (this model's llama_model), loaded on first use (llama_adapter_lora_init)
   // and cached per path until the model is freed (llama_model_free frees its adapters). Any thread: the cache is

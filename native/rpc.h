@@ -3,7 +3,8 @@
 //
 // ggml-rpc aborts the process (GGML_ABORT) when it cannot connect to a worker or the handshake fails, so a load
 // first probes every worker itself (TCP connect + the protocol's HELLO, with a timeout) and fails cleanly instead.
-// docs/native.md "RPC" describes what is still fatal (a worker that dies while a model uses it).
+// A connection that breaks later fails that model's decodes (vendor/patches/0001, engine.cpp LostRpcServer);
+// docs/native.md "RPC" says what is still fatal.
 #ifndef LLAMAD_NATIVE_RPC_H_
 #define LLAMAD_NATIVE_RPC_H_
 

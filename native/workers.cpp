@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "errors.h"
+#include "ggml-rpc.h"
 #include "rpc.h"
 
 namespace llamad {
@@ -67,6 +68,12 @@ bool LoadModelWorker::SelectRpcDevices() {
   // endpoint that a loaded model of this process already holds is connected, and rpc-server takes one client at a
   // time, so it is not probed again).
   for (const std::string& endpoint : rpc_servers_) {
+    if (ggml_backend_rpc_server_broken(endpoint.c_str())) {  // held by a loaded model whose worker went away
+      state_->failed = true;
+      state_->code = ErrorCode::kModelLoadFailed;
+      state_->message = "rpc server " + endpoint + ": connection lost (a loaded model still holds it until unloaded)";
+      return false;
+    }
     if (RpcEndpointInUse(endpoint)) continue;
     const std::string reason = ProbeRpcServer(endpoint, kRpcProbeTimeoutMs);
     if (!reason.empty()) {
