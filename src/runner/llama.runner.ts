@@ -36,6 +36,9 @@ function asLoadError(err: unknown): DaemonError {
 
 const utf8 = new TextDecoder('utf-8', { fatal: false });
 
+/** The engine's error text when an RPC worker's connection broke (native/engine.cpp LostRpcServer). */
+const RPC_LOST = /^rpc server \S+: connection lost$/;
+
 /** A native logprob entry → the runner's (text decoded lossily, bytes as a plain array). */
 function toTokenLogprob(entry: NativeTokenLogprob): RunnerTokenLogprob {
   return { token: utf8.decode(entry.bytes), logprob: entry.logprob, bytes: Array.from(entry.bytes) };
@@ -82,6 +85,8 @@ export class LlamaRunner implements Runner {
   private embedContextReady: NativeContext | undefined;
   /** KV cells held by generations in flight (prompt + generated tokens), for {@link usage}. */
   private cellsInFlight = 0;
+  /** Set once an RPC worker's connection broke (the engine's error text): see {@link broken}. */
+  private lostWorker: string | undefined;
 
   private constructor(
     readonly spec: RunnerSpec,
@@ -219,6 +224,7 @@ export class LlamaRunner implements Runner {
           case 'error':
             finished = true;
             releaseCells();
+            if (RPC_LOST.test(event.message)) this.lostWorker = event.message;
             subscriber.error(mapNativeError({ code: event.code, message: event.message }));
             break;
         }
@@ -266,6 +272,15 @@ export class LlamaRunner implements Runner {
     return sumMemory(
       contexts.map((c, i) => (this.closed ? [] : c.memory()).map((e) => (i > 0 ? { ...e, model: 0 } : e))),
     );
+  }
+
+  /**
+   * Why the runner cannot generate any more: an RPC worker's connection broke (every later decode fails at once,
+   * vendor/patches/0001); the scheduler unloads it once idle, and the next request loads it again (probing the
+   * workers). undefined while healthy.
+   */
+  broken(): string | undefined {
+    return this.lostWorker;
   }
 
   async tokenize(text: string, options: { addSpecial: boolean; parseSpecial: boolean }): Promise<number[]> {

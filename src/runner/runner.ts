@@ -156,6 +156,11 @@ export interface RunnerMemory {
 
 export interface Runner {
   readonly spec: RunnerSpec;
+  /**
+   * Why the runner can no longer serve (an RPC worker's connection broke), else undefined. The scheduler unloads a
+   * broken runner as soon as it is idle instead of keeping it alive. Optional: fakes need not implement it.
+   */
+  broken?(): string | undefined;
   readonly info: RunnerModelInfo;
   /** Context of one slot, tokens (a prompt must be shorter than this). */
   readonly slotContext: number;

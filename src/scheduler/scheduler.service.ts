@@ -439,6 +439,12 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   }
 
   private release(entry: LoadedRunner): void {
+    const broken = entry.runner.broken?.();
+    if (broken && !entry.expired) {
+      this.logger.warn(`unloading ${entry.key}: ${broken}`);
+      entry.expired = true;
+      entry.keepAliveMs = 0;
+    }
     entry.refCount = Math.max(0, entry.refCount - 1);
     if (entry.refCount > 0) return;
     this.afterIdle(entry);

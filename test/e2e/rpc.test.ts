@@ -97,4 +97,55 @@ describe('RPC workers through the daemon (PARAMETER rpc)', { skip: addon.skip ||
     const again = await ollama.generate({ model: 'tiny-rpc', prompt: 'Hi', raw: true, options: GREEDY });
     assert.equal(again.eval_count, 16);
   });
+
+  it('a worker that dies mid-stream ends the stream with an error line; the model is unloaded, the daemon lives on', async () => {
+    const own = await startRpcWorkers(1);
+    try {
+      await create('tiny-one', `FROM ${TINY_LLAMA_SPM}\nPARAMETER rpc ${own.endpoints[0]}\n`);
+      const res = await fetch(`${t.baseUrl}/api/generate`, {
+        method: 'POST',
+        body: JSON.stringify({
+          model: 'tiny-one',
+          prompt: 'Hi',
+          raw: true,
+          options: { temperature: 0, num_predict: 100_000, num_ctx: 512 },
+        }),
+      });
+      assert.equal(res.status, 200);
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      let killed = false;
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        text += decoder.decode(value, { stream: true });
+        if (!killed && text.includes('\n')) {
+          killed = true;
+          await own.kill(0);
+        }
+      }
+      const lines = text
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => JSON.parse(l) as { error?: string; done?: boolean });
+      assert.deepEqual(lines[lines.length - 1], {
+        error: `an error was encountered while running the model: rpc server ${own.endpoints[0]}: connection lost`,
+      });
+      assert.ok(lines.slice(0, -1).every((l) => l.done === false && !l.error));
+      // The broken runner is unloaded once idle; the next request probes the dead worker: a clean 500.
+      const ps = (await (await fetch(`${t.baseUrl}/api/ps`)).json()) as { models: PsModel[] };
+      assert.deepEqual(ps.models, []);
+      const res2 = await fetch(`${t.baseUrl}/api/generate`, {
+        method: 'POST',
+        body: JSON.stringify({ model: 'tiny-one', prompt: 'Hi', stream: false, options: GREEDY }),
+      });
+      assert.equal(res2.status, 500);
+      assert.deepEqual(await res2.json(), { error: `rpc server ${own.endpoints[0]} unreachable: Connection refused` });
+    } finally {
+      await own.stop();
+    }
+    const local = await ollama.generate({ model: 'tiny-local', prompt: 'Hi', raw: true, options: GREEDY });
+    assert.equal(local.eval_count, 16);
+  });
 });

@@ -1,9 +1,7 @@
 // One model across llama.cpp RPC workers (rpc-server child processes on loopback): NativeModelParams.rpcServers.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import type { NativeModelParams } from '../../binding';
-import { findAddonPath } from '../../src/native/load-binding';
 import { TINY_LLAMA_SPM, ensureTestModels } from '../utils/models';
 import { RPC_SKIP, deadEndpoint, startRpcWorkers, type RpcWorkers } from '../utils/rpc-workers';
 import { GREEDY, assertRejectsCode, assertThrowsCode, binding, loadModel, runTask, seeded } from './native-helpers';
@@ -93,39 +91,38 @@ describe('RPC workers (rpcServers)', { skip: RPC_SKIP }, () => {
     );
   });
 
-  it('a worker that dies mid-generation aborts the process (ggml-rpc; documented limitation)', async () => {
-    // Run in a child process: ggml-rpc's dispatcher thread calls GGML_ABORT on the broken connection.
+  it('a worker that dies mid-generation ends the task with an error; the process lives on (vendor patch 0001)', async () => {
     const own = await startRpcWorkers(1);
-    const script = `
-      const b = require(${JSON.stringify(findAddonPath())});
-      const m = new b.Model(${JSON.stringify(TINY_LLAMA_SPM)}, { rpcServers: [${JSON.stringify(own.endpoints[0])}] });
-      m.load().then(() => {
-        const c = new b.Context(m, { nCtx: 4096, nThreads: 1 });
-        let n = 0;
-        c.submit({ tokens: m.tokenize('Hi', true, false), nPredict: 4000, ignoreEos: true,
-          sampling: ${JSON.stringify(GREEDY)} }, (e) => {
-          if (e.type === 'token' && ++n === 8) process.stdout.write('generating\\n');
-          if (e.type !== 'token') { process.stdout.write('ended ' + JSON.stringify(e) + '\\n'); process.exit(0); }
-        });
-      });`;
-    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
-      child.once('exit', (code, signal) => resolve({ code, signal })),
-    );
-    await new Promise<void>((resolve) => {
-      child.stdout.on('data', (d: Buffer) => {
-        stdout += d.toString();
-        if (stdout.includes('generating')) resolve();
-      });
-      void exited.then(() => resolve());
-    });
-    await own.kill(0);
-    const { signal } = await exited;
-    await own.stop();
-    assert.equal(signal, 'SIGABRT', `stdout: ${stdout}\nstderr: ${stderr}`);
-    assert.match(stderr, /Remote RPC server crashed or returned malformed response/);
+    try {
+      const model = await loadModel(TINY_LLAMA_SPM, { rpcServers: own.endpoints });
+      const ctx = new binding.Context(model, { nCtx: 4096, nThreads: 1 });
+      const tokens = model.tokenize('Hi', true, false);
+      let killed: Promise<void> | undefined;
+      await assert.rejects(
+        runTask(ctx, { tokens, nPredict: 4000, ignoreEos: true }, (event) => {
+          if (!killed && event.token >= 0) killed = own.kill(0);
+        }),
+        (err: Error & { code?: string }) => {
+          assert.equal(err.code, 'LLAMA_DECODE_FAILED');
+          assert.equal(err.message, `rpc server ${own.endpoints[0]}: connection lost`);
+          return true;
+        },
+      );
+      // Every later decode of that model fails at once, cleanly.
+      await assertRejectsCode(runTask(ctx, { tokens, nPredict: 4 }), 'LLAMA_DECODE_FAILED');
+      // While the broken model is loaded, a new load over that worker is refused without a probe.
+      const again = new binding.Model(TINY_LLAMA_SPM, { rpcServers: own.endpoints });
+      await assert.rejects(again.load(), /rpc server .*: connection lost \(a loaded model still holds it/);
+      await ctx.dispose();
+      await model.dispose();
+      // Once it is freed, the dead worker is a clean load error, and the local model still works.
+      await assert.rejects(
+        new binding.Model(TINY_LLAMA_SPM, { rpcServers: own.endpoints }).load(),
+        new RegExp(`^Error: rpc server ${own.endpoints[0]} unreachable: Connection refused$`),
+      );
+    } finally {
+      await own.stop();
+    }
+    assert.equal((await generate({})).greedy.length, 24);
   });
 });

@@ -51,6 +51,22 @@ describe('SchedulerService', () => {
       assert.equal(scheduler.loaded()[0].refCount, 0);
     });
 
+    it('unloads a runner that reports itself broken (a lost RPC worker) once idle, and loads a fresh one next', async () => {
+      const a = await acquire('/m/a');
+      const b = await acquire('/m/a');
+      const broken = a.runner as typeof a.runner & { broken?: () => string | undefined };
+      broken.broken = () => 'rpc server 10.0.0.2:50052: connection lost';
+      a.release();
+      assert.deepEqual(paths(), ['/m/a'], 'still in use by b');
+      b.release();
+      await flush();
+      assert.deepEqual(paths(), []);
+      const c = await acquire('/m/a');
+      assert.notEqual(c.runner, a.runner);
+      assert.equal(factory.created.length, 2);
+      c.release();
+    });
+
     it('loads once for concurrent first requests (one load at a time)', async () => {
       factory.hold = true;
       const leases = Promise.all([1, 2, 3].map(() => acquire('/m/a')));
