@@ -7,8 +7,9 @@
  *
  * Usage: npm run bench -- [--runs N] [--streams 1,4,8,16] [--threads T] [--sections a,b,...] [--peers same,defaults]
  *   [--quick]
- *   sections: single (decode, prompt eval, TTFT, overhead, cold start, RSS), multiturn, concurrency, embed;
- *   event-loop (daemon only, not in the default set: a stream's longest token gap while other requests work)
+ *   sections: single (decode, prompt eval, TTFT, overhead, cold start, RSS), multiturn, concurrency, embed; and,
+ *   daemon only and not in the default set: event-loop (a stream's longest token gap while other requests work) and
+ *   rpc (decode locally vs over two loopback rpc-server workers)
  * Backend: LLAMAD_BACKEND (cpu|cuda|...) as for the addon build; on a GPU build both servers offload every layer.
  * What is measured and why: docs/benchmarks.md.
  */
@@ -28,7 +29,7 @@ import { availableParallelism, cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { REPO_ROOT } from '../src/native/load-binding';
+import { REPO_ROOT, findRpcServerPath } from '../src/native/load-binding';
 import {
   decodeRate,
   llamaChat,
@@ -43,6 +44,7 @@ import { textOfTokens, words } from './prompts';
 import {
   readRss,
   startDaemon,
+  startRpcWorker,
   startLlamaServer,
   stopServer,
   llamaServerArgs,
@@ -876,6 +878,61 @@ function markdownTable(peers: readonly Peer[]): string {
   return lines.join('\n');
 }
 
+/**
+ * The cost of llama.cpp's RPC backend (daemon only): decode of the same model loaded locally and with its layers on
+ * two rpc-server workers on loopback (model `bench-1b-rpc`: the same blob with `PARAMETER rpc`), runs interleaved.
+ * Each worker gets all threads (they compute one after the other: layers are split across them, not run in
+ * parallel); the main process keeps the token embeddings and samples. Loopback shows the protocol's per-step cost
+ * (one graph-compute round trip per worker per token, plus the activations), not a network's.
+ */
+async function rpcDecode(s: Settings, store: string): Promise<void> {
+  const bin = findRpcServerPath();
+  if (!bin) throw new Error('rpc-server is not built: npm run build:native');
+  const workers = [
+    await startRpcWorker(bin, s.threads, join(OUT_DIR, 'rpc-worker-0.log')),
+    await startRpcWorker(bin, s.threads, join(OUT_DIR, 'rpc-worker-1.log')),
+  ];
+  const daemon = await startBenchDaemon(s, store, 1);
+  try {
+    const modelfile = `FROM ${blobs.q4}\nPARAMETER rpc ${workers.map((w) => w.base).join(',')}\n`;
+    const { json } = await postJson(`${daemon.base}/api/create`, { model: 'bench-1b-rpc', modelfile, stream: false });
+    if ((json as { status?: string }).status !== 'success') {
+      throw new Error(`create bench-1b-rpc: ${JSON.stringify(json)}`);
+    }
+    const rates = { local: [] as number[], rpc: [] as number[] };
+    for (let r = 0; r <= s.runs; r++) {
+      // run 0 loads both (a reload each time: one blob, two specs) and is not counted; the order alternates per run
+      const order: ('local' | 'rpc')[] = r % 2 === 0 ? ['local', 'rpc'] : ['rpc', 'local'];
+      for (const side of order) {
+        const model = side === 'local' ? 'bench-1b' : 'bench-1b-rpc';
+        // one request to load (the models share a blob, so switching reloads), then the measured one
+        await ollamaGenerate(daemon.base, { model, prompt: 'Hello', raw: true, ...ollamaOptions(s, r, 1024, 1) });
+        const t = await ollamaGenerate(daemon.base, {
+          model,
+          prompt: words(300 + r, 40),
+          raw: true,
+          ...ollamaOptions(s, r, 1024, DECODE_TOKENS),
+        });
+        if (r > 0) rates[side].push(decodeRate(t));
+      }
+    }
+    const local = median(rates.local);
+    const rpc = median(rates.rpc);
+    const only = (metric: string, ours: number, unit: string, digits = 1) =>
+      row({ section: 'rpc', metric, ours, theirs: [], unit, digits, compare: 'none' });
+    only(`local: decode tok/s (${DECODE_TOKENS} tokens, client-side)`, local, 'tok/s');
+    only(`2 loopback RPC workers: decode tok/s (${DECODE_TOKENS} tokens, client-side)`, rpc, 'tok/s');
+    only('RPC ÷ local', rpc / local, '×', 2);
+    notes.push(
+      `rpc: decode tok/s per run, local ${rates.local.map((x) => x.toFixed(1)).join(', ')}; ` +
+        `RPC ${rates.rpc.map((x) => x.toFixed(1)).join(', ')} (workers: ${workers.map((w) => w.base).join(', ')})`,
+    );
+  } finally {
+    await stopServer(daemon);
+    for (const w of workers) await stopServer(w);
+  }
+}
+
 /** Builds (once) the llama-server of each requested flavour and describes it. */
 function buildPeers(s: Settings): Peer[] {
   const flavours: Record<string, { label: string; args: string[] }> = {
@@ -898,7 +955,7 @@ async function main(): Promise<void> {
   rmSync(DAEMON_LOG, { force: true });
   if (!existsSync(MAIN_JS)) throw new Error('dist/ is missing: run `npm install` first');
 
-  if (!['single', 'multiturn', 'concurrency', 'embed'].some((x) => s.sections.has(x))) {
+  if (!['single', 'multiturn', 'concurrency', 'embed', 'rpc'].some((x) => s.sections.has(x))) {
     // Sections that run the daemon alone (event-loop): no llama-server, no bench models, no bandwidth figure.
     if (s.sections.has('event-loop')) {
       log('event loop: token gaps of a stream while other requests work');
@@ -916,7 +973,8 @@ async function main(): Promise<void> {
     console.log(md);
     return;
   }
-  const peers = buildPeers(s);
+  // rpc is daemon-only too: no llama-server is built when it (with event-loop) is all that was asked for.
+  const peers = [...s.sections].every((x) => x === 'rpc' || x === 'event-loop') ? [] : buildPeers(s);
   for (const p of peers) rmSync(p.log, { force: true });
   log('making the benchmark models (once)');
   sh(process.execPath, [
@@ -951,6 +1009,10 @@ async function main(): Promise<void> {
     log('embeddings');
     await embeddings(s, peers, store);
   }
+  if (s.sections.has('rpc')) {
+    log('decode over two loopback RPC workers vs local');
+    await rpcDecode(s, store);
+  }
   if (s.sections.has('event-loop')) {
     log('event loop: token gaps of a stream while other requests work');
     await eventLoop(s);
@@ -975,10 +1037,14 @@ async function main(): Promise<void> {
       ? `Model: bench-1b-q4_0.gguf, ${(weights / MiB).toFixed(1)} MiB → single-stream decode bound ${fmt(bound)} tok/s ` +
         `(${boundSource} ÷ weight bytes per token)`
       : `Model: bench-1b-q4_0.gguf, ${(weights / MiB).toFixed(1)} MiB; no decode bound (set LLAMAD_BENCH_GPU_BW_GBPS)`,
-    `llama-server: ${llamaServerArgs({ ...serverOptions(s, 'bench-1b-q4_0.gguf', 1, SLOT_CTX, ''), bin: '' }).join(' ')} (-np/-c per section)`,
+    ...(peers.length === 0
+      ? []
+      : [
+          `llama-server: ${llamaServerArgs({ ...serverOptions(s, 'bench-1b-q4_0.gguf', 1, SLOT_CTX, ''), bin: '' }).join(' ')} (-np/-c per section)`,
+        ]),
   ];
   const decode = rows.find((r) => r.metric.startsWith('decode tok/s (128'));
-  if (decode && Number.isFinite(bound)) {
+  if (decode && peers.length > 0 && Number.isFinite(bound)) {
     header.push(
       `Decode as a share of the bound: daemon ${fmt((decode.ours / bound) * 100)} %, ` +
         peers.map((p, i) => `${p.label} ${fmt((decode.theirs[i] / bound) * 100)} %`).join(', '),

@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
 
 /** A started server: its base URL, process and start time (ms, performance.now()). */
@@ -145,6 +145,35 @@ export async function startLlamaServer(opts: LlamaServerOptions): Promise<Runnin
   const server = { name: 'llama-server', base: `http://127.0.0.1:${port}`, child, spawnedAt };
   await waitReady(server, `${server.base}/health`, 120_000, opts.log);
   return server;
+}
+
+/**
+ * Starts the vendored llama.cpp rpc-server (`bin`) on a free loopback port with `threads` CPU threads; resolves once it
+ * accepts connections (a probe connection that closes at once is harmless: rpc-server goes back to accept()).
+ * @returns the worker as a RunningServer whose `base` is its `host:port` endpoint.
+ * @throws Error when it exits or does not listen within 10 s.
+ */
+export async function startRpcWorker(bin: string, threads: number, log: string): Promise<RunningServer> {
+  const port = await freePort();
+  const spawnedAt = performance.now();
+  const args = ['--host', '127.0.0.1', '--port', String(port), '--threads', String(threads)];
+  const child = spawnLogged('rpc-server', bin, args, process.env, log);
+  const deadline = performance.now() + 10_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`rpc-server exited; see ${log}`);
+    const up = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (up) break;
+    if (performance.now() > deadline) throw new Error(`rpc-server did not listen within 10 s; see ${log}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { name: 'rpc-server', base: `127.0.0.1:${port}`, child, spawnedAt };
 }
 
 /** Stops a server with SIGTERM (SIGKILL after 10 s) and waits for the exit. */
