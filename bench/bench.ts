@@ -883,7 +883,8 @@ function markdownTable(peers: readonly Peer[]): string {
  * two rpc-server workers on loopback (model `bench-1b-rpc`: the same blob with `PARAMETER rpc`), runs interleaved.
  * Each worker gets all threads (they compute one after the other: layers are split across them, not run in
  * parallel); the main process keeps the token embeddings and samples. Loopback shows the protocol's per-step cost
- * (one graph-compute round trip per worker per token, plus the activations), not a network's.
+ * (one graph-compute round trip per worker per token, plus the activations), not a network's. The workers wait
+ * passively (OMP_WAIT_POLICY=passive): spinning idle workers would steal the cores of the one at work.
  */
 async function rpcDecode(s: Settings, store: string): Promise<void> {
   const bin = findRpcServerPath();

@@ -157,7 +157,9 @@ export async function startRpcWorker(bin: string, threads: number, log: string):
   const port = await freePort();
   const spawnedAt = performance.now();
   const args = ['--host', '127.0.0.1', '--port', String(port), '--threads', String(threads)];
-  const child = spawnLogged('rpc-server', bin, args, process.env, log);
+  // Passive OpenMP waiting: on one machine the workers and the daemon take turns (one computes while the others wait
+  // for it), and spinning idle threads would steal the cores from the one at work (an artifact of loopback).
+  const child = spawnLogged('rpc-server', bin, args, { ...process.env, OMP_WAIT_POLICY: 'passive' }, log);
   const deadline = performance.now() + 10_000;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`rpc-server exited; see ${log}`);
