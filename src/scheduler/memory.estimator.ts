@@ -85,6 +85,11 @@ export class SystemMemoryProbe implements MemoryProbe {
     const kv = 2 * f.nLayer * nCtxTotal * f.nEmbdKv * KV_BYTES_PER_ELEMENT;
     // Compute buffers: activations of one batch (n_embd wide, f32) and the logits of one batch (n_vocab wide).
     const compute = COMPUTE_BASE_BYTES + 4 * spec.numBatch * (4 * f.nEmbd + f.nVocab);
+    if ((spec.rpcServers?.length ?? 0) > 0 && spec.numGpu < 0) {
+      // Every layer on RPC workers (num_gpu automatic): their weights and KV cache live there; this machine keeps the
+      // token embeddings (counted as one layer's share of the file) and the compute buffers (docs/native.md "RPC").
+      return Math.ceil(f.fileSize / (f.nLayer + 1)) + compute;
+    }
     return f.fileSize + kv + compute;
   }
 

@@ -22,6 +22,16 @@ describe('SystemMemoryProbe', () => {
     assert.ok(small > (await stat(TINY_QWEN2)).size);
   });
 
+  it('counts only the local share when every layer is on RPC workers', async () => {
+    ensureTestModels();
+    const probe = new SystemMemoryProbe();
+    const local = await probe.estimate(spec({ modelPath: TINY_QWEN2, numCtx: 512 }));
+    const remote = await probe.estimate(spec({ modelPath: TINY_QWEN2, numCtx: 512, rpcServers: ['10.0.0.2:50052'] }));
+    assert.ok(remote < local - (await stat(TINY_QWEN2)).size / 2, `${remote} vs ${local}`);
+    const partial = spec({ modelPath: TINY_QWEN2, numCtx: 512, numGpu: 2, rpcServers: ['10.0.0.2:50052'] });
+    assert.equal(await probe.estimate(partial), local, 'a partial offload is estimated as local');
+  });
+
   it('never rejects for a missing file and reports system memory', async () => {
     const probe = new SystemMemoryProbe();
     assert.ok((await probe.estimate(spec({ modelPath: '/does/not/exist' }))) > 0);
