@@ -28,7 +28,9 @@ function expandParams(params: OptionMap): Array<[string, number | boolean | stri
   const out: Array<[string, number | boolean | string]> = [];
   for (const key of Object.keys(params).sort()) {
     const value: OptionValue = params[key];
-    if (Array.isArray(value)) for (const v of value) out.push([key, v]);
+    // `PARAMETER rpc none` is stored as [] (opting out of LLAMAD_RPC_SERVERS): shown as written, so it round-trips.
+    if (key === 'rpc' && Array.isArray(value) && value.length === 0) out.push([key, 'none']);
+    else if (Array.isArray(value)) for (const v of value) out.push([key, v]);
     else out.push([key, value]);
   }
   return out;

@@ -32,6 +32,14 @@ describe('formatShowParameters (§3.8)', () => {
   });
 
   it('is empty without parameters', () => assert.equal(formatShowParameters({}), ''));
+
+  it('shows each RPC worker, and an opted-out model as rpc none', () => {
+    assert.equal(
+      formatShowParameters({ rpc: ['10.0.0.2:1', '10.0.0.3:1'] }),
+      `${'rpc'.padEnd(30)} "10.0.0.2:1"\n${'rpc'.padEnd(30)} "10.0.0.3:1"`,
+    );
+    assert.equal(formatShowParameters({ rpc: [] }), `${'rpc'.padEnd(30)} "none"`);
+  });
 });
 
 describe('renderModelfile (§10.6)', () => {
