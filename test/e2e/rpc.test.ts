@@ -149,3 +149,43 @@ describe('RPC workers through the daemon (PARAMETER rpc)', { skip: addon.skip ||
     assert.equal(local.eval_count, 16);
   });
 });
+
+// LLAMAD_RPC_SERVERS (config.rpcServers): every model without its own PARAMETER rpc uses the daemon's workers;
+// `PARAMETER rpc none` opts out.
+describe('RPC workers through the daemon (LLAMAD_RPC_SERVERS)', { skip: addon.skip || RPC_SKIP }, () => {
+  let t: TestApp;
+  let ollama: Ollama;
+  let workers: RpcWorkers;
+
+  before(async () => {
+    ensureTestModels();
+    workers = await startRpcWorkers(2);
+    t = await createTestApp({
+      binding: addon.binding,
+      config: { numParallel: 1, contextLength: 512, rpcServers: workers.endpoints },
+    });
+    ollama = new Ollama({ host: t.baseUrl });
+    for (const [model, modelfile] of [
+      ['tiny', `FROM ${TINY_LLAMA_SPM}\n`],
+      ['tiny-none', `FROM ${TINY_LLAMA_SPM}\nPARAMETER rpc none\n`],
+    ]) {
+      const r = await ollama.create({ model, modelfile } as Parameters<Ollama['create']>[0]);
+      assert.equal(r.status, 'success');
+    }
+  });
+
+  after(async () => {
+    await t?.close();
+    await workers?.stop();
+  });
+
+  it('puts the layers of a model without PARAMETER rpc on the daemon’s workers; rpc none keeps them local', async () => {
+    const devices = async (model: string) => {
+      await ollama.generate({ model, prompt: 'Hi', raw: true, options: GREEDY });
+      const ps = (await (await fetch(`${t.baseUrl}/api/ps`)).json()) as { models: PsModel[] };
+      return (ps.models[0]?.devices ?? []).map((d) => d.endpoint ?? d.name).sort();
+    };
+    assert.deepEqual(await devices('tiny'), ['CPU', ...workers.endpoints].sort());
+    assert.deepEqual(await devices('tiny-none'), ['CPU']);
+  });
+});
