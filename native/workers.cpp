@@ -1,6 +1,8 @@
 #include "workers.h"
 
+#include <chrono>
 #include <exception>
+#include <thread>
 #include <utility>
 
 #include "errors.h"
@@ -12,6 +14,8 @@ namespace llamad {
 namespace {
 // How long the probe of one RPC worker may take (connect, then the handshake), milliseconds.
 constexpr int kRpcProbeTimeoutMs = 5000;
+// How long a load waits for a model holding a broken connection to the same worker to be freed: 30 × 100 ms.
+constexpr int kRpcBrokenWaitSteps = 30;
 }  // namespace
 
 LoadModelWorker::LoadModelWorker(Napi::Env env, std::string path, llama_model_params params,
@@ -68,7 +72,12 @@ bool LoadModelWorker::SelectRpcDevices() {
   // endpoint that a loaded model of this process already holds is connected, and rpc-server takes one client at a
   // time, so it is not probed again).
   for (const std::string& endpoint : rpc_servers_) {
-    if (ggml_backend_rpc_server_broken(endpoint.c_str())) {  // held by a loaded model whose worker went away
+    // A model whose worker went away may still be being unloaded (the scheduler unloads it, then the next request
+    // loads again): give its release a moment, so that the load probes the worker afresh.
+    for (int i = 0; i < kRpcBrokenWaitSteps && ggml_backend_rpc_server_broken(endpoint.c_str()); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (ggml_backend_rpc_server_broken(endpoint.c_str())) {  // still held by a loaded model whose worker went away
       state_->failed = true;
       state_->code = ErrorCode::kModelLoadFailed;
       state_->message = "rpc server " + endpoint + ": connection lost (a loaded model still holds it until unloaded)";
