@@ -32,6 +32,7 @@ import { parseArgs } from 'node:util';
 import { REPO_ROOT, findRpcServerPath } from '../src/native/load-binding';
 import {
   decodeRate,
+  forEachLine,
   llamaChat,
   llamaCompletion,
   ollamaChat,
@@ -658,23 +659,12 @@ function liveStream(
       body: JSON.stringify({ ...body, stream: true }),
       signal: abort.signal,
     });
-    if (!res.ok || !res.body) throw new Error(`stream: HTTP ${res.status} ${await res.text()}`);
-    const decoder = new TextDecoder();
-    let pending = '';
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      const at = performance.now();
-      pending += decoder.decode(chunk, { stream: true });
-      let nl: number;
-      while ((nl = pending.indexOf('\n')) >= 0) {
-        const line = pending.slice(0, nl).trim();
-        pending = pending.slice(nl + 1);
-        if (line === '') continue;
-        const record = JSON.parse(line) as { response?: string; error?: string; done_reason?: string };
-        if (record.error) throw new Error(`stream: ${record.error}`);
-        if (record.done_reason) end.reason = record.done_reason;
-        times.push(at);
-      }
-    }
+    await forEachLine('stream', res, (line, at) => {
+      const record = JSON.parse(line) as { response?: string; error?: string; done_reason?: string };
+      if (record.error) throw new Error(`stream: ${record.error}`);
+      if (record.done_reason) end.reason = record.done_reason;
+      times.push(at);
+    });
   })()
     .catch((err: unknown) => {
       if (!abort.signal.aborted) throw err;

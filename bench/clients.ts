@@ -53,7 +53,22 @@ async function stream(url: string, body: unknown, parse: ChunkParser): Promise<S
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
-  if (!res.ok || !res.body) throw new Error(`${url}: HTTP ${res.status} ${await res.text()}`);
+  await forEachLine(url, res, (line, at) => parse(line, timing, at));
+  timing.endAt = performance.now();
+  return timing;
+}
+
+/**
+ * Reads a streamed response (NDJSON or SSE) line by line: `onLine` gets every non-empty trimmed line with the
+ * arrival time (ms, performance.now()) of the chunk that completed it; a last line without a newline at the end.
+ * @throws Error naming `what` and the status when the response is not 2xx.
+ */
+export async function forEachLine(
+  what: string,
+  res: Response,
+  onLine: (line: string, at: number) => void,
+): Promise<void> {
+  if (!res.ok || !res.body) throw new Error(`${what}: HTTP ${res.status} ${await res.text()}`);
   const decoder = new TextDecoder();
   let pending = '';
   for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
@@ -63,12 +78,10 @@ async function stream(url: string, body: unknown, parse: ChunkParser): Promise<S
     while ((nl = pending.indexOf('\n')) >= 0) {
       const line = pending.slice(0, nl).trim();
       pending = pending.slice(nl + 1);
-      if (line !== '') parse(line, timing, at);
+      if (line !== '') onLine(line, at);
     }
   }
-  if (pending.trim() !== '') parse(pending.trim(), timing, performance.now());
-  timing.endAt = performance.now();
-  return timing;
+  if (pending.trim() !== '') onLine(pending.trim(), performance.now());
 }
 
 const NS_PER_MS = 1e6;

@@ -1,6 +1,7 @@
 // llama.cpp rpc-server workers for the RPC tests: child processes on free loopback ports.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
+import { freePort } from './registry-server';
 import { findRpcServerPath } from '../../src/native/load-binding';
 
 /** The vendored rpc-server built next to the addon, or null (the RPC tests then skip). */
@@ -10,18 +11,6 @@ export const RPC_SERVER = findRpcServerPath();
 export const RPC_SKIP: string | false = RPC_SERVER
   ? false
   : 'rpc-server is not built (npm run build:native builds build/<backend>/Release/rpc-server)';
-
-/** A free TCP port on 127.0.0.1 (nothing listens on it once this resolves). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** A loopback endpoint where no worker listens. */
 export async function deadEndpoint(): Promise<string> {
