@@ -388,8 +388,26 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
         sizeVramBytes: measured?.vramBytes ?? 0,
         ...(measured ? { devices: measured.devices } : {}),
         expired: e.expired,
+        ...(e.name !== undefined && e.name !== e.key ? { name: e.name } : {}),
       };
     });
+  }
+
+  /**
+   * Runs `work` with the runner already loaded for these weights (whatever its load options), held meanwhile so that
+   * it is not unloaded under it (like a request: the idle timer restarts when it ends). No queue, no load, no slot.
+   * @returns `{ value }`, or undefined (and `work` is not called) when no usable runner of these weights is loaded.
+   */
+  async withLoaded<T>(modelPath: string, work: (runner: Runner) => Promise<T>): Promise<{ value: T } | undefined> {
+    const entry = this.runners.get(modelPath);
+    if (!entry || entry.expired || entry.unloading || this.shuttingDown) return undefined;
+    entry.refCount++;
+    this.hold(entry, undefined);
+    try {
+      return { value: await work(entry.runner) };
+    } finally {
+      this.release(entry);
+    }
   }
 
   /** Requests waiting for a load, including the one loading now. */

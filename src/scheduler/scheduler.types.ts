@@ -87,6 +87,8 @@ export interface LoadedRunnerInfo {
    * endpoint); absent when the runner does not measure its memory.
    */
   devices?: { name: string; bytes: number; endpoint?: string }[];
+  /** The model name it was last acquired under (absent when none was given). */
+  name?: string;
   /** Whether it is marked to unload once idle. */
   expired: boolean;
 }

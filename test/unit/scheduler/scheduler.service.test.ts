@@ -493,3 +493,36 @@ describe('SchedulerService', () => {
     assert.equal(factory.open().length, 0);
   });
 });
+
+describe('SchedulerService.withLoaded (tokenize on a loaded runner)', () => {
+  it('uses the loaded runner without loading; holds it meanwhile; undefined when not loaded', async () => {
+    Logger.overrideLogger(false);
+    const factory = new ControlledFactory();
+    const config = Object.assign(new DaemonConfig(), { keepAliveMs: 5 * MIN, logging: false });
+    const scheduler = new SchedulerService(config, factory);
+    scheduler.useMemoryProbe(new FakeMemory());
+    try {
+      assert.equal(await scheduler.withLoaded('/m/a', () => Promise.resolve(1)), undefined);
+      assert.equal(factory.created.length, 0, 'nothing loaded for it');
+      const lease = await scheduler.acquire({ spec: spec({ modelPath: '/m/a' }) });
+      lease.release();
+      const seen = await scheduler.withLoaded('/m/a', (runner) => {
+        assert.equal(runner, lease.runner);
+        assert.equal(scheduler.loaded()[0].refCount, 1, 'held while in use');
+        return Promise.resolve(7);
+      });
+      assert.deepEqual(seen, { value: 7 });
+      assert.equal(scheduler.loaded()[0].refCount, 0);
+      assert.equal(factory.created.length, 1);
+      await assert.rejects(
+        scheduler.withLoaded('/m/a', () => Promise.reject(new Error('boom'))),
+        /boom/,
+      );
+      assert.equal(scheduler.loaded()[0].refCount, 0, 'released on failure');
+      scheduler.expire('/m/a');
+      assert.equal(await scheduler.withLoaded('/m/a', () => Promise.resolve(1)), undefined);
+    } finally {
+      await scheduler.onApplicationShutdown();
+    }
+  });
+});
