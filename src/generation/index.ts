@@ -12,3 +12,4 @@ export * from './output-parser';
 export * from './prompt-render';
 export * from './prompt.builder';
 export * from './template-renderer';
+export * from './tokenize.service';

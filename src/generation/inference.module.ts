@@ -6,6 +6,7 @@ import { CompletionService } from './completion.service';
 import { EmbedService } from './embed.service';
 import { GenerateService } from './generate.service';
 import { SchedulerService } from '../scheduler';
+import { TokenizeService } from './tokenize.service';
 
 /**
  * Scheduler, runners and generation (ARCHITECTURE.md §4): the services behind /api/generate, /api/chat, /api/embed
@@ -15,7 +16,7 @@ import { SchedulerService } from '../scheduler';
  */
 @Module({
   imports: [CommonModule, GenerationHooksModule],
-  providers: [SchedulerService, CompletionService, GenerateService, ChatService, EmbedService],
-  exports: [SchedulerService, GenerateService, ChatService, EmbedService],
+  providers: [SchedulerService, CompletionService, GenerateService, ChatService, EmbedService, TokenizeService],
+  exports: [SchedulerService, GenerateService, ChatService, EmbedService, TokenizeService],
 })
 export class InferenceModule {}
