@@ -18,6 +18,8 @@ import {
   BlobsController,
   ModelsController,
   RegistryController,
+  TokenizeController,
+  LlamaServerTokenizeController,
 } from './api/ollama';
 import { CommonModule } from './common/common.module';
 import { AnthropicController } from './api/anthropic';
@@ -104,6 +106,8 @@ const SURFACE_CONTROLLERS: Record<LlamadSurface, Type<unknown>[]> = {
     ModelsController,
     BlobsController,
     RegistryController,
+    TokenizeController,
+    LlamaServerTokenizeController,
   ],
   openai: [OpenAIController, ResponsesController],
   anthropic: [AnthropicController],
@@ -127,7 +131,9 @@ export function normalizePrefix(prefix: string | undefined): string {
 /** Whether a request path belongs to the module's routes (for the request gate). */
 export function isModulePath(path: string, prefix: string): boolean {
   if (prefix !== '') return path === prefix || path.startsWith(`${prefix}/`);
-  return path === '/' || /^\/(?:api|v1)(?:\/|$)/.test(path) || /^\/(?:metrics|health|ready)$/.test(path);
+  return (
+    path === '/' || /^\/(?:api|v1)(?:\/|$)/.test(path) || /^\/(?:metrics|health|ready|tokenize|detokenize)$/.test(path)
+  );
 }
 
 /** Holds the config, the addon loader and the extension tokens (internal; shared by every internal module). */

@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import type { Readable } from 'node:stream';
 import { defer, filter, map, Observable, switchMap } from 'rxjs';
-import { InvalidRequestError } from '../common/errors';
+import { InvalidRequestError, ModelNotFoundError } from '../common/errors';
 import { decodeRequestBody } from '../common/http/ollama-validation.pipe';
 import { decodeOptions } from '../common/options';
 import { parseKeepAlive } from '../common/time';
-import { ChatService, EmbedService, GenerateService } from '../generation';
+import { ChatService, EmbedService, GenerateService, TokenizeService } from '../generation';
 import { ChatRequestDto } from '../api/ollama/dto/chat-request.dto';
 import {
   EmbeddingsRequestDto,
@@ -14,6 +14,15 @@ import {
   EmbedResponseWire,
 } from '../api/ollama/dto/embed-request.dto';
 import { GenerateRequestDto } from '../api/ollama/dto/generate-request.dto';
+import {
+  DetokenizeRequestDto,
+  DetokenizeResponseWire,
+  LlamaServerDetokenizeRequestDto,
+  LlamaServerTokenizeRequestDto,
+  LlamaServerTokenizeResponseWire,
+  TokenizeRequestDto,
+  TokenizeResponseWire,
+} from '../api/ollama/dto/tokenize-request.dto';
 import { ChatResponseWire, GenerateResponseWire } from '../api/ollama/dto/generation-response.dto';
 import {
   fromChatRequest,
@@ -75,6 +84,7 @@ export class LlamadService {
     private readonly models: ModelsService,
     private readonly registry: RegistryService,
     private readonly scheduler: SchedulerService,
+    private readonly tokenizer: TokenizeService,
   ) {}
 
   /** /api/ps: the models in memory, longest remaining time first (reference/ollama-api.md §3.7). */
@@ -180,6 +190,56 @@ export class LlamadService {
       signal: options.signal,
     });
     return { embedding: result.embeddings[0] ?? [] };
+  }
+
+  /**
+   * /api/tokenize (beyond Ollama): token ids of `content` (or `prompt`) in the model's vocabulary; special-token text
+   * becomes its token, `add_special` (default true) adds BOS/EOS as the vocabulary says, `with_pieces` adds each
+   * token's text. A model that is not loaded is opened vocabulary-only (no slot, not in /api/ps).
+   * @throws InvalidRequestError; ModelNotFoundError (`model '' not found` for no name, 404).
+   */
+  async tokenize(request: TokenizeRequestDto): Promise<TokenizeResponseWire> {
+    const body = decodeRequestBody(TokenizeRequestDto, request);
+    if (!body.model) throw new ModelNotFoundError('');
+    const result = await this.tokenizer.tokenize({
+      model: body.model,
+      content: body.content ?? body.prompt ?? '',
+      addSpecial: body.add_special ?? true,
+      parseSpecial: true,
+      withPieces: body.with_pieces ?? false,
+    });
+    return result.pieces ? { ...result, pieces: result.pieces } : { model: result.model, tokens: result.tokens };
+  }
+
+  /**
+   * /api/detokenize (beyond Ollama): the text of token ids (special tokens rendered as text).
+   * @throws InvalidRequestError (an id out of the vocabulary); ModelNotFoundError.
+   */
+  async detokenize(request: DetokenizeRequestDto): Promise<DetokenizeResponseWire> {
+    const body = decodeRequestBody(DetokenizeRequestDto, request);
+    if (!body.model) throw new ModelNotFoundError('');
+    return this.tokenizer.detokenize(body.model, body.tokens);
+  }
+
+  /** llama-server's /tokenize: the only loaded model unless `model` names one; `add_special` defaults to false. */
+  async llamaServerTokenize(request: LlamaServerTokenizeRequestDto): Promise<LlamaServerTokenizeResponseWire> {
+    const body = decodeRequestBody(LlamaServerTokenizeRequestDto, request);
+    const result = await this.tokenizer.tokenize({
+      model: body.model ?? '',
+      content: body.content ?? '',
+      addSpecial: body.add_special ?? false,
+      parseSpecial: body.parse_special ?? true,
+      withPieces: body.with_pieces ?? false,
+    });
+    const pieces = result.pieces;
+    return { tokens: pieces ? result.tokens.map((id, i) => ({ id, piece: pieces[i] })) : result.tokens };
+  }
+
+  /** llama-server's /detokenize: the only loaded model unless `model` names one. */
+  async llamaServerDetokenize(request: LlamaServerDetokenizeRequestDto): Promise<{ content: string }> {
+    const body = decodeRequestBody(LlamaServerDetokenizeRequestDto, request);
+    const { content } = await this.tokenizer.detokenize(body.model ?? '', body.tokens);
+    return { content };
   }
 
   /** /api/tags: local models, newest first. */

@@ -83,6 +83,25 @@ export const OLLAMA_SCHEMAS: Record<string, JsonSchema> = {
     ['model', 'embeddings'],
   ),
   EmbeddingsResponse: obj({ embedding: arr(num()) }, ['embedding']),
+  TokenizeResponse: obj(
+    {
+      model: str(),
+      tokens: arr(int(), 'Token ids.'),
+      pieces: arr(str(), 'With `with_pieces`: the text of each token (special tokens rendered).'),
+    },
+    ['model', 'tokens'],
+  ),
+  DetokenizeResponse: obj({ model: str(), content: str() }, ['model', 'content']),
+  LlamaServerTokenizeResponse: obj(
+    {
+      tokens: {
+        oneOf: [arr(int()), arr(obj({ id: int(), piece: str() }, ['id', 'piece']))],
+        description: 'Ids, or `{id, piece}` objects with `with_pieces`.',
+      },
+    },
+    ['tokens'],
+  ),
+  LlamaServerDetokenizeResponse: obj({ content: str() }, ['content']),
   ModelDetails: obj(
     {
       parent_model: str(),
