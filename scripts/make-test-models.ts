@@ -60,7 +60,7 @@ interface BertShape {
   nFf: number;
   contextLength: number;
   normEps: number;
-  /** llama_pooling_type: 1 mean. */
+  /** llama_pooling_type: 1 mean, 4 rank (a reranker: gets the classifier head cls / cls.output). */
   poolingType: number;
   /** nomic-bert only (RoPE). */
   ropeFreqBase?: number;
@@ -128,6 +128,14 @@ export const MODEL_SPECS: readonly ModelSpec[] = [
     group: 'tiny',
     vocab: 'ggml-vocab-bert-bge.gguf',
     shape: { ...TINY_BERT, arch: 'nomic-bert', contextLength: 2048, ropeFreqBase: 1000 },
+  },
+  {
+    // bge-reranker shape: bert with rank pooling and a one-label classifier head (n_cls_out defaults to 1).
+    file: 'tiny-bert-reranker.gguf',
+    name: 'tiny-bert-reranker',
+    group: 'tiny',
+    vocab: 'ggml-vocab-bert-bge.gguf',
+    shape: { ...TINY_BERT, poolingType: 4 },
   },
   {
     file: 'bench-1b-f16.gguf',
@@ -357,6 +365,15 @@ function bertTensors(s: BertShape, nVocab: number, nTokenTypes: number): TensorP
     out.push(
       { name: `${p}layer_output_norm.weight`, shape: [e], init: 'ones' },
       { name: `${p}layer_output_norm.bias`, shape: [e], init: 'zeros' },
+    );
+  }
+  if (s.poolingType === 4) {
+    // The classifier head of llama.cpp's bert loader (src/models/bert.cpp): cls (pooler dense) and cls.output.
+    out.push(
+      { name: 'cls.weight', shape: [e, e], init: 'normal' },
+      { name: 'cls.bias', shape: [e], init: 'zeros' },
+      { name: 'cls.output.weight', shape: [e, 1], init: 'normal' },
+      { name: 'cls.output.bias', shape: [1], init: 'zeros' },
     );
   }
   return out;

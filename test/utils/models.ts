@@ -23,11 +23,13 @@ export { QWEN_TOOLS_GO_TEMPLATE } from '../../scripts/test-model-templates';
 export const TINY_BERT = join(MODELS_DIR, 'tiny-bert.gguf');
 /** nomic-bert arch (embeddings, RoPE), same vocabulary, context 2048, mean pooling, 128-dim output. */
 export const TINY_NOMIC_BERT = join(MODELS_DIR, 'tiny-nomic-bert.gguf');
+/** bert reranker (bge-reranker shape): rank pooling, classifier head cls / cls.output, one score per input. */
+export const TINY_BERT_RERANKER = join(MODELS_DIR, 'tiny-bert-reranker.gguf');
 
 /** Vision projector (mmproj, clip "mlp") for the 128-wide tiny llama models: 32×32 input, 4 image tokens. */
 export const TINY_MMPROJ = join(MODELS_DIR, 'tiny-mmproj.gguf');
 
-const ALL = [TINY_LLAMA_SPM, TINY_QWEN2, TINY_QWEN2_TOOLS, TINY_BERT, TINY_NOMIC_BERT, TINY_MMPROJ];
+const ALL = [TINY_LLAMA_SPM, TINY_QWEN2, TINY_QWEN2_TOOLS, TINY_BERT, TINY_NOMIC_BERT, TINY_BERT_RERANKER, TINY_MMPROJ];
 
 /**
  * Makes sure the tiny test models exist: when one is missing, runs the generator (dist/scripts/make-test-models.js,
