@@ -66,6 +66,15 @@ function isEmbeddingModel(model: NativeModel): boolean {
   return arch !== undefined && meta[`${arch}.pooling_type`] !== undefined;
 }
 
+/** Whether the GGUF is a reranker (`<arch>.pooling_type` 4, RANK) and its rerank prompt template, if any. */
+function rerankInfo(model: NativeModel): { reranker?: boolean; rerankTemplate?: string } {
+  const meta = model.metadata();
+  const arch = meta['general.architecture'];
+  const reranker = arch !== undefined && meta[`${arch}.pooling_type`] === '4';
+  const template = meta['tokenizer.chat_template.rerank'];
+  return { ...(reranker ? { reranker } : {}), ...(template ? { rerankTemplate: template } : {}) };
+}
+
 /**
  * A Runner over the native addon: one Model and one Context with `numParallel` slots (n_ctx = numCtx × numParallel),
  * with the spec's LoRA adapters (`adapterPaths`) attached to every context it creates.
@@ -150,8 +159,11 @@ export class LlamaRunner implements Runner {
         trainContext: native.nCtxTrain,
         addBos: native.addBos,
         bos: native.bos,
+        addEos: native.addEos,
+        eos: native.eos,
         hasChatTemplate: model.chatTemplate() !== null,
         embeddingModel,
+        ...rerankInfo(model),
       };
       return new LlamaRunner(spec, info, binding, model, context);
     } catch (err) {

@@ -111,10 +111,20 @@ export interface RunnerModelInfo {
   /** Whether tokenize(addSpecial) prepends BOS, and its id (-1 when none). */
   addBos: boolean;
   bos: number;
+  /** Whether tokenize(addSpecial) appends EOS, and its id (-1 when none); absent in fakes. */
+  addEos?: boolean;
+  eos?: number;
   /** Whether the GGUF carries a chat template. */
   hasChatTemplate: boolean;
   /** Whether the model is an embedding model (GGUF `<arch>.pooling_type`): its context only embeds. */
   embeddingModel?: boolean;
+  /**
+   * A reranker: GGUF `<arch>.pooling_type` 4 (llama_pooling_type RANK). embed() then gives the classifier's scores
+   * (n_cls_out floats per input, the first is the relevance score) instead of a vector.
+   */
+  reranker?: boolean;
+  /** GGUF `tokenizer.chat_template.rerank` (`{query}`, `{document}` placeholders), when the model has one. */
+  rerankTemplate?: string;
 }
 
 /** A chat render request for the model's Jinja template (binding.d.ts NativeChatRequest). */
