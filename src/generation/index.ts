@@ -13,3 +13,4 @@ export * from './prompt-render';
 export * from './prompt.builder';
 export * from './template-renderer';
 export * from './tokenize.service';
+export * from './rerank.service';

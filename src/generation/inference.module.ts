@@ -6,6 +6,7 @@ import { CompletionService } from './completion.service';
 import { EmbedService } from './embed.service';
 import { GenerateService } from './generate.service';
 import { SchedulerService } from '../scheduler';
+import { RerankService } from './rerank.service';
 import { TokenizeService } from './tokenize.service';
 
 /**
@@ -16,7 +17,15 @@ import { TokenizeService } from './tokenize.service';
  */
 @Module({
   imports: [CommonModule, GenerationHooksModule],
-  providers: [SchedulerService, CompletionService, GenerateService, ChatService, EmbedService, TokenizeService],
-  exports: [SchedulerService, GenerateService, ChatService, EmbedService, TokenizeService],
+  providers: [
+    SchedulerService,
+    CompletionService,
+    GenerateService,
+    ChatService,
+    EmbedService,
+    TokenizeService,
+    RerankService,
+  ],
+  exports: [SchedulerService, GenerateService, ChatService, EmbedService, TokenizeService, RerankService],
 })
 export class InferenceModule {}
