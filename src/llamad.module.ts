@@ -20,6 +20,7 @@ import {
   RegistryController,
   TokenizeController,
   LlamaServerTokenizeController,
+  RerankController,
 } from './api/ollama';
 import { CommonModule } from './common/common.module';
 import { AnthropicController } from './api/anthropic';
@@ -108,6 +109,7 @@ const SURFACE_CONTROLLERS: Record<LlamadSurface, Type<unknown>[]> = {
     RegistryController,
     TokenizeController,
     LlamaServerTokenizeController,
+    RerankController,
   ],
   openai: [OpenAIController, ResponsesController],
   anthropic: [AnthropicController],

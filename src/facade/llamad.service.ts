@@ -5,7 +5,8 @@ import { InvalidRequestError, ModelNotFoundError } from '../common/errors';
 import { decodeRequestBody } from '../common/http/ollama-validation.pipe';
 import { decodeOptions } from '../common/options';
 import { parseKeepAlive } from '../common/time';
-import { ChatService, EmbedService, GenerateService, TokenizeService } from '../generation';
+import { ChatService, EmbedService, GenerateService, RerankService, TokenizeService } from '../generation';
+import { RerankRequestDto, RerankResponseWire } from '../api/ollama/dto/rerank-request.dto';
 import { ChatRequestDto } from '../api/ollama/dto/chat-request.dto';
 import {
   EmbeddingsRequestDto,
@@ -85,6 +86,7 @@ export class LlamadService {
     private readonly registry: RegistryService,
     private readonly scheduler: SchedulerService,
     private readonly tokenizer: TokenizeService,
+    private readonly reranker: RerankService,
   ) {}
 
   /** /api/ps: the models in memory, longest remaining time first (reference/ollama-api.md §3.7). */
@@ -240,6 +242,37 @@ export class LlamadService {
     const body = decodeRequestBody(LlamaServerDetokenizeRequestDto, request);
     const { content } = await this.tokenizer.detokenize(body.model ?? '', body.tokens);
     return { content };
+  }
+
+  /**
+   * /api/rerank and /v1/rerank (beyond Ollama): scores `documents` against `query` with a reranking model; best first,
+   * cut to `top_n`; `return_documents` adds `document: {text}`. `options.signal` cancels as for {@link embed}.
+   * @throws InvalidRequestError (no query; not a reranker), ModelNotFoundError, RequestCancelledError.
+   */
+  async rerank(request: RerankRequestDto, options: { signal?: AbortSignal } = {}): Promise<RerankResponseWire> {
+    const body = decodeRequestBody(RerankRequestDto, request);
+    const model = body.model ?? '';
+    if (body.query === undefined) throw new InvalidRequestError('query is required', 'query');
+    const documents = body.documents ?? [];
+    const result = await this.reranker.rerank({
+      model,
+      query: body.query,
+      documents,
+      topN: body.top_n ?? undefined,
+      options: decodeOptions(body.options),
+      keepAliveMs: parseKeepAlive(body.keep_alive),
+      signal: options.signal,
+    });
+    return {
+      model,
+      object: 'list',
+      results: result.results.map((r) => ({
+        index: r.index,
+        relevance_score: r.relevanceScore,
+        ...(body.return_documents ? { document: { text: documents[r.index] } } : {}),
+      })),
+      usage: { prompt_tokens: result.promptTokens, total_tokens: result.promptTokens },
+    };
   }
 
   /** /api/tags: local models, newest first. */

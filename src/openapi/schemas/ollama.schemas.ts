@@ -102,6 +102,25 @@ export const OLLAMA_SCHEMAS: Record<string, JsonSchema> = {
     ['tokens'],
   ),
   LlamaServerDetokenizeResponse: obj({ content: str() }, ['content']),
+  RerankResponse: obj(
+    {
+      model: str(),
+      object: lit('list'),
+      results: arr(
+        obj(
+          {
+            index: int('Index into `documents`.'),
+            relevance_score: num('The reranker score (unnormalized).'),
+            document: obj({ text: str() }, ['text'], { description: 'With `return_documents`.' }),
+          },
+          ['index', 'relevance_score'],
+        ),
+        'Best first, cut to `top_n`.',
+      ),
+      usage: obj({ prompt_tokens: int(), total_tokens: int() }, ['prompt_tokens', 'total_tokens']),
+    },
+    ['model', 'object', 'results', 'usage'],
+  ),
   ModelDetails: obj(
     {
       parent_model: str(),
