@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ensureTestModels, TINY_LLAMA_SPM, TINY_QWEN2 } from '../utils/models';
 import { postJson } from '../utils/ndjson';
+import { TokenizeService } from '../../src/generation/tokenize.service';
 import { realAddon } from '../utils/real-addon';
 import { createTestApp, TestApp } from '../utils/test-app';
 
@@ -124,6 +125,21 @@ describe('tokenize / detokenize with the real addon (beyond Ollama)', { skip: ad
     const asText = await post('/tokenize', { content: '<|im_start|>', parse_special: false });
     assert.ok((asText.body.tokens as number[]).length > 1);
     await unload('qwen');
+  });
+
+  it('a deleted model closes its vocabulary-only model; the cache holds at most 4', async () => {
+    const service = t.app.get(TokenizeService);
+    assert.equal((await postJson(`${t.baseUrl}/api/copy`, { source: 'qwen', destination: 'gone' })).status, 200);
+    assert.equal((await post('/api/tokenize', { model: 'spm', content: 'x' })).status, 200);
+    assert.equal((await post('/api/tokenize', { model: 'gone', content: 'x' })).status, 200);
+    const before = service.cachedVocabularies();
+    assert.ok(before >= 2 && before <= 4);
+    const del = await fetch(`${t.baseUrl}/api/delete`, { method: 'DELETE', body: JSON.stringify({ model: 'gone' }) });
+    assert.equal(del.status, 200);
+    // 'gone' shared its weights with 'qwen': deleting the name still drops the cached vocabulary of those weights.
+    assert.equal(service.cachedVocabularies(), before - 1);
+    assert.equal((await post('/api/tokenize', { model: 'gone', content: 'x' })).status, 404);
+    assert.equal((await post('/api/tokenize', { model: 'qwen', content: 'x' })).status, 200, 'reopened on demand');
   });
 
   it('404 for an unknown model; 400 for ids out of range or not ids', async () => {
