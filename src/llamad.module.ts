@@ -25,7 +25,7 @@ import {
 import { CommonModule } from './common/common.module';
 import { AnthropicController } from './api/anthropic';
 import { CompatModule } from './api';
-import { OpenAIController } from './api/openai';
+import { OpenAIController, OpenAIRerankController } from './api/openai';
 import { ResponsesController } from './api/openai/responses';
 import { DaemonConfig } from './config/daemon-config';
 import { LlamadService } from './facade/llamad.service';
@@ -111,7 +111,7 @@ const SURFACE_CONTROLLERS: Record<LlamadSurface, Type<unknown>[]> = {
     LlamaServerTokenizeController,
     RerankController,
   ],
-  openai: [OpenAIController, ResponsesController],
+  openai: [OpenAIController, ResponsesController, OpenAIRerankController],
   anthropic: [AnthropicController],
 };
 

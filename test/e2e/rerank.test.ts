@@ -90,7 +90,13 @@ describe('rerank with the real addon (beyond Ollama)', { skip: addon.skip }, () 
     const chat = await post('/api/rerank', { model: 'qwen', query: 'q', documents: ['d'] });
     assert.equal(chat.status, 400);
     assert.match(JSON.stringify(chat.body), /not a reranking model/);
-    assert.equal((await post('/v1/rerank', { model: 'nope', query: 'q', documents: ['d'] })).status, 404);
+    const missing = await post('/v1/rerank', { model: 'nope', query: 'q', documents: ['d'] });
+    assert.equal(missing.status, 404);
+    // /v1 renders OpenAI's error object, /api Ollama's {"error": "..."}
+    assert.equal(typeof (missing.body as { error: { message?: string } }).error.message, 'string');
+    const notReranker = await post('/v1/rerank', { model: 'qwen', query: 'q', documents: ['d'] });
+    assert.equal(notReranker.status, 400);
+    assert.match((notReranker.body as { error: { message: string } }).error.message, /not a reranking model/);
     assert.equal((await post('/api/rerank', { model: 'rr', documents: ['d'] })).status, 400);
     assert.equal((await post('/api/rerank', { model: 'rr', query: 'q', documents: [1] })).status, 400);
     assert.equal((await post('/api/rerank', { model: 'rr', query: 'q', documents: ['d'], top_n: 'x' })).status, 400);

@@ -3,4 +3,5 @@ export * from './openai-error';
 export * from './openai-request.mapper';
 export * from './openai-response.mapper';
 export * from './openai.types';
+export * from './rerank.controller';
 export * from './sse-writer';
