@@ -1,5 +1,4 @@
 import { Injectable, Optional } from '@nestjs/common';
-import { Observable } from 'rxjs';
 import { InvalidRequestError, ModelNotFoundError, RequestCancelledError } from '../common/errors';
 import { OptionMap } from '../common/options';
 import { KeepAliveMs } from '../common/time';
@@ -7,7 +6,7 @@ import { ModelsService } from '../models';
 import { GenerationHooksRegistry } from '../observability/generation-hooks';
 import { CompletionService, elapsedNs } from './completion.service';
 import { Runner } from '../runner';
-import { SchedulerService } from '../scheduler';
+import { runLeasedJob, SchedulerService } from '../scheduler';
 
 /** Ollama's 400 for an over-long input with `truncate: false` (§3.4). */
 export const INPUT_TOO_LONG_MESSAGE = 'the input length exceeds the context length';
@@ -125,56 +124,24 @@ export class EmbedService {
     );
     const { spec } = this.completion.plan(model, cmd.options);
     const tracker = texts.length > 0 ? this.hooks.begin(model.shortName, 'embed', cmd.startedAt) : undefined;
-    const work$ = this.scheduler.withRunner(
+    const result = runLeasedJob(
+      this.scheduler,
       { spec, keepAliveMs: cmd.keepAliveMs, modelName: model.shortName },
-      (lease) =>
-        // Unsubscribing (the client left) aborts the runner's embed job and releases the lease.
-        new Observable<EmbedResult>((subscriber) => {
-          const abort = new AbortController();
-          (async (): Promise<EmbedResult> => {
-            const runner = lease.runner;
-            const inputs: number[][] = [];
-            for (const t of texts) inputs.push(await embedTokens(runner, t, runner.slotContext, cmd.truncate));
-            if (abort.signal.aborted) throw new RequestCancelledError();
-            const vectors = inputs.length > 0 ? await runner.embed(inputs, abort.signal) : [];
-            return {
-              embeddings: vectors.map((v) => normalizeEmbedding(v, cmd.dimensions)),
-              totalDurationNs: elapsedNs(cmd.startedAt),
-              loadDurationNs: lease.loadDurationNs,
-              promptEvalCount: inputs.reduce((n, t) => n + t.length, 0),
-            };
-          })().then(
-            (r) => {
-              subscriber.next(r);
-              subscriber.complete();
-            },
-            (err: unknown) => subscriber.error(err),
-          );
-          return () => abort.abort();
-        }),
+      async (lease, abort): Promise<EmbedResult> => {
+        const runner = lease.runner;
+        const inputs: number[][] = [];
+        for (const t of texts) inputs.push(await embedTokens(runner, t, runner.slotContext, cmd.truncate));
+        if (abort.aborted) throw new RequestCancelledError();
+        const vectors = inputs.length > 0 ? await runner.embed(inputs, abort) : [];
+        return {
+          embeddings: vectors.map((v) => normalizeEmbedding(v, cmd.dimensions)),
+          totalDurationNs: elapsedNs(cmd.startedAt),
+          loadDurationNs: lease.loadDurationNs,
+          promptEvalCount: inputs.reduce((n, t) => n + t.length, 0),
+        };
+      },
+      cmd.signal,
     );
-    const result = new Promise<EmbedResult>((resolve, reject) => {
-      const signal = cmd.signal;
-      let value: EmbedResult | undefined;
-      const onAbort = () => {
-        subscription.unsubscribe();
-        reject(new RequestCancelledError());
-      };
-      const subscription = work$.subscribe({
-        next: (r) => (value = r),
-        error: (err: unknown) => {
-          signal?.removeEventListener('abort', onAbort);
-          reject(err);
-        },
-        complete: () => {
-          signal?.removeEventListener('abort', onAbort);
-          if (value) resolve(value);
-          else reject(new RequestCancelledError());
-        },
-      });
-      if (signal?.aborted) onAbort();
-      else signal?.addEventListener('abort', onAbort, { once: true });
-    });
     if (!tracker) return result;
     return result.then(
       (r) => {

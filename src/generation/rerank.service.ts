@@ -1,11 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { Observable } from 'rxjs';
 import { InvalidRequestError, ModelNotFoundError, RequestCancelledError } from '../common/errors';
 import { OptionMap } from '../common/options';
 import { KeepAliveMs } from '../common/time';
 import { ModelsService } from '../models';
 import { Runner } from '../runner';
-import { SchedulerService } from '../scheduler';
+import { runLeasedJob, SchedulerService } from '../scheduler';
 import { CompletionService } from './completion.service';
 import { INPUT_TOO_LONG_MESSAGE } from './embed.service';
 
@@ -83,61 +82,29 @@ export class RerankService {
       () => `model ${JSON.stringify(cmd.model)} not found, try pulling it first`,
     );
     const { spec } = this.completion.plan(model, cmd.options);
-    const work$ = this.scheduler.withRunner(
+    return runLeasedJob(
+      this.scheduler,
       { spec, keepAliveMs: cmd.keepAliveMs, modelName: model.shortName },
-      (lease) =>
-        new Observable<RerankResult>((subscriber) => {
-          const abort = new AbortController();
-          (async (): Promise<RerankResult> => {
-            const runner = lease.runner;
-            if (!runner.info.reranker) throw new InvalidRequestError(notRerankerMessage(cmd.model), 'model');
-            const inputs: number[][] = [];
-            for (const doc of cmd.documents) {
-              const tokens = await rerankTokens(runner, cmd.query, doc);
-              if (tokens.length > runner.slotContext) {
-                throw new InvalidRequestError(INPUT_TOO_LONG_MESSAGE, 'documents');
-              }
-              inputs.push(tokens);
-            }
-            if (abort.signal.aborted) throw new RequestCancelledError();
-            const outputs = inputs.length > 0 ? await runner.embed(inputs, abort.signal) : [];
-            return {
-              results: rankResults(
-                outputs.map((v) => v[0] ?? 0),
-                cmd.topN,
-              ),
-              promptTokens: inputs.reduce((n, t) => n + t.length, 0),
-            };
-          })().then(
-            (r) => {
-              subscriber.next(r);
-              subscriber.complete();
-            },
-            (err: unknown) => subscriber.error(err),
-          );
-          return () => abort.abort();
-        }),
+      async (lease, abort): Promise<RerankResult> => {
+        const runner = lease.runner;
+        if (!runner.info.reranker) throw new InvalidRequestError(notRerankerMessage(cmd.model), 'model');
+        const inputs: number[][] = [];
+        for (const doc of cmd.documents) {
+          const tokens = await rerankTokens(runner, cmd.query, doc);
+          if (tokens.length > runner.slotContext) throw new InvalidRequestError(INPUT_TOO_LONG_MESSAGE, 'documents');
+          inputs.push(tokens);
+        }
+        if (abort.aborted) throw new RequestCancelledError();
+        const outputs = inputs.length > 0 ? await runner.embed(inputs, abort) : [];
+        return {
+          results: rankResults(
+            outputs.map((v) => v[0] ?? 0),
+            cmd.topN,
+          ),
+          promptTokens: inputs.reduce((n, t) => n + t.length, 0),
+        };
+      },
+      cmd.signal,
     );
-    return new Promise<RerankResult>((resolve, reject) => {
-      let value: RerankResult | undefined;
-      const onAbort = () => {
-        subscription.unsubscribe();
-        reject(new RequestCancelledError());
-      };
-      const subscription = work$.subscribe({
-        next: (r) => (value = r),
-        error: (err: unknown) => {
-          cmd.signal?.removeEventListener('abort', onAbort);
-          reject(err);
-        },
-        complete: () => {
-          cmd.signal?.removeEventListener('abort', onAbort);
-          if (value) resolve(value);
-          else reject(new RequestCancelledError());
-        },
-      });
-      if (cmd.signal?.aborted) onAbort();
-      else cmd.signal?.addEventListener('abort', onAbort, { once: true });
-    });
   }
 }

@@ -2,3 +2,4 @@ export * from './scheduler.service';
 export * from './scheduler.types';
 export * from './scheduler.stats';
 export * from './memory.estimator';
+export * from './leased-job';
