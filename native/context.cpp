@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -319,19 +318,15 @@ Napi::Value Context::Create(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::shared_ptr<AddonData> data = AddonData::Get(env);
   auto job = std::make_shared<ContextCreateJob>();
-  Model* model = nullptr;
-  std::function<void(Napi::Env)> prepare = [&](Napi::Env e) {
-    job->plan = Plan(e, data, info[0], info[1]);
-    model = job->plan.model;
-  };
-  // Plan() checks the model argument first: RunJob needs a Model to count the job on.
-  Napi::Promise::Deferred early = Napi::Promise::Deferred::New(env);
+  // Plan() checks the model argument first: StartJob needs a Model to count the job on.
   try {
-    prepare(env);
+    job->plan = Plan(env, data, info[0], info[1]);
   } catch (const Napi::Error& error) {
-    early.Reject(error.Value());
-    return early.Promise();
+    Napi::Promise::Deferred failed = Napi::Promise::Deferred::New(env);
+    failed.Reject(error.Value());
+    return failed.Promise();
   }
+  Model* model = job->plan.model;
   return model->StartJob(
       env, info[0].As<Napi::Object>(), "Context.create", ErrorCode::kContextCreateFailed,
       [job] { job->parts = Build(job->plan); },
