@@ -1,26 +1,8 @@
 import { OptionMap, OptionValue } from '../common/options';
+import type { LoadOptions } from '../runner';
 
 /** Ollama's default num_ctx when neither the request, the Modelfile nor OLLAMA_CONTEXT_LENGTH sets one (§4.1). */
 export const DEFAULT_NUM_CTX = 4096;
-
-/** Load-time options: a change needs a reload of the model (reference/ollama-api.md §4.1, §7.2). */
-export interface LoadOptions {
-  /** Context per slot, tokens (after clamping to the training context; at least 4). */
-  numCtx: number;
-  /** Logical batch, tokens. */
-  numBatch: number;
-  /** Layers on the GPU; -1 = automatic. */
-  numGpu: number;
-  mainGpu?: number;
-  useMmap?: boolean;
-  /** Threads; 0 = the addon's default. */
-  numThread: number;
-  /**
-   * llama.cpp RPC workers (`host:port`) that hold the layers (beyond Ollama): Modelfile `PARAMETER rpc`, else
-   * LLAMAD_RPC_SERVERS; absent = none (local only). A runner with other workers is another runner (sameSpec).
-   */
-  rpcServers?: string[];
-}
 
 /** Per-request sampling and stopping options (§4.1 second table), camelCase. */
 export interface SamplingOptions {

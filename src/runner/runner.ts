@@ -1,11 +1,29 @@
 import { Observable } from 'rxjs';
 import type { NativeChatRender, NativeChatRequest, NativeSamplingParams } from '../../binding';
-import type { LoadOptions } from '../generation';
 
 /**
  * The runner seam (Ollama's `llm.LlamaServer`, ARCHITECTURE.md §4): one loaded model with its slots. The scheduler
  * creates runners through RUNNER_FACTORY, so tests can swap in fakes. Units: tokens, nanoseconds.
  */
+
+/** Load-time options: a change needs a reload of the model (reference/ollama-api.md §4.1, §7.2). */
+export interface LoadOptions {
+  /** Context per slot, tokens (after clamping to the training context; at least 4). */
+  numCtx: number;
+  /** Logical batch, tokens. */
+  numBatch: number;
+  /** Layers on the GPU; -1 = automatic. */
+  numGpu: number;
+  mainGpu?: number;
+  useMmap?: boolean;
+  /** Threads; 0 = the addon's default. */
+  numThread: number;
+  /**
+   * llama.cpp RPC workers (`host:port`) that hold the layers (beyond Ollama): Modelfile `PARAMETER rpc`, else
+   * LLAMAD_RPC_SERVERS; absent = none (local only). A runner with other workers is another runner (sameSpec).
+   */
+  rpcServers?: string[];
+}
 
 /** What a runner is loaded with; two requests share a runner only when their specs are equal. */
 export interface RunnerSpec extends LoadOptions {
