@@ -29,7 +29,8 @@ import { availableParallelism, cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { REPO_ROOT, findRpcServerPath } from '../src/native/load-binding';
+import { REPO_ROOT } from '../src/config';
+import { findRpcServerPath } from '../src/native/load-binding';
 import {
   decodeRate,
   forEachLine,

@@ -29,7 +29,8 @@ import {
   type GgufKv,
   type GgufTensorSpec,
 } from '../src/models/gguf';
-import { REPO_ROOT, loadBinding } from '../src/native/load-binding';
+import { REPO_ROOT } from '../src/config';
+import { loadBinding } from '../src/native/load-binding';
 import { LLAMA2_CHAT_TEMPLATE, QWEN_TOOLS_JINJA_TEMPLATE } from './test-model-templates';
 
 /** Bump when the output of a given spec changes (tensor layout, keys, RNG). */

@@ -1,3 +1,4 @@
 export * from './api-version';
 export * from './config.module';
 export * from './daemon-config';
+export * from './paths';

@@ -1,12 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { NativeBinding } from '../../binding';
-
-/** Repository root: two levels above this file both in src/ (ts) and in dist/src/ (js). */
-export const REPO_ROOT = resolve(
-  __dirname,
-  existsSync(join(__dirname, '..', '..', 'package.json')) ? '../..' : '../../..',
-);
+import { REPO_ROOT } from '../config';
 
 /** Backends looked for, in order, when LLAMAD_ADDON does not name a file. */
 const BACKENDS = ['cuda', 'vulkan', 'metal', 'cpu'];

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../native/load-binding';
+import { REPO_ROOT } from '../config';
 
 /** Directory of the bundled template library. */
 export const TEMPLATE_ASSETS_DIR = join(REPO_ROOT, 'assets', 'ollama-templates');

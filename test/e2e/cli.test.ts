@@ -4,7 +4,7 @@ import { chmod, copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promi
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { REPO_ROOT } from '../../src/native/load-binding';
+import { REPO_ROOT } from '../../src/config';
 import { FakeBinding } from '../utils/fake-binding';
 import { ensureTestModels, TINY_QWEN2, TINY_QWEN2_TOOLS } from '../utils/models';
 import { freePort, registryMissing, RegistryServer, startRegistry } from '../utils/registry-server';

@@ -8,7 +8,7 @@ import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { REPO_ROOT } from '../../src/native/load-binding';
+import { REPO_ROOT } from '../../src/config';
 import { ensureTestModels, TINY_QWEN2 } from '../utils/models';
 import { postJson, readNdjson } from '../utils/ndjson';
 import { freePort, RegistryServer, registryMissing, startRegistry } from '../utils/registry-server';

@@ -4,7 +4,8 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { findAddonPath, REPO_ROOT } from '../../src/native/load-binding';
+import { REPO_ROOT } from '../../src/config';
+import { findAddonPath } from '../../src/native/load-binding';
 import { ensureTestModels, TINY_LLAMA_SPM } from '../utils/models';
 
 // The package as a library (issue 13, first "Done when" bullet): `npm pack` the repository, install the tarball into

@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { REPO_ROOT } from '../../src/native/load-binding';
+import { REPO_ROOT } from '../../src/config';
 import { TINY_QWEN2, ensureTestModels } from '../utils/models';
 import { freePort } from '../utils/registry-server';
 

@@ -3,7 +3,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Ollama } from 'ollama';
-import { REPO_ROOT } from '../../src/native/load-binding';
+import { REPO_ROOT } from '../../src/config';
 import { ensureTestModels, TINY_BERT, TINY_QWEN2 } from '../utils/models';
 import { postJson } from '../utils/ndjson';
 import { realAddon } from '../utils/real-addon';

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { REPO_ROOT } from '../../src/native/load-binding';
+import { REPO_ROOT } from '../../src/config';
 import { ensureTestModels, TINY_QWEN2 } from '../utils/models';
 import { realAddon } from '../utils/real-addon';
 import { freePort } from '../utils/registry-server';

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
-import { MAX_JSON_DEPTH } from '../../src/security';
+import { MAX_JSON_DEPTH } from '../../src/common/http';
 import { FakeBinding } from '../utils/fake-binding';
 import { writeTinyGguf } from '../utils/gguf-fixtures';
 import { postJson } from '../utils/ndjson';

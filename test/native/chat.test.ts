@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { NativeChatRender, NativeChatTool, NativeContext, NativeModel } from '../../binding';
-import { REPO_ROOT } from '../../src/native/load-binding';
+import { REPO_ROOT } from '../../src/config';
 import { TINY_QWEN2, ensureTestModels } from '../utils/models';
 import { GREEDY, assertThrowsCode, binding, loadModel, runTask, seeded } from './native-helpers';
 

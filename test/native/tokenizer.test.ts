@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { NativeModel } from '../../binding';
-import { REPO_ROOT } from '../../src/native/load-binding';
+import { REPO_ROOT } from '../../src/config';
 import { assertThrowsCode, binding, loadModel } from './native-helpers';
 
 const VOCAB_DIR = join(REPO_ROOT, 'vendor', 'llama.cpp', 'models');

@@ -19,7 +19,8 @@ import { isModulePath, LlamadModule, normalizePrefix } from '../../src/llamad.mo
 import { BlobsController } from '../../src/api/ollama/blobs.controller';
 import { ModelsController } from '../../src/api/ollama/models.controller';
 import { RegistryController } from '../../src/api/ollama/registry.controller';
-import { AuthorizationGuard, MAX_JSON_DEPTH, valueDepth } from '../../src/security';
+import { MAX_JSON_DEPTH, valueDepth } from '../../src/common/http';
+import { AuthorizationGuard } from '../../src/security';
 
 /** A nested array `depth` levels deep. */
 function nested(depth: number): unknown {

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { REPO_ROOT } from '../../src/native/load-binding';
+import { REPO_ROOT } from '../../src/config';
 
 /** Directory of the generated test models: $LLAMAD_MODELS_DIR or <repo>/test/fixtures/models (absolute). */
 export const MODELS_DIR = process.env.LLAMAD_MODELS_DIR

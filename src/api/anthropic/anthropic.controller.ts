@@ -1,7 +1,8 @@
 import { Body, Controller, HttpCode, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { map } from 'rxjs';
-import { LlamadRoutes, StreamResponder } from '../../common/http';
+import { StreamResponder } from '../../common/http';
+import { LlamadRoutes } from '../../security';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import { AnthropicExceptionFilter, toAnthropicError } from './anthropic-error';
 import { AnthropicMessagesService } from './anthropic-messages.service';

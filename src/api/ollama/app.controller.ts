@@ -1,8 +1,7 @@
 import { Controller, Get, Header } from '@nestjs/common';
-import { LlamadRoutes } from '../../common/http';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import { OLLAMA_API_VERSION } from '../../config';
-import { Public } from '../../security';
+import { LlamadRoutes, Public } from '../../security';
 
 /**
  * Health and version routes (reference/ollama-api.md §3.1). HEAD is answered by Fastify for every GET route. Public:

@@ -1,5 +1,5 @@
 import { Controller, Head, Param, Post, Req, Res } from '@nestjs/common';
-import { LlamadRoutes } from '../../common/http';
+import { LlamadRoutes } from '../../security';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Readable } from 'node:stream';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';

@@ -1,9 +1,9 @@
 import { Body, Controller, Delete, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { LlamadRoutes, ollamaErrorLine, StreamResponder } from '../../common/http';
+import { ollamaErrorLine, StreamResponder } from '../../common/http';
 import { LlamadService } from '../../facade/llamad.service';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
-import { isLoopbackAddress } from '../../security';
+import { isLoopbackAddress, LlamadRoutes } from '../../security';
 import { CopyRequestDto, DeleteRequestDto } from './dto/copy-delete-request.dto';
 import { CreateRequestDto } from './dto/create-request.dto';
 import { ListResponseWire, ShowResponseWire } from './dto/model-responses.dto';

@@ -1,5 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
-import { LlamadRoutes } from '../../common/http';
+import { LlamadRoutes } from '../../security';
 import { ModelDetails } from '../../models';
 import { LlamadService } from '../../facade/llamad.service';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';

@@ -1,5 +1,5 @@
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
-import { LlamadRoutes } from '../../common/http';
+import { LlamadRoutes } from '../../security';
 import { LlamadService } from '../../facade/llamad.service';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import {

@@ -1,7 +1,8 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { ModelNotFoundError } from '../../common/errors';
-import { clientGoneSignal, LlamadRoutes, StreamResponder } from '../../common/http';
+import { clientGoneSignal, StreamResponder } from '../../common/http';
+import { LlamadRoutes } from '../../security';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import { ChatService, EmbedService, GenerateService } from '../../generation';
 import { ModelName, ModelsService } from '../../models';

@@ -1,6 +1,7 @@
 import { Body, Controller, HttpCode, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { clientGoneSignal, LlamadRoutes } from '../../common/http';
+import { clientGoneSignal } from '../../common/http';
+import { LlamadRoutes } from '../../security';
 import { LlamadService } from '../../facade/llamad.service';
 import { ApiRoute } from '../../openapi/api-route.decorator';
 import { RerankRequestDto, RerankResponseWire } from '../ollama/dto/rerank-request.dto';

@@ -5,5 +5,5 @@ export * from './ollama-validation.pipe';
 export * from './stream-responder';
 export * from './routed-exception.filter';
 export * from './safe-error-message';
-export * from './llamad-routes.decorator';
 export * from './client-gone';
+export * from './json-depth';

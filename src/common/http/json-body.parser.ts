@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { checkJsonDepth } from '../../security/json-depth';
+import { checkJsonDepth } from './json-depth';
 import { InvalidRequestError } from '../errors';
 
 /** Routes whose body is a raw byte stream handed to the handler unparsed and without a size limit (§3.10). */

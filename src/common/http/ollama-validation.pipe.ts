@@ -1,7 +1,7 @@
 import { ArgumentMetadata, Injectable, Type, ValidationError, ValidationPipe } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
-import { checkValueDepth } from '../../security/json-depth';
+import { checkValueDepth } from './json-depth';
 import { InvalidRequestError } from '../errors';
 import { jsonKind } from '../validation';
 

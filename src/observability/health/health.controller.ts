@@ -1,8 +1,7 @@
 import { Controller, Get, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { LlamadRoutes } from '../../common/http';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
-import { Public } from '../../security';
+import { LlamadRoutes, Public } from '../../security';
 import { ReadinessService } from './readiness.service';
 
 /** GET /health's body. */

@@ -1,6 +1,6 @@
 import { Controller, Get, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { LlamadRoutes } from '../../common/http';
+import { LlamadRoutes } from '../../security';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import { MetricsService } from './metrics.service';
 

@@ -13,7 +13,7 @@ import {
   hasTemplateLibrary,
   jinjaTemplateCapabilities,
 } from '../../../src/models/template-support';
-import { REPO_ROOT } from '../../../src/native/load-binding';
+import { REPO_ROOT } from '../../../src/config';
 import { writeTinyGguf } from '../../utils/gguf-fixtures';
 import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
 

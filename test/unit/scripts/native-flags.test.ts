@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { REPO_ROOT } from '../../../src/native/load-binding';
+import { REPO_ROOT } from '../../../src/config';
 
 interface NativeFlagsModule {
   nativeFlags(env: NodeJS.ProcessEnv): { backend: string; defines: Record<string, string> };

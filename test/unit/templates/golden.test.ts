@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { REPO_ROOT } from '../../../src/native/load-binding';
+import { REPO_ROOT } from '../../../src/config';
 import { GoTemplate, TemplateMessage, detectTemplate, renderPrompt } from '../../../src/templates';
 import { TEMPLATE_ASSETS_DIR } from '../../../src/templates/template-library';
 

@@ -1,6 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { LlamadRoutes, StreamResponder } from '../../../common/http';
+import { StreamResponder } from '../../../common/http';
+import { LlamadRoutes } from '../../../security';
 import { ApiRoute, ApiTag } from '../../../openapi/api-route.decorator';
 import { OpenAIExceptionFilter } from '..';
 import { writeResponsesSse } from './responses-sse';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { GgufValueType, isGgufFile, modelDetails, readGguf } from '../../../../src/models/gguf';
-import { REPO_ROOT } from '../../../../src/native/load-binding';
+import { REPO_ROOT } from '../../../../src/config';
 
 const VOCABS = join(REPO_ROOT, 'vendor', 'llama.cpp', 'models');
 

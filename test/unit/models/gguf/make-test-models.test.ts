@@ -13,7 +13,7 @@ import {
   readGguf,
   type GgufFile,
 } from '../../../../src/models/gguf';
-import { REPO_ROOT } from '../../../../src/native/load-binding';
+import { REPO_ROOT } from '../../../../src/config';
 import { ensureTestModels, TINY_BERT, TINY_LLAMA_SPM, TINY_NOMIC_BERT, TINY_QWEN2 } from '../../../utils/models';
 
 const VOCABS = join(REPO_ROOT, 'vendor', 'llama.cpp', 'models');

@@ -1,7 +1,6 @@
 import { applyDecorators, ExceptionFilter, Type, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
-import { AuthorizationGuard } from '../../security/authorization.guard';
-import { OllamaExceptionFilter } from './ollama-exception.filter';
-import { OllamaValidationPipe } from './ollama-validation.pipe';
+import { AuthorizationGuard } from './authorization.guard';
+import { OllamaExceptionFilter, OllamaValidationPipe } from '../common/http';
 
 /**
  * The class decorator of every controller of the module: binds the dialect's exception filter, the validation pipe

@@ -1,4 +1,4 @@
-import { InvalidRequestError } from '../common/errors';
+import { InvalidRequestError } from '../errors';
 
 /**
  * Deepest nesting of arrays and objects a request body may have (docs/security.md). Real requests stay far below it

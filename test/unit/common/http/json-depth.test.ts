@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InvalidRequestError } from '../../../src/common/errors';
-import { checkJsonDepth, jsonDepth, MAX_JSON_DEPTH } from '../../../src/security';
+import { InvalidRequestError } from '../../../../src/common/errors';
+import { checkJsonDepth, jsonDepth, MAX_JSON_DEPTH } from '../../../../src/common/http';
 
 describe('JSON depth limit', () => {
   it('counts arrays and objects, not brackets inside strings or escapes', () => {
