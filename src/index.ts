@@ -16,8 +16,9 @@ export {
   type LlamadSurface,
 } from './llamad.module';
 
-// The programmatic API (the facade the native controllers use too).
-export * from './facade';
+// The programmatic API: Ollama's dialect as a service (the native controllers call it too; docs/library.md).
+export * from './api/ollama/llamad-stream';
+export * from './api/ollama/llamad.service';
 
 // Settings.
 export { DaemonConfig, loadConfig, type ListenAddress } from './config/daemon-config';

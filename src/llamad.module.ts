@@ -28,7 +28,7 @@ import { CompatModule } from './api';
 import { OpenAIController, OpenAIRerankController } from './api/openai';
 import { ResponsesController } from './api/openai/responses';
 import { DaemonConfig } from './config/daemon-config';
-import { LlamadService } from './facade/llamad.service';
+import { LlamadService } from './api/ollama/llamad.service';
 import { InferenceModule, GoTemplateRenderer, TEMPLATE_RENDERER } from './generation';
 import { LlamaRunnerFactory, RUNNER_FACTORY } from './runner';
 import { MODEL_STORE } from './models/model-store';

@@ -9,7 +9,7 @@ import { OllamaExceptionFilter, OllamaValidationPipe, decodeRequestBody } from '
 import { AnthropicController, AnthropicExceptionFilter } from '../../src/api/anthropic';
 import { OpenAIController, OpenAIExceptionFilter } from '../../src/api/openai';
 import { ResponsesController } from '../../src/api/openai/responses';
-import { LlamadStream, observableIterator } from '../../src/facade';
+import { LlamadStream, observableIterator } from '../../src/api/ollama/llamad-stream';
 import { ChatRequestDto } from '../../src/api/ollama/dto/chat-request.dto';
 import { ChatController } from '../../src/api/ollama/chat.controller';
 import { EmbedController } from '../../src/api/ollama/embed.controller';

@@ -3,7 +3,7 @@ import { LlamadRoutes } from '../../security';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Readable } from 'node:stream';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
-import { LlamadService } from '../../facade/llamad.service';
+import { LlamadService } from './llamad.service';
 
 /**
  * Blob uploads (reference/ollama-api.md §3.10): `HEAD /api/blobs/:digest` and `POST /api/blobs/:digest`. The digest

@@ -2,7 +2,7 @@ import { Body, Controller, HttpCode, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { ollamaErrorLine, StreamResponder } from '../../common/http';
 import { LlamadRoutes } from '../../security';
-import { LlamadService } from '../../facade/llamad.service';
+import { LlamadService } from './llamad.service';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import { GenerateRequestDto } from './dto/generate-request.dto';
 

@@ -21,3 +21,4 @@ export * from './dto/registry-request.dto';
 export * from './dto/show-request.dto';
 export * from './dto/rerank-request.dto';
 export * from './dto/tokenize-request.dto';
+export * from './dto/ps-response.dto';

@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ollamaErrorLine, StreamResponder } from '../../common/http';
-import { LlamadService } from '../../facade/llamad.service';
+import { LlamadService } from './llamad.service';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import { isLoopbackAddress, LlamadRoutes } from '../../security';
 import { CopyRequestDto, DeleteRequestDto } from './dto/copy-delete-request.dto';

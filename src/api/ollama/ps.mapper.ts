@@ -1,6 +1,6 @@
 import { ModelsService } from '../../models';
 import { LoadedRunnerInfo, SchedulerService } from '../../scheduler';
-import type { ProcessModelWire, ProcessResponseWire } from './ps.controller';
+import type { ProcessModelWire, ProcessResponseWire } from './dto/ps-response.dto';
 
 /** Go's time.Now().Add(math.MaxInt64): about 292 years ahead — what Ollama shows for keep-alive forever. */
 const FOREVER_MS = Number(2n ** 63n - 1n) / 1e6;

@@ -1,6 +1,6 @@
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
 import { LlamadRoutes } from '../../security';
-import { LlamadService } from '../../facade/llamad.service';
+import { LlamadService } from './llamad.service';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import {
   DetokenizeRequestDto,

@@ -2,7 +2,7 @@ import { Body, Controller, HttpCode, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { clientGoneSignal } from '../../common/http';
 import { LlamadRoutes } from '../../security';
-import { LlamadService } from '../../facade/llamad.service';
+import { LlamadService } from '../ollama/llamad.service';
 import { ApiRoute } from '../../openapi/api-route.decorator';
 import { RerankRequestDto, RerankResponseWire } from '../ollama/dto/rerank-request.dto';
 import { RERANK_DOC } from '../ollama/rerank.controller';

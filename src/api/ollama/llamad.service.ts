@@ -1,20 +1,20 @@
 import { Injectable } from '@nestjs/common';
 import type { Readable } from 'node:stream';
 import { defer, filter, map, Observable, switchMap } from 'rxjs';
-import { InvalidRequestError, ModelNotFoundError } from '../common/errors';
-import { decodeRequestBody } from '../common/http/ollama-validation.pipe';
-import { decodeOptions } from '../common/options';
-import { parseKeepAlive } from '../common/time';
-import { ChatService, EmbedService, GenerateService, RerankService, TokenizeService } from '../generation';
-import { RerankRequestDto, RerankResponseWire } from '../api/ollama/dto/rerank-request.dto';
-import { ChatRequestDto } from '../api/ollama/dto/chat-request.dto';
+import { InvalidRequestError, ModelNotFoundError } from '../../common/errors';
+import { decodeRequestBody } from '../../common/http/ollama-validation.pipe';
+import { decodeOptions } from '../../common/options';
+import { parseKeepAlive } from '../../common/time';
+import { ChatService, EmbedService, GenerateService, RerankService, TokenizeService } from '../../generation';
+import { RerankRequestDto, RerankResponseWire } from './dto/rerank-request.dto';
+import { ChatRequestDto } from './dto/chat-request.dto';
 import {
   EmbeddingsRequestDto,
   EmbeddingsResponseWire,
   EmbedRequestDto,
   EmbedResponseWire,
-} from '../api/ollama/dto/embed-request.dto';
-import { GenerateRequestDto } from '../api/ollama/dto/generate-request.dto';
+} from './dto/embed-request.dto';
+import { GenerateRequestDto } from './dto/generate-request.dto';
 import {
   DetokenizeRequestDto,
   DetokenizeResponseWire,
@@ -23,8 +23,8 @@ import {
   LlamaServerTokenizeResponseWire,
   TokenizeRequestDto,
   TokenizeResponseWire,
-} from '../api/ollama/dto/tokenize-request.dto';
-import { ChatResponseWire, GenerateResponseWire } from '../api/ollama/dto/generation-response.dto';
+} from './dto/tokenize-request.dto';
+import { ChatResponseWire, GenerateResponseWire } from './dto/generation-response.dto';
 import {
   fromChatRequest,
   fromGenerateRequest,
@@ -32,20 +32,20 @@ import {
   toChatResponse,
   toGenerateChunk,
   toGenerateResponse,
-} from '../api/ollama/ollama.mapper';
-import { CopyRequestDto, DeleteRequestDto } from '../api/ollama/dto/copy-delete-request.dto';
-import { CreateRequestDto } from '../api/ollama/dto/create-request.dto';
-import { ListResponseWire, ProgressWire, ShowResponseWire } from '../api/ollama/dto/model-responses.dto';
-import { ShowRequestDto } from '../api/ollama/dto/show-request.dto';
-import { fromCreateRequest, toListModelWire, toProgressWire, toShowResponseWire } from '../api/ollama/models.mapper';
-import { CreateRequester, LOCAL_REQUESTER, ModelsService } from '../models';
-import { RegistryRequestDto } from '../api/ollama/dto/registry-request.dto';
-import { RegistryService } from '../registry/registry.service';
-import { RegistryProgress, RegistryProgressWire, toRegistryProgressWire } from '../registry/registry.types';
+} from './ollama.mapper';
+import { CopyRequestDto, DeleteRequestDto } from './dto/copy-delete-request.dto';
+import { CreateRequestDto } from './dto/create-request.dto';
+import { ListResponseWire, ProgressWire, ShowResponseWire } from './dto/model-responses.dto';
+import { ShowRequestDto } from './dto/show-request.dto';
+import { fromCreateRequest, toListModelWire, toProgressWire, toShowResponseWire } from './models.mapper';
+import { CreateRequester, LOCAL_REQUESTER, ModelsService } from '../../models';
+import { RegistryRequestDto } from './dto/registry-request.dto';
+import { RegistryService } from '../../registry/registry.service';
+import { RegistryProgress, RegistryProgressWire, toRegistryProgressWire } from '../../registry/registry.types';
 import { LlamadStream } from './llamad-stream';
-import { SchedulerService } from '../scheduler';
-import type { ProcessResponseWire } from '../api/ollama/ps.controller';
-import { listProcessModels } from '../api/ollama/ps.mapper';
+import { SchedulerService } from '../../scheduler';
+import type { ProcessResponseWire } from './dto/ps-response.dto';
+import { listProcessModels } from './ps.mapper';
 
 /** Body of /api/generate (Ollama `api.GenerateRequest`; wire names). */
 export type GenerateRequest = GenerateRequestDto;

@@ -1,2 +1,0 @@
-export * from './llamad-stream';
-export * from './llamad.service';
