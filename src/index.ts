@@ -57,8 +57,8 @@ export {
   type GoTemplateValues,
   type TemplateRenderer,
 } from './generation';
-export { REQUEST_HOOKS, type RequestHooksValue } from './observability/request-hooks.token';
-export type { GenerationEndInfo, GenerationInfo, GenerationKind, RequestHooks } from './observability/generation-hooks';
+export { REQUEST_HOOKS, type RequestHooksValue } from './observability';
+export type { GenerationEndInfo, GenerationInfo, GenerationKind, RequestHooks } from './observability';
 export { NATIVE_BINDING, type NativeBindingLoader } from './native/native.tokens';
 export { loadBinding, findAddonPath } from './native/load-binding';
 

@@ -35,10 +35,8 @@ import { MODEL_STORE } from './models/model-store';
 import { ModelsModule } from './models/models.module';
 import { loadBinding } from './native/load-binding';
 import { NATIVE_BINDING } from './native/native.tokens';
-import { GenerationHooksRegistry } from './observability/generation-hooks';
-import { GenerationHooksModule } from './observability/generation-hooks.module';
-import { OBSERVABILITY_CONTROLLERS, ObservabilityModule } from './observability/observability.module';
-import { REQUEST_HOOKS, RequestHooksValue } from './observability/request-hooks.token';
+import { GenerationHooksModule, GenerationHooksRegistry, REQUEST_HOOKS, RequestHooksValue } from './observability';
+import { OPERATIONS_CONTROLLERS, OperationsModule } from './operations';
 import { RegistryModule } from './registry/registry.module';
 import { ApiKeyAuthorizer, AUTHORIZER } from './security/authorizer';
 import { installRequestGate } from './security/request-gate';
@@ -300,7 +298,7 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
   const controllers = surfaces.flatMap((surface) => SURFACE_CONTROLLERS[surface]);
   const compat: DynamicModule = { module: CompatModule, imports: [core, models, inference] };
   // Metrics, probes, graceful shutdown (src/observability); its routes are mounted with the others.
-  const observability: DynamicModule = { module: ObservabilityModule, imports: [core, inference] };
+  const observability: DynamicModule = { module: OperationsModule, imports: [core, inference] };
   const http: DynamicModule = {
     module: LlamadHttpModule,
     imports: [
@@ -312,7 +310,7 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
       facade,
       ...(controllers.length > 0 ? [compat, observability] : []),
     ],
-    controllers: controllers.length > 0 ? [...controllers, ...OBSERVABILITY_CONTROLLERS] : [],
+    controllers: controllers.length > 0 ? [...controllers, ...OPERATIONS_CONTROLLERS] : [],
   };
   return {
     module: definition.module,

@@ -2,7 +2,7 @@
 import { Logger } from '@nestjs/common';
 import { createApp } from './app.factory';
 import { loadConfig } from './config';
-import { installShutdownSignals } from './observability';
+import { installShutdownSignals } from './operations';
 import { isLoopbackAddress } from './security';
 
 /**

@@ -1,4 +1,4 @@
-import { OBSERVABILITY_SCHEMAS } from '../../observability/openapi.schemas';
+import { OPERATIONS_SCHEMAS } from './operations.schemas';
 import { ANTHROPIC_SCHEMAS } from './anthropic.schemas';
 import { JsonSchema } from './json-schema';
 import { OLLAMA_SCHEMAS } from './ollama.schemas';
@@ -11,5 +11,5 @@ export const OPENAPI_SCHEMAS: Record<string, JsonSchema> = {
   ...OLLAMA_SCHEMAS,
   ...OPENAI_SCHEMAS,
   ...ANTHROPIC_SCHEMAS,
-  ...OBSERVABILITY_SCHEMAS,
+  ...OPERATIONS_SCHEMAS,
 };

@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import type { InterTokenObserver } from '../generation-hooks';
+import type { InterTokenObserver } from '../../observability';
 
 /** One label value's buckets: counts per upper bound (cumulated only when scraped), sum and count. */
 class Series implements InterTokenObserver {

@@ -1,13 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import type { SchedulerService, SchedulerStats } from '../../../src/scheduler/scheduler.service';
-import {
-  GenerationHooksRegistry,
-  HttpObservation,
-  MetricsService,
-  PerTokenHistogram,
-} from '../../../src/observability';
+import type { SchedulerService, SchedulerStats } from '../../../../src/scheduler/scheduler.service';
+import { GenerationHooksRegistry, HttpObservation } from '../../../../src/observability';
+import { MetricsService, PerTokenHistogram } from '../../../../src/operations';
 
 /** The value of one sample line (`name{labels} value`) of an exposition, or undefined when absent. */
 function sample(text: string, series: string): number | undefined {

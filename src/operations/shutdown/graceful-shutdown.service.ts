@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 import { ServerBusyError } from '../../common/errors';
 import { DaemonConfig } from '../../config';
 import { SchedulerService } from '../../scheduler';
-import { HttpObservation, SHUTTING_DOWN_MESSAGE } from '../http-observation';
+import { HttpObservation, SHUTTING_DOWN_MESSAGE } from '../../observability';
 
 /** How long streams ended at the timeout get to write their last frame and close, ms. */
 export const FINAL_FRAME_GRACE_MS = 5_000;

@@ -1,10 +1,10 @@
 import { Module, Type } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
-import { GenerationHooksModule } from './generation-hooks.module';
+import { GenerationHooksModule } from '../observability';
 import { HealthController } from './health/health.controller';
 import { ReadinessService } from './health/readiness.service';
-import { HttpObservation, installHttpObservation } from './http-observation';
+import { HttpObservation, installHttpObservation } from '../observability';
 import { MetricsController } from './metrics/metrics.controller';
 import { MetricsService } from './metrics/metrics.service';
 import { GracefulShutdownService } from './shutdown/graceful-shutdown.service';
@@ -23,14 +23,14 @@ function observationFor(adapterHost: HttpAdapterHost): HttpObservation {
 /**
  * The operational routes: GET /metrics (behind the API-key guard) and GET /health, GET /ready (public). Mounted by
  * LlamadModule with its other controllers (under its route prefix, behind its request gate); they need
- * {@link ObservabilityModule} among the mounting module's imports.
+ * {@link OperationsModule} among the mounting module's imports.
  */
-export const OBSERVABILITY_CONTROLLERS: Type<unknown>[] = [MetricsController, HealthController];
+export const OPERATIONS_CONTROLLERS: Type<unknown>[] = [MetricsController, HealthController];
 
 /**
  * Operations (issue 13, docs/observability.md): the Prometheus metrics (per-application registry), the readiness
  * check, graceful shutdown and the HTTP observation (request ids, request contexts, in-flight count); its routes are
- * {@link OBSERVABILITY_CONTROLLERS}. Not self-contained: import it as `{ module: ObservabilityModule, imports: [...] }`
+ * {@link OPERATIONS_CONTROLLERS}. Not self-contained: import it as `{ module: OperationsModule, imports: [...] }`
  * with modules that export DaemonConfig, NATIVE_BINDING and the application's SchedulerService (LlamadModule passes its
  * core and its InferenceModule instance). Shares the application's GenerationHooksRegistry (GenerationHooksModule is
  * static). Structured logging belongs to the application (src/app.factory.ts): this module installs no logger.
@@ -45,4 +45,4 @@ export const OBSERVABILITY_CONTROLLERS: Type<unknown>[] = [MetricsController, He
   ],
   exports: [GenerationHooksModule, MetricsService, ReadinessService, GracefulShutdownService, HttpObservation],
 })
-export class ObservabilityModule {}
+export class OperationsModule {}

@@ -1,7 +1,7 @@
-import { JsonSchema, obj, oneOfStr, str } from '../openapi/schemas/json-schema';
+import { JsonSchema, obj, oneOfStr, str } from './json-schema';
 
 /** Component schemas of the operational routes (GET /health, GET /ready). */
-export const OBSERVABILITY_SCHEMAS: Record<string, JsonSchema> = {
+export const OPERATIONS_SCHEMAS: Record<string, JsonSchema> = {
   HealthStatus: obj({ status: oneOfStr('ok') }, ['status'], { description: 'The daemon is alive.' }),
   ReadyStatus: obj(
     {

@@ -1,8 +1,8 @@
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { SchedulerService, SchedulerStats } from '../../scheduler';
-import { GenerationEndInfo, GenerationHooksRegistry } from '../generation-hooks';
-import { HttpObservation, HttpRequestSink } from '../http-observation';
+import { GenerationEndInfo, GenerationHooksRegistry } from '../../observability';
+import { HttpObservation, HttpRequestSink } from '../../observability';
 import { PerTokenHistogram } from './per-token-histogram';
 
 /** Upper bounds of `llamad_http_request_duration_seconds`, s (streams may last minutes). */
