@@ -25,10 +25,8 @@ import {
   float32ToFloat16Bits,
   formatParameterCount,
   readGguf,
-  writeGguf,
-  type GgufKv,
-  type GgufTensorSpec,
 } from '../src/models/gguf';
+import { writeGguf, type GgufKv, type GgufTensorSpec } from './gguf-writer';
 import { REPO_ROOT } from '../src/config';
 import { loadBinding } from '../src/native/load-binding';
 import { LLAMA2_CHAT_TEMPLATE, QWEN_TOOLS_JINJA_TEMPLATE } from './test-model-templates';

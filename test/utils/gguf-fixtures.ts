@@ -1,4 +1,5 @@
-import { GgufKv, GgufValueType, writeGguf } from '../../src/models/gguf';
+import { GgufValueType } from '../../src/models/gguf';
+import { GgufKv, writeGguf } from '../../scripts/gguf-writer';
 
 /** Options of a metadata-only GGUF fixture. */
 export interface TinyGgufOptions {

@@ -3,7 +3,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { GgufFormatError, GgufValueType, isGgufFile, readGguf, writeGguf } from '../../../../src/models/gguf';
+import { GgufFormatError, GgufValueType, isGgufFile, readGguf } from '../../../../src/models/gguf';
+import { writeGguf } from '../../../../scripts/gguf-writer';
 
 const dir = mkdtempSync(join(tmpdir(), 'gguf-bad-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -3,7 +3,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { GgufValueType, readGguf, writeGguf, type GgufKv, type GgufTensorSpec } from '../../../../src/models/gguf';
+import { GgufValueType, readGguf } from '../../../../src/models/gguf';
+import { writeGguf, type GgufKv, type GgufTensorSpec } from '../../../../scripts/gguf-writer';
 
 const dir = mkdtempSync(join(tmpdir(), 'gguf-rt-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

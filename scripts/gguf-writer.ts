@@ -1,6 +1,5 @@
 import { open, rename, rm, type FileHandle } from 'node:fs/promises';
-import { GgufValueType, type GgufValue } from './gguf.types';
-import { GGML_TYPES, ggmlTensorBytes } from './ggml-types';
+import { GGML_TYPES, ggmlTensorBytes, GgufValueType, type GgufValue } from '../src/models/gguf';
 
 /** One metadata entry to write. `itemType` is required when `type` is ARRAY (nested arrays are not supported). */
 export interface GgufKv {
