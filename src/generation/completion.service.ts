@@ -6,32 +6,12 @@ import { KeepAliveMs } from '../common/time';
 import { DaemonConfig } from '../config';
 import { ResolvedModel } from '../models';
 import { GenerationHooksRegistry, GenerationTracker } from '../observability/generation-hooks';
-import type { NativeGrammarTrigger } from '../../binding';
-import { GenerationEvent, GenerationMetrics, Logprob } from './generation.types';
+import { ChatObserver, GenerationEvent, GenerationMetrics, Logprob } from './generation.types';
 import { EffectiveOptions, resolveOptions } from './options';
-import { MediaPrompt } from './media-prompt';
-import { isEmptyDelta, OutputParser } from './output-parser';
-import { Runner, RunnerSpec } from '../runner';
+import { isEmptyDelta } from './output';
+import { PromptService, PromptSource } from './prompt';
+import { RunnerSpec } from '../runner';
 import { SchedulerService } from '../scheduler';
-
-/** Prompt tokens ready to submit, with what the render asks of sampling and output parsing. */
-export interface PreparedPrompt {
-  /** Token ids, shorter than the slot context. */
-  tokens: number[];
-  /** GBNF grammar (format or tool calls); lazy ones only apply after a trigger. */
-  grammar?: string;
-  grammarLazy?: boolean;
-  grammarTriggers?: NativeGrammarTrigger[];
-  preservedTokens?: string[];
-  /** Text the prompt ends with that a non-lazy render grammar must consume first (NativeChatRender.generationPrompt). */
-  grammarPrefill?: string;
-  /** Stop strings added by the template (besides the `stop` option). */
-  stops?: string[];
-  /** Splits the output into content / thinking / tool calls; absent = everything is content. */
-  parser?: OutputParser;
-  /** The prompt as text with media markers plus the images, when the request has images (`tokens` then only count). */
-  media?: MediaPrompt;
-}
 
 /** One completion to run. */
 export interface CompletionRequest {
@@ -41,12 +21,16 @@ export interface CompletionRequest {
   keepAliveMs?: KeepAliveMs;
   /** process.hrtime.bigint() at handler start. */
   startedAt: bigint;
-  /** What the request hooks and metrics call this generation (default `generate`). */
-  kind?: 'generate' | 'chat';
   /** Only load the model, then answer `done_reason: "load"` (empty prompt / messages). */
   loadOnly?: boolean;
-  /** Builds the prompt tokens once the runner is loaded (it needs the runner's template and tokenizer). */
-  buildPrompt?: (runner: Runner, options: EffectiveOptions) => Promise<PreparedPrompt>;
+  /**
+   * The prompt to run, as data: the prompt stage (PromptService.prepare) turns it into tokens once the runner is
+   * loaded (it needs the runner's template and tokenizer). Its `kind` is what the request hooks and metrics call this
+   * generation. Absent = load only.
+   */
+  prompt?: PromptSource;
+  /** Told the prompt size once the prompt is prepared, before generation starts (chat's compat layers). */
+  observer?: ChatObserver;
   /** Return prompt + output token ids on the done event (generate's `context`). */
   returnContext?: boolean;
   /** Report logprobs with this many alternatives per token (0..20); undefined = none. */
@@ -54,10 +38,10 @@ export interface CompletionRequest {
   /** Context shift when the context fills during generation (Ollama's `shift`, §4.4); default true. */
   shift?: boolean;
   /**
-   * Never cut the prompt: when `buildPrompt` finds it longer than the slot (it must then throw
-   * ContextLengthExceededError with `promptTokens`, i.e. run with `truncate: false`), reload the model with a context
-   * large enough for the prompt plus the reply (see {@link CompletionService.grownContext}). Set by the compat layers
-   * (issue 12 §5); the native /api keeps Ollama's truncation.
+   * Never cut the prompt: when the prompt stage finds it longer than the slot (it then throws
+   * ContextLengthExceededError with `promptTokens`: the command's own `growContext` implies `truncate: false`), reload
+   * the model with a context large enough for the prompt plus the reply (see {@link CompletionService.grownContext}).
+   * Set by the compat layers (issue 12 §5); the native /api keeps Ollama's truncation.
    */
   growContext?: boolean;
 }
@@ -75,33 +59,23 @@ export function elapsedNs(startedAt: bigint): number {
 
 /**
  * Runs one completion on a scheduled runner — the part generate and chat share: option merge, runner spec, acquire
- * (load) through the scheduler, prompt building, token streaming, and the final metrics. Returns a cold Observable:
- * subscribing starts the work, unsubscribing cancels the generation and releases the runner.
+ * (load) through the scheduler, the prompt stage (PromptService) with the lease's runner, token streaming, and the
+ * final metrics. Returns a cold Observable: subscribing starts the work, unsubscribing cancels the generation and
+ * releases the runner.
  */
 @Injectable()
 export class CompletionService {
   private readonly logger = new Logger(CompletionService.name);
-  /** Models for which the Go-template fallback was already logged. */
-  private readonly templateFallbackLogged = new Set<string>();
 
   private readonly hooks: GenerationHooksRegistry;
 
   constructor(
     private readonly config: DaemonConfig,
     private readonly scheduler: SchedulerService,
+    private readonly prompts: PromptService,
     @Optional() hooks?: GenerationHooksRegistry,
   ) {
     this.hooks = hooks ?? new GenerationHooksRegistry();
-  }
-
-  /**
-   * Logs (once per model) that a Go TEMPLATE (Modelfile or request `template`) is present but no Go-template engine
-   * is available (go-template.port.ts), so the GGUF Jinja template is used instead (native mode).
-   */
-  noteTemplateFallback(model: ResolvedModel): void {
-    if (this.templateFallbackLogged.has(model.manifestDigest)) return;
-    this.templateFallbackLogged.add(model.manifestDigest);
-    this.logger.warn(`${model.shortName}: no Go template engine available; using the GGUF chat template instead`);
   }
 
   /** The effective options and the runner spec a request would use. */
@@ -131,9 +105,10 @@ export class CompletionService {
    * request hooks: start on subscribe, first token, end on the done event, an error or the unsubscribe.
    */
   complete(request: CompletionRequest): Observable<GenerationEvent> {
-    if (request.loadOnly || !request.buildPrompt) return this.attempts(request);
+    const kind = request.prompt?.kind;
+    if (request.loadOnly || !kind) return this.attempts(request);
     return new Observable<GenerationEvent>((subscriber) => {
-      const tracker = this.hooks.begin(request.model.shortName, request.kind ?? 'generate', request.startedAt);
+      const tracker = this.hooks.begin(request.model.shortName, kind, request.startedAt);
       const inner = this.attempts(request, tracker).subscribe({
         next: (event) => {
           if (event.kind === 'done' && event.metrics) tracker.finish(event.metrics, event.reason);
@@ -236,12 +211,13 @@ export class CompletionService {
       modelName: request.model.shortName,
     };
     return this.scheduler.withRunner(acquire, (lease) => {
-      if (request.loadOnly || !request.buildPrompt) return of<GenerationEvent>({ kind: 'done', reason: 'load' });
-      const buildPrompt = request.buildPrompt;
-      // The prompt is built asynchronously (template rendering and tokenizing run off the JS thread); an unsubscribe
-      // meanwhile never starts the generation.
-      return defer(async () => buildPrompt(lease.runner, options)).pipe(
+      const source = request.prompt;
+      if (request.loadOnly || !source) return of<GenerationEvent>({ kind: 'done', reason: 'load' });
+      // The prompt is prepared asynchronously (template rendering and tokenizing run off the JS thread); an
+      // unsubscribe meanwhile never starts the generation.
+      return defer(() => this.prompts.prepare(source, request.model, lease.runner, options)).pipe(
         switchMap((prompt) => {
+          request.observer?.onPrompt?.(prompt.tokens.length);
           tracker?.prompt(prompt.tokens.length);
           const generated: number[] = [];
           const parser = prompt.parser;

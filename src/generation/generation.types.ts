@@ -157,3 +157,13 @@ export interface ChatCommand extends InferenceCommandBase {
    */
   toolChoice?: 'auto' | 'required';
 }
+
+/** Observes one chat() call (the compat layers use it to report usage before the first token). */
+export interface ChatObserver {
+  /**
+   * Called once the prompt is built, before generation starts and before the first event: its size in tokens — the
+   * whole prompt as submitted (after any fitting), i.e. the `promptEvalCount` the done event will report (reused +
+   * evaluated). With images, the text tokens only (the engine adds the image embeddings).
+   */
+  onPrompt?(promptTokens: number): void;
+}

@@ -5,6 +5,7 @@ import { ChatService } from './chat.service';
 import { CompletionService } from './completion.service';
 import { EmbedService } from './embed.service';
 import { GenerateService } from './generate.service';
+import { PromptService } from './prompt';
 import { SchedulerService } from '../scheduler';
 import { RerankService } from './rerank.service';
 import { TokenizeService } from './tokenize.service';
@@ -19,6 +20,7 @@ import { TokenizeService } from './tokenize.service';
   imports: [CommonModule, GenerationHooksModule],
   providers: [
     SchedulerService,
+    PromptService,
     CompletionService,
     GenerateService,
     ChatService,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Ollama } from 'ollama';
-import { setGoTemplatesForTesting } from '../../src/generation/go-template.port';
+import { setGoTemplatesForTesting } from '../../src/generation/prompt/go-template.port';
 import { ensureTestModels, TINY_QWEN2 } from '../utils/models';
 import { postJson } from '../utils/ndjson';
 import { realAddon } from '../utils/real-addon';

@@ -8,6 +8,7 @@ import { ChatService } from '../../src/generation/chat.service';
 import { CompletionService } from '../../src/generation/completion.service';
 import { EmbedService } from '../../src/generation/embed.service';
 import { GenerateService } from '../../src/generation/generate.service';
+import { PromptService } from '../../src/generation/prompt/prompt.service';
 import { LlamaRunnerFactory } from '../../src/runner/llama.runner';
 import { RunnerFactory } from '../../src/runner/runner';
 import { SchedulerService } from '../../src/scheduler/scheduler.service';
@@ -58,9 +59,10 @@ export async function createInferenceTestbed(
   const factory = options.runnerFactory ?? new LlamaRunnerFactory(() => binding);
   const scheduler = new SchedulerService(config, factory, undefined, lifecycle);
   scheduler.onModuleInit();
-  const completion = new CompletionService(config, scheduler, options.hooks);
+  const prompts = new PromptService();
+  const completion = new CompletionService(config, scheduler, prompts, options.hooks);
   const generate = new GenerateService(models, completion, scheduler);
-  const chat = new ChatService(models, completion, scheduler);
+  const chat = new ChatService(models, completion, scheduler, prompts);
   const embed = new EmbedService(models, completion, scheduler, options.hooks);
   return {
     config,

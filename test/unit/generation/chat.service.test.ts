@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { lastValueFrom, toArray } from 'rxjs';
 import { InvalidRequestError, ModelNotFoundError, UnsupportedCapabilityError } from '../../../src/common/errors';
-import { ChatService } from '../../../src/generation/chat.service';
+import { assembleChatMessages } from '../../../src/generation/prompt/messages';
 import { ChatCommand } from '../../../src/generation/generation.types';
 import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
 
@@ -59,7 +59,7 @@ describe('ChatService', () => {
         { role: 'user', content: 'x' },
       ],
     });
-    const messages = ChatService.assembleMessages(cmd, { ...model, messages: [] });
+    const messages = assembleChatMessages(cmd, { ...model, messages: [] });
     assert.deepEqual(messages, [
       { role: 'system', content: 'Mine.' },
       { role: 'user', content: 'x' },

@@ -6,7 +6,7 @@ import {
   InvalidRequestError,
   UnsupportedCapabilityError,
 } from '../../../src/common/errors';
-import { JSON_OBJECT_GRAMMAR } from '../../../src/generation/format';
+import { JSON_OBJECT_GRAMMAR } from '../../../src/generation/prompt/format';
 import {
   ChatCommand,
   GenerateCommand,
@@ -14,7 +14,7 @@ import {
   ToolDefinition,
 } from '../../../src/generation/generation.types';
 import { PROMPT_TOO_LONG_MESSAGE } from '../../../src/native';
-import { NO_VISION_MESSAGE } from '../../../src/generation/prompt-render';
+import { NO_VISION_MESSAGE } from '../../../src/generation/prompt/media';
 import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
 
 /**

@@ -2,14 +2,14 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { lastValueFrom, toArray } from 'rxjs';
 import { UnsupportedCapabilityError } from '../../../src/common/errors';
-import { JSON_OBJECT_GRAMMAR } from '../../../src/generation/format';
+import { JSON_OBJECT_GRAMMAR } from '../../../src/generation/prompt/format';
 import {
   ChatCommand,
   GenerateCommand,
   GenerationEvent,
   ToolDefinition,
 } from '../../../src/generation/generation.types';
-import { setGoTemplatesForTesting } from '../../../src/generation/go-template.port';
+import { setGoTemplatesForTesting } from '../../../src/generation/prompt/go-template.port';
 import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
 
 /**

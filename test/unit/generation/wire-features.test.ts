@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { lastValueFrom, of } from 'rxjs';
 import { InvalidRequestError } from '../../../src/common/errors';
 import { ChatRequestDto } from '../../../src/api/ollama/dto/chat-request.dto';
-import { decodeFormat } from '../../../src/generation/format';
+import { decodeFormat } from '../../../src/generation/prompt/format';
 import { GenerationEvent } from '../../../src/generation/generation.types';
 import {
   fromChatRequest,

@@ -1,5 +1,5 @@
-import { InvalidRequestError } from '../common/errors';
-import { OutputFormat } from './generation.types';
+import { InvalidRequestError } from '../../common/errors';
+import { OutputFormat } from '../generation.types';
 
 /**
  * Structured outputs (reference/ollama-api.md §9): `format` validation and the grammar for `"json"`.

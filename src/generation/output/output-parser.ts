@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { NativeChatParser } from '../../binding';
-import { ToolCall } from './generation.types';
+import type { NativeChatParser } from '../../../binding';
+import { ToolCall } from '../generation.types';
 
 /**
  * Splitting raw model output into content, thinking and tool calls (reference/ollama-api.md §8.5, §8.6). Parsers are

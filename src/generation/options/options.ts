@@ -1,5 +1,5 @@
-import { OptionMap, OptionValue } from '../common/options';
-import type { LoadOptions } from '../runner';
+import { OptionMap, OptionValue } from '../../common/options';
+import type { LoadOptions } from '../../runner';
 
 /** Ollama's default num_ctx when neither the request, the Modelfile nor OLLAMA_CONTEXT_LENGTH sets one (§4.1). */
 export const DEFAULT_NUM_CTX = 4096;

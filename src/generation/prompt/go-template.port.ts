@@ -1,5 +1,5 @@
-import * as templates from '../templates';
-import { ChatMessage, ToolCall, ToolDefinition } from './generation.types';
+import * as templates from '../../templates';
+import { ChatMessage, ToolCall, ToolDefinition } from '../generation.types';
 
 /**
  * The seam to the Go-template engine (src/templates): the subset of its API that rendered mode (reference/

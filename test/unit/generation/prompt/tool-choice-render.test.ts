@@ -1,15 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { QWEN_TOOLS_GO_TEMPLATE } from '../../../scripts/test-model-templates';
-import { InvalidRequestError } from '../../../src/common/errors';
-import { JSON_OBJECT_GRAMMAR } from '../../../src/generation/format';
-import { ToolDefinition } from '../../../src/generation/generation.types';
-import { loadGoTemplates } from '../../../src/generation/go-template.port';
-import { renderGo, renderNative } from '../../../src/generation/prompt-render';
-import type { RunnerChatRender, RunnerChatRequest } from '../../../src/runner/runner';
-import { FakeRunner, spec } from '../../utils/fake-runner';
+import { QWEN_TOOLS_GO_TEMPLATE } from '../../../../scripts/test-model-templates';
+import { InvalidRequestError } from '../../../../src/common/errors';
+import { JSON_OBJECT_GRAMMAR } from '../../../../src/generation/prompt/format';
+import { ToolDefinition } from '../../../../src/generation/generation.types';
+import { loadGoTemplates } from '../../../../src/generation/prompt/go-template.port';
+import { renderGo } from '../../../../src/generation/prompt/go-render';
+import { renderNative } from '../../../../src/generation/prompt/native-render';
+import type { RunnerChatRender, RunnerChatRequest } from '../../../../src/runner/runner';
+import { FakeRunner, spec } from '../../../utils/fake-runner';
 
-// How `toolChoice: 'required'` reaches generation (src/generation/prompt-render.ts): native mode keeps llama.cpp's
+// How `toolChoice: 'required'` reaches generation (src/generation/prompt/native-render.ts, go-render.ts): native mode keeps llama.cpp's
 // required-call grammar but starts the call in the prompt (its opening = the lazy grammar's trigger word) so no free
 // text comes first, and limits it to one call; rendered mode builds a grammar from the Go template's own tool-call
 // syntax (src/templates/tool-call.grammar.ts). Reference ollama-api.md §8.5, native-core.md (grammars).

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MEDIA_MARKER, toMediaPrompt, withImageMarkers } from '../../../src/generation/media-prompt';
+import { MEDIA_MARKER, toMediaPrompt, withImageMarkers } from '../../../../src/generation/prompt/media';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 const str = (bytes: Uint8Array) => Buffer.from(bytes).toString();

@@ -1,7 +1,7 @@
-import { ContextLengthExceededError } from '../common/errors';
-import { PROMPT_TOO_LONG_MESSAGE } from '../native';
-import { EffectiveOptions } from './options';
-import { Runner } from '../runner';
+import { ContextLengthExceededError } from '../../common/errors';
+import { PROMPT_TOO_LONG_MESSAGE } from '../../native';
+import { EffectiveOptions } from '../options';
+import { Runner } from '../../runner';
 
 /**
  * Tokenizes a rendered prompt the way llama.cpp's server does (add special tokens, parse control-token text). When

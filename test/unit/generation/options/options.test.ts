@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULT_NUM_CTX, resolveOptions } from '../../../src/generation/options';
+import { DEFAULT_NUM_CTX, resolveOptions } from '../../../../src/generation/options/options';
 
 const defaults = { contextLength: 0, threads: 0 };
 

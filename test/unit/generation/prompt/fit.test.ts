@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { truncatePrompt } from '../../../src/generation/prompt.builder';
+import { truncatePrompt } from '../../../../src/generation/prompt/fit';
 
 describe('truncatePrompt (§4.4, n_keep)', () => {
   const seq = (n: number) => Array.from({ length: n }, (_, i) => i);

@@ -1,10 +1,25 @@
-import type { ChatMessage } from './generation.types';
+import { InvalidRequestError } from '../../common/errors';
+import { ResolvedModel } from '../../models';
+import type { ChatMessage } from '../generation.types';
 
 /**
  * Images in prompts (reference/ollama-api.md §8.2): Ollama marks each image of a request as `[img-N]` in the
  * rendered prompt (N counts the request's images in message order); the native engine wants llama.cpp mtmd's media
  * marker in the prompt text instead, one per image, with the image bytes in the same order.
  */
+
+/** Ollama's runner error for images sent to a model without a vision projector (400 here; Ollama: 500). */
+export const NO_VISION_MESSAGE = 'this model is missing data required for image input';
+
+/**
+ * Throws the no-vision error when any image is sent to a model without the vision capability.
+ * @throws InvalidRequestError {@link NO_VISION_MESSAGE} (400).
+ */
+export function checkImages(model: ResolvedModel, imageCount: number): void {
+  if (imageCount > 0 && !model.capabilities.includes('vision')) {
+    throw new InvalidRequestError(NO_VISION_MESSAGE, 'images');
+  }
+}
 
 /** mtmd_default_marker(): where an image's embeddings go in a prompt given as text (binding.d.ts NativeTaskParams). */
 export const MEDIA_MARKER = '<__media__>';
