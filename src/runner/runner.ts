@@ -69,7 +69,7 @@ export interface RunnerRequest {
   logprobs?: number;
   /**
    * A prompt with images (needs a runner whose spec has `projectorPath`): replaces `tokens` as the prompt (which
-   * then only serve counting); `prompt` holds the media marker `<__media__>` once per image (media-prompt.ts).
+   * then only serve counting); `prompt` holds the media marker `<__media__>` once per image (generation/prompt/media.ts).
    * Undecodable images, or a marker/image count mismatch, are InvalidRequestError.
    */
   media?: { prompt: string; images: Uint8Array[] };

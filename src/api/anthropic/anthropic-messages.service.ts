@@ -78,7 +78,7 @@ export class AnthropicMessagesService {
 
   /**
    * Prompt tokens of the request (/v1/messages/count_tokens): ChatService.countPromptTokens, which renders and
-   * tokenizes with the same step as the messages path (ChatService.preparePrompt) after the same adaptation (thinking
+   * tokenizes with the same step as the messages path (PromptService.countChat) after the same adaptation (thinking
    * dropped for models without it), so it equals `input_tokens + cache_read_input_tokens` of the same /v1/messages
    * request. Loads the model (reusing a loaded runner with a larger context).
    */

@@ -3,7 +3,7 @@ import { ChatMessage, ToolDefinition } from '../generation.types';
 import { RenderedOutputParser } from '../output';
 import { Runner } from '../../runner';
 import { afterThinkingTrigger, formatGrammar } from './format';
-import { GoTemplateHandle, GoTemplatesApi, loadGoTemplates, thinkingTags } from './go-template.port';
+import { GoTemplateHandle, GoTemplatesApi, thinkingTags } from './go-template.port';
 import { PreparedPrompt, RenderedPrompt } from './prompt.types';
 import { GoRenderOptions, thinkLevel } from './render-options';
 
@@ -108,7 +108,7 @@ export function renderGo(
  */
 export function goTemplateFor(
   text: string | undefined,
-  api: GoTemplatesApi | undefined = loadGoTemplates(),
+  api: GoTemplatesApi | undefined,
 ): { api: GoTemplatesApi; template: GoTemplateHandle } | undefined {
   if (!text) return undefined;
   if (!api) return undefined;

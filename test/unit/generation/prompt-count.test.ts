@@ -23,7 +23,7 @@ const promptEvalCount = (events: GenerationEvent[]) => {
   return done?.kind === 'done' ? done.metrics?.promptEvalCount : undefined;
 };
 
-// Issue 12 §2: count_tokens and the messages path share ONE render + tokenize step (ChatService.preparePrompt), and
+// Issue 12 §2: count_tokens and the messages path share ONE render + tokenize step (PromptService.countChat), and
 // the compat layers learn the prompt size before the first event (ChatObserver).
 describe('prompt counting shared with generation', () => {
   let bed: InferenceTestbed;

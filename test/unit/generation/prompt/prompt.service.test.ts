@@ -128,4 +128,12 @@ describe('PromptService (the prompt stage)', () => {
       setGoTemplatesForTesting(undefined);
     }
   });
+
+  it('renders natively when the TEMPLATE_RENDERER gives no engine, even for a model with a Go template', async () => {
+    const native = new PromptService({ engine: () => undefined });
+    const runner = new FakeRunner(spec());
+    const prepared = await native.prepareChat(chatCmd(), model({ template: '{{ .Prompt }}' }), runner, options());
+    assert.equal(runner.renders.length, 1, 'the GGUF template rendered it');
+    assert.equal(text(prepared.tokens), 'user: Hi\nassistant: ');
+  });
 });
