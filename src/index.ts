@@ -97,3 +97,6 @@ export { installJsonBodyParser } from './common/http/json-body.parser';
 export { installRequestGate } from './security/request-gate';
 export { BODY_LIMIT_BYTES, createApp } from './app.factory';
 export type { AppOptions } from './app.module';
+
+// OpenAPI for hosts: llamad's own document (and `<prefix>/openapi.json`, `<prefix>/docs`), or the host's completed.
+export { buildOpenApiDocument, mergeLlamadOpenApi, setupOpenApi } from './openapi/openapi';

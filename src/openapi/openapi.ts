@@ -33,10 +33,13 @@ const SECURITY_NOTE =
   'this document and /docs included. Browser requests must come from an allowed Origin (OLLAMA_ORIGINS).';
 
 /**
- * The OpenAPI 3.1 document of every route the application serves: the controllers scanned by @nestjs/swagger
- * (operations from `@ApiRoute`, request bodies from the DTOs' `@ApiProperty` or the hand-written component schemas of
- * ./schemas), tags per dialect, the optional API-key security schemes, and the two documentation routes themselves.
- * @param prefix the route prefix the documentation routes are mounted under ('' or e.g. `/llm`).
+ * The OpenAPI 3.1 document of llamad's routes: the controllers scanned by @nestjs/swagger (operations from
+ * `@ApiRoute`, request bodies from the DTOs' `@ApiProperty` or the hand-written component schemas of ./schemas), tags
+ * per dialect, the optional API-key security schemes, and the two documentation routes themselves. Every `$ref`
+ * resolves within the document.
+ * @param prefix the route prefix LlamadModule is mounted under ('' in the daemon, e.g. `/llm` in a host): the
+ *   documentation routes are described under it and, when it is not empty, only paths under it are kept, so a host's
+ *   own routes stay out of llamad's document (a host documents those in its own, see {@link mergeLlamadOpenApi}).
  */
 export function buildOpenApiDocument(app: INestApplication, prefix = ''): OpenAPIObject {
   const pkg = packageInfo();
@@ -63,12 +66,57 @@ export function buildOpenApiDocument(app: INestApplication, prefix = ''): OpenAP
   config.security = [{ bearer: [] }, { apiKey: [] }, {}];
   const document = SwaggerModule.createDocument(app, config, { autoTagControllers: false });
   // The hand-written schemas are JSON Schema 2020-12 (3.1); swagger's SchemaObject type is the 3.0 shape.
-  type Schemas = NonNullable<NonNullable<OpenAPIObject['components']>['schemas']>;
   document.components = {
     ...document.components,
     schemas: { ...document.components?.schemas, ...(OPENAPI_SCHEMAS as Schemas) },
   };
-  document.paths = { ...document.paths, ...documentationPaths(prefix) };
+  const paths = prefix
+    ? Object.fromEntries(Object.entries(document.paths).filter(([path]) => isUnder(path, prefix)))
+    : document.paths;
+  document.paths = { ...paths, ...documentationPaths(prefix) };
+  return toOpenApi31(document);
+}
+
+type Schemas = NonNullable<NonNullable<OpenAPIObject['components']>['schemas']>;
+
+/** Whether an OpenAPI path is `prefix` itself or below it. */
+function isUnder(path: string, prefix: string): boolean {
+  return path === prefix || path.startsWith(`${prefix}/`);
+}
+
+/**
+ * Makes a host application's own OpenAPI document (its `SwaggerModule.createDocument(app, config)`, which lists
+ * llamad's routes with the host's) complete for them: adds llamad's component schemas that its operations `$ref`,
+ * its API-key security schemes and its tags where the host has none of those names, and rewrites the document to
+ * OpenAPI 3.1 (llamad's schemas are JSON Schema 2020-12; the 3.0 forms the host's scanner emitted — `nullable`,
+ * boolean exclusive bounds — are converted). Mutates and returns `document`.
+ * @throws Error when the host already has a component schema of one of llamad's names with other content (the host's
+ *   `$ref`s and llamad's would then point at the same, wrong, schema).
+ */
+export function mergeLlamadOpenApi<T extends OpenAPIObject>(document: T): T {
+  const schemas: Schemas = { ...document.components?.schemas };
+  for (const [name, schema] of Object.entries(OPENAPI_SCHEMAS)) {
+    const existing = schemas[name];
+    if (existing !== undefined && JSON.stringify(existing) !== JSON.stringify(schema)) {
+      throw new Error(`the host's OpenAPI document already has a component schema named ${name}`);
+    }
+    schemas[name] = schema as Schemas[string];
+  }
+  const securitySchemes = { ...document.components?.securitySchemes };
+  securitySchemes.bearer ??= {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'API key',
+    description: 'An API key as a bearer token.',
+  };
+  securitySchemes.apiKey ??= { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'An API key.' };
+  document.components = { ...document.components, schemas, securitySchemes };
+  const tags = [...(document.tags ?? [])];
+  for (const name of Object.values(ApiTag)) {
+    if (!tags.some((t) => t.name === name)) tags.push({ name });
+  }
+  document.tags = tags;
+  document.openapi = '3.1.0';
   return toOpenApi31(document);
 }
 
