@@ -100,3 +100,7 @@ export type { AppOptions } from './app.module';
 
 // OpenAPI for hosts: llamad's own document (and `<prefix>/openapi.json`, `<prefix>/docs`), or the host's completed.
 export { buildOpenApiDocument, mergeLlamadOpenApi, setupOpenApi } from './openapi/openapi';
+
+// Health and shutdown for hosts (docs/library.md "Health and shutdown"); the Terminus indicator is `llamad/terminus`.
+export { GracefulShutdownService, type DrainResult } from './operations/shutdown/graceful-shutdown.service';
+export { ReadinessService, type Readiness } from './operations/health/readiness.service';

@@ -340,6 +340,6 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
           new LlamadRequestHooksRegistrar(registry, hooks),
       },
     ],
-    exports: [core, facade, models, inference],
+    exports: [core, facade, models, inference, observability],
   };
 }

@@ -54,6 +54,11 @@ export class GracefulShutdownService implements BeforeApplicationShutdown {
     return this.draining;
   }
 
+  /** Whether a drain has begun (readiness then reports down: docs/library.md "Health and shutdown"). */
+  isDraining(): boolean {
+    return this.draining !== undefined;
+  }
+
   /** Ends the grace period now (a second signal): what is still running is ended at once. */
   endNow(): void {
     this.stopWaiting?.();

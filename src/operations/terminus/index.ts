@@ -1,0 +1,1 @@
+export * from './llamad-health.indicator';
