@@ -109,7 +109,7 @@ export function buildProgram(): Command {
       action(async (_opts: unknown, cmd: Command) => {
         if (cmd.args.length > 0) throw new CliError(`unknown command "${cmd.args[0]}" for "ollama"`);
         if (program.opts<{ version?: boolean }>().version) return printVersion();
-        program.help();
+        program.outputHelp();
       }),
     );
 

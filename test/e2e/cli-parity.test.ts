@@ -329,6 +329,9 @@ describe('llamad CLI parity with ollama (exact bytes)', () => {
     ] as const) {
       assert.deepEqual(await cli([...args], env), { code: 1, stdout: '', stderr: `Error: ${text}\n` }, args.join(' '));
     }
+    const bare = await cli([], env);
+    assert.equal(bare.code, 0, bare.stderr);
+    assert.match(bare.stdout, /^Usage: llamad /);
   });
 
   it('item 15: a closed stdout ends the run quietly (no EPIPE stack trace)', async () => {
