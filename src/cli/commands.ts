@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { CliError } from './errors';
+import { CliError, notFoundAsTyped } from './errors';
 import { humanBytes, humanTime, processor, table } from './format';
 import { Connection } from './host';
 import { prepareModelfile } from './modelfile';
@@ -44,7 +44,11 @@ export async function psCommand(conn: Connection, prefix?: string, out: Out = pr
 
 /** `llamad cp SOURCE DESTINATION`. */
 export async function cpCommand(conn: Connection, source: string, destination: string, out: Out = process.stdout) {
-  await conn.client.copy({ source, destination });
+  try {
+    await conn.client.copy({ source, destination });
+  } catch (err) {
+    throw notFoundAsTyped(err, source, '"');
+  }
   out.write(`copied '${source}' to '${destination}'\n`);
 }
 
@@ -56,7 +60,11 @@ export async function rmCommand(conn: Connection, models: string[], out: Out = p
     } catch {
       // not loaded, or not a generating model: nothing to stop
     }
-    await conn.client.delete({ model });
+    try {
+      await conn.client.delete({ model });
+    } catch (err) {
+      throw notFoundAsTyped(err, model);
+    }
     out.write(`deleted '${model}'\n`);
   }
 }

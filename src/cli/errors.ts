@@ -34,14 +34,15 @@ export function isAbortError(err: unknown): boolean {
 
 /**
  * A 404 for `model 'NAME:latest' not found` when the user typed NAME becomes `model 'NAME' not found`: Ollama's server
- * (server/routes.go `ShowHandler`) names the model as the request did. Other errors pass through.
+ * names the model as the request did (server/routes.go `ShowHandler` and `DeleteHandler` in single quotes,
+ * `CopyHandler` with `%q`, hence `quote`). Other errors pass through.
  */
-export function notFoundAsTyped(err: unknown, typed: string): unknown {
+export function notFoundAsTyped(err: unknown, typed: string, quote: "'" | '"' = "'"): unknown {
   const status = (err as { status_code?: number }).status_code;
   if (status !== 404 || !(err instanceof Error)) return err;
   const m = /^model ['"](.*)['"] not found$/.exec(err.message);
   if (!m) return err;
-  return new CliError(`model '${typed}' not found`);
+  return new CliError(`model ${quote}${typed}${quote} not found`);
 }
 
 /** The message to print for any error thrown by a command. */

@@ -72,7 +72,12 @@ export async function runCommand(
     }
     return;
   }
-  // Preload (an empty generate), as Ollama does before the first prompt.
-  await conn.client.generate({ model, prompt: '', ...(opts.keepalive ? { keep_alive: opts.keepalive } : {}) });
+  // Preload (an empty generate, with `think` so an unsupported value fails here), as cmd/cmd.go `loadOrUnloadModel`.
+  await conn.client.generate({
+    model,
+    prompt: '',
+    ...(opts.keepalive ? { keep_alive: opts.keepalive } : {}),
+    ...(s.think !== undefined ? { think: s.think } : {}),
+  } as Parameters<typeof conn.client.generate>[0] & { stream?: false });
   await repl(s, input);
 }

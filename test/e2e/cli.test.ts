@@ -224,17 +224,14 @@ describe('llamad CLI', () => {
   });
 
   it("a missing model: non-zero exit and Ollama's text", async () => {
-    for (const args of [
-      ['show', 'nosuch'],
-      ['rm', 'nosuch'],
-      ['cp', 'nosuch', 'x'],
-    ]) {
-      const r = await cli(args, env);
-      assert.equal(r.code, 1, args.join(' '));
-      assert.match(r.stderr, /^Error: model ["']nosuch(:latest)?["'] not found\n$/, args.join(' '));
+    // Ollama's server names the model as typed (item 8 of issue 26); copy quotes it with %q.
+    for (const [args, text] of [
+      [['show', 'nosuch'], "Error: model 'nosuch' not found\n"],
+      [['rm', 'nosuch'], "Error: model 'nosuch' not found\n"],
+      [['cp', 'nosuch', 'x'], 'Error: model "nosuch" not found\n'],
+    ] as Array<[string[], string]>) {
+      assert.deepEqual(await cli(args, env), { code: 1, stdout: '', stderr: text }, args.join(' '));
     }
-    // Ollama names the model as typed (item 8 of issue 26), in `show` and in the REPL's /load.
-    assert.equal((await cli(['show', 'nosuch'], env)).stderr, "Error: model 'nosuch' not found\n");
     const load = await cli(['run', 'tiny', '--interactive'], env, '/load nosuch\n/bye\n');
     assert.equal(load.code, 0, load.stderr);
     assert.equal(load.stdout, "Loading model 'nosuch'\nCouldn't find model 'nosuch'\n");

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ShowResponse } from 'ollama';
-import { goFloat, goTable, goValue, humanNumber } from '../../../src/cli/gofmt';
+import { goFixed, goFloat, goTable, goValue, humanNumber } from '../../../src/cli/gofmt';
 import { metadataValue, showInfo } from '../../../src/cli/show';
 
 const details = { family: 'test', parameter_size: '7B', quantization_level: 'FP16' };
@@ -167,6 +167,16 @@ describe('Go formatting helpers', () => {
     ] as const) {
       assert.equal(humanNumber(n), s, String(n));
     }
+  });
+  it('goFixed rounds exact ties half to even, as Go %.Nf', () => {
+    assert.equal(goFixed(2.25, 1), '2.2');
+    assert.equal(goFixed(2.75, 1), '2.8');
+    assert.equal(goFixed(2.45, 1), '2.5'); // 2.45 is 2.4500000000000001776…: no tie
+    assert.equal(goFixed(0.125, 2), '0.12');
+    assert.equal(goFixed(2.5, 0), '2');
+    assert.equal(goFixed(3.5, 0), '4');
+    assert.equal(goFixed(-2.25, 1), '-2.2');
+    assert.equal(humanNumber(2_250_000_000), '2.2B');
   });
   it('goTable wraps cells wider than 30 columns at spaces, as tablewriter', () => {
     const long = 'one two three four five six seven eight nine ten';
