@@ -42,7 +42,7 @@ export async function psCommand(conn: Connection, prefix?: string, out: Out = pr
   out.write(table(['NAME', 'ID', 'SIZE', 'PROCESSOR', 'CONTEXT', 'UNTIL'], rows));
 }
 
-/** `llamad cp SOURCE DESTINATION`. */
+/** `llamad cp SOURCE DESTINATION`, as cmd/cmd.go `CopyHandler`. */
 export async function cpCommand(conn: Connection, source: string, destination: string, out: Out = process.stdout) {
   try {
     await conn.client.copy({ source, destination });
@@ -52,7 +52,7 @@ export async function cpCommand(conn: Connection, source: string, destination: s
   out.write(`copied '${source}' to '${destination}'\n`);
 }
 
-/** `llamad rm MODEL...`: stops a loaded model first, as Ollama does. */
+/** `llamad rm MODEL...`: stops a loaded model first, as cmd/cmd.go `DeleteHandler`. */
 export async function rmCommand(conn: Connection, models: string[], out: Out = process.stdout) {
   for (const model of models) {
     try {
@@ -69,7 +69,7 @@ export async function rmCommand(conn: Connection, models: string[], out: Out = p
   }
 }
 
-/** `llamad stop MODEL`: unloads it (empty generate with keep_alive 0). */
+/** `llamad stop MODEL`: unloads it (empty generate with keep_alive 0), as cmd/cmd.go `StopHandler`. */
 export async function stopCommand(conn: Connection, model: string) {
   try {
     await conn.client.generate({ model, prompt: '', keep_alive: 0 });
