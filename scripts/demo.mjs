@@ -46,7 +46,13 @@ try {
   const r = await fetch(`${base}/api/create`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'demo', modelfile: `FROM ${TINY_QWEN2}\n`, stream: false }),
+    // A modest num_predict so `llamad run demo` returns promptly: without one a random-weight model (which rarely
+    // samples an end token) generates up to 10 × num_ctx tokens, as Ollama does.
+    body: JSON.stringify({
+      model: 'demo',
+      modelfile: `FROM ${TINY_QWEN2}\nPARAMETER num_predict 128\n`,
+      stream: false,
+    }),
   });
   const body = await r.json();
   if (!r.ok || body.status !== 'success') throw new Error(`creating the demo model failed: ${JSON.stringify(body)}`);

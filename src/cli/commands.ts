@@ -1,10 +1,13 @@
 import { readFileSync } from 'node:fs';
-import type { ShowResponse } from 'ollama';
-import { CliError } from './errors';
+import { CliError, notFoundAsTyped } from './errors';
 import { humanBytes, humanTime, processor, table } from './format';
 import { Connection } from './host';
 import { prepareModelfile } from './modelfile';
 import { ProgressRecord, ProgressView, showProgress } from './progress';
+
+export { humanNumber } from './gofmt';
+export { showCommand, showInfo } from './show';
+export type { ShowOptions } from './show';
 
 type Out = Pick<NodeJS.WriteStream, 'write'>;
 
@@ -17,143 +20,39 @@ export async function listCommand(conn: Connection, prefix: string | undefined, 
   out.write(table(['NAME', 'ID', 'SIZE', 'MODIFIED'], rows));
 }
 
-/** `llamad ps`: NAME ID SIZE PROCESSOR CONTEXT UNTIL, as `ollama ps`. */
-export async function psCommand(conn: Connection, out: Out = process.stdout) {
+/** `llamad ps [PREFIX]`: NAME ID SIZE PROCESSOR CONTEXT UNTIL, as cmd/cmd.go `ListRunningHandler` (case-sensitive prefix). */
+export async function psCommand(conn: Connection, prefix?: string, out: Out = process.stdout) {
   const { models } = await conn.client.ps();
   const now = Date.now();
-  const rows = models.map((m) => {
-    const expires = new Date(m.expires_at);
-    const until = now - expires.getTime() > 0 ? 'Stopping...' : humanTime(expires, 'Never', now);
-    const ctx = (m as unknown as { context_length?: number }).context_length;
-    return [
-      m.name,
-      (m.digest ?? '').slice(0, 12),
-      humanBytes(m.size),
-      processor(m.size, m.size_vram ?? 0),
-      ctx ? String(ctx) : '',
-      until,
-    ];
-  });
+  const rows = models
+    .filter((m) => !prefix || m.name.startsWith(prefix))
+    .map((m) => {
+      const expires = new Date(m.expires_at);
+      const until = now - expires.getTime() > 0 ? 'Stopping...' : humanTime(expires, 'Never', now);
+      const ctx = (m as unknown as { context_length?: number }).context_length;
+      return [
+        m.name,
+        (m.digest ?? '').slice(0, 12),
+        humanBytes(m.size),
+        processor(m.size, m.size_vram ?? 0),
+        ctx ? String(ctx) : '',
+        until,
+      ];
+    });
   out.write(table(['NAME', 'ID', 'SIZE', 'PROCESSOR', 'CONTEXT', 'UNTIL'], rows));
 }
 
-/** Ollama's `format.HumanNumber` (8.0B, 19.7M, 512K). */
-export function humanNumber(n: number): string {
-  const units: Array<[number, string]> = [
-    [1e9, 'B'],
-    [1e6, 'M'],
-    [1e3, 'K'],
-  ];
-  for (const [size, unit] of units) {
-    if (n >= size) {
-      const v = n / size;
-      return v === Math.floor(v) ? `${v.toFixed(0)}${unit}` : `${v.toFixed(1)}${unit}`;
-    }
-  }
-  return String(n);
-}
-
-function section(title: string, rows: string[][]): string {
-  const widths = rows.reduce((w, r) => r.map((c, i) => Math.max(w[i] ?? 0, c.length)), [] as number[]);
-  let s = `  ${title}\n`;
-  for (const r of rows) s += `    ${r.map((c, i) => (i < r.length - 1 ? c.padEnd(widths[i] + 4) : c)).join('')}\n`;
-  return s + '\n';
-}
-
-/** The `ollama show MODEL` summary: Model, Capabilities, Parameters, System, License (and Metadata with -v). */
-export function showInfo(resp: ShowResponse, verbose: boolean): string {
-  const info = (resp.model_info ?? {}) as unknown as Record<string, unknown>;
-  const arch = String(info['general.architecture'] ?? resp.details?.family ?? '');
-  const rows: string[][] = [];
-  if (arch) rows.push(['architecture', arch]);
-  const count = info['general.parameter_count'];
-  const params = typeof count === 'number' ? humanNumber(count) : resp.details?.parameter_size;
-  if (params) rows.push(['parameters', params]);
-  const ctx = info[`${arch}.context_length`];
-  if (ctx !== undefined) rows.push(['context length', String(ctx)]);
-  const emb = info[`${arch}.embedding_length`];
-  if (emb !== undefined) rows.push(['embedding length', String(emb)]);
-  if (resp.details?.quantization_level) rows.push(['quantization', resp.details.quantization_level]);
-  let s = '\n' + section('Model', rows);
-  const caps = (resp as unknown as { capabilities?: string[] }).capabilities ?? [];
-  if (caps.length > 0) {
-    s += section(
-      'Capabilities',
-      caps.map((c) => [c]),
-    );
-  }
-  if (resp.parameters) {
-    s += section(
-      'Parameters',
-      resp.parameters
-        .split('\n')
-        .filter((l) => l.trim())
-        .map((l) => {
-          const m = /^(\S+)\s+(.*)$/.exec(l.trim());
-          return m ? [m[1], m[2]] : [l.trim()];
-        }),
-    );
-  }
-  if (resp.system) {
-    s += section(
-      'System',
-      firstLines(resp.system).map((l) => [l]),
-    );
-  }
-  if (resp.license) {
-    s += section(
-      'License',
-      firstLines(resp.license).map((l) => [l]),
-    );
-  }
-  if (verbose) {
-    const meta = Object.entries(info)
-      .sort(([a], [b]) => a.localeCompare(b))
-      .map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]);
-    s += section('Metadata', meta);
-  }
-  return s;
-}
-
-function firstLines(text: string): string[] {
-  const lines = text.trim().split('\n');
-  return lines.length > 2 ? [...lines.slice(0, 2), '...'] : lines;
-}
-
-/** Options of `llamad show`. */
-export interface ShowOptions {
-  modelfile?: boolean;
-  parameters?: boolean;
-  template?: boolean;
-  system?: boolean;
-  license?: boolean;
-  verbose?: boolean;
-}
-
-/** `llamad show MODEL [--modelfile|--parameters|--template|--system|--license] [-v]`. */
-export async function showCommand(conn: Connection, model: string, opts: ShowOptions, out: Out = process.stdout) {
-  const flags = (['license', 'modelfile', 'parameters', 'system', 'template'] as const).filter((f) => opts[f]);
-  if (flags.length > 1) {
-    throw new CliError(
-      "only one of '--license', '--modelfile', '--parameters', '--system', or '--template' can be specified",
-    );
-  }
-  const resp = await conn.client.show({ model, verbose: opts.verbose } as Parameters<typeof conn.client.show>[0]);
-  if (flags.length === 1) {
-    const text = (resp as unknown as Record<string, string | undefined>)[flags[0]] ?? '';
-    out.write(text.endsWith('\n') || text === '' ? text : `${text}\n`);
-    return;
-  }
-  out.write(showInfo(resp, Boolean(opts.verbose)));
-}
-
-/** `llamad cp SOURCE DESTINATION`. */
+/** `llamad cp SOURCE DESTINATION`, as cmd/cmd.go `CopyHandler`. */
 export async function cpCommand(conn: Connection, source: string, destination: string, out: Out = process.stdout) {
-  await conn.client.copy({ source, destination });
+  try {
+    await conn.client.copy({ source, destination });
+  } catch (err) {
+    throw notFoundAsTyped(err, source, '"');
+  }
   out.write(`copied '${source}' to '${destination}'\n`);
 }
 
-/** `llamad rm MODEL...`: stops a loaded model first, as Ollama does. */
+/** `llamad rm MODEL...`: stops a loaded model first, as cmd/cmd.go `DeleteHandler`. */
 export async function rmCommand(conn: Connection, models: string[], out: Out = process.stdout) {
   for (const model of models) {
     try {
@@ -161,12 +60,16 @@ export async function rmCommand(conn: Connection, models: string[], out: Out = p
     } catch {
       // not loaded, or not a generating model: nothing to stop
     }
-    await conn.client.delete({ model });
+    try {
+      await conn.client.delete({ model });
+    } catch (err) {
+      throw notFoundAsTyped(err, model);
+    }
     out.write(`deleted '${model}'\n`);
   }
 }
 
-/** `llamad stop MODEL`: unloads it (empty generate with keep_alive 0). */
+/** `llamad stop MODEL`: unloads it (empty generate with keep_alive 0), as cmd/cmd.go `StopHandler`. */
 export async function stopCommand(conn: Connection, model: string) {
   try {
     await conn.client.generate({ model, prompt: '', keep_alive: 0 });
@@ -178,16 +81,68 @@ export async function stopCommand(conn: Connection, model: string) {
   }
 }
 
-/** `llamad pull MODEL [--insecure]`. */
+/** `llamad pull MODEL [--insecure]`: progress on stderr, layers named `pulling <12 hex>:` (cmd/cmd.go `pullModelWithProgress`). */
 export async function pullCommand(conn: Connection, model: string, insecure: boolean) {
   const stream = await conn.client.pull({ model, insecure, stream: true });
-  await showProgress(stream as AsyncIterable<ProgressRecord>);
+  await showProgress(
+    stream as AsyncIterable<ProgressRecord>,
+    new ProgressView(process.stderr, Boolean(process.stderr.isTTY), { pullLabels: true }),
+  );
 }
 
-/** `llamad push MODEL [--insecure]`. */
-export async function pushCommand(conn: Connection, model: string, insecure: boolean) {
-  const stream = await conn.client.push({ model, insecure, stream: true });
-  await showProgress(stream as AsyncIterable<ProgressRecord>);
+/**
+ * A model name with Ollama's defaults filled in (types/model/name.go `ParseName`): host `registry.ollama.ai`,
+ * namespace `library`, tag `latest`.
+ */
+export function parseModelName(s: string): { host: string; namespace: string; model: string; tag: string } {
+  let rest = s;
+  let tag = '';
+  if (rest.lastIndexOf(':') > rest.lastIndexOf('/')) {
+    tag = rest.slice(rest.lastIndexOf(':') + 1);
+    rest = rest.slice(0, rest.lastIndexOf(':'));
+  }
+  const parts = rest.split('/');
+  const model = parts.pop() ?? '';
+  const namespace = parts.length > 0 ? (parts.pop() ?? '') : '';
+  const host = parts.join('/');
+  return {
+    host: host || 'registry.ollama.ai',
+    namespace: namespace || 'library',
+    model,
+    tag: tag || 'latest',
+  };
+}
+
+/**
+ * Where a pushed model can be found, as cmd/cmd.go `PushHandler` prints it: `host/namespace/model:tag`, or
+ * `https://ollama.com/<shortest name without :latest>` for ollama.com.
+ */
+export function pushDestination(name: string): string {
+  const n = parseModelName(name);
+  if (n.host.endsWith('.ollama.ai') || n.host.endsWith('.ollama.com')) {
+    let shortest = `${n.model}:${n.tag}`;
+    if (n.host.toLowerCase() !== 'registry.ollama.ai') shortest = `${n.host}/${n.namespace}/${shortest}`;
+    else if (n.namespace.toLowerCase() !== 'library') shortest = `${n.namespace}/${shortest}`;
+    return `https://ollama.com/${shortest.replace(/:latest$/, '')}`;
+  }
+  return `${n.host}/${n.namespace}/${n.model}:${n.tag}`;
+}
+
+/** `llamad push MODEL [--insecure]`: progress on stderr, then where the model is on stdout (cmd/cmd.go `PushHandler`). */
+export async function pushCommand(conn: Connection, model: string, insecure: boolean, out: Out = process.stdout) {
+  try {
+    const stream = await conn.client.push({ model, insecure, stream: true });
+    await showProgress(stream as AsyncIterable<ProgressRecord>);
+  } catch (err) {
+    const text = err instanceof Error ? err.message.toLowerCase() : '';
+    if (text.includes('access denied') || text.includes('unauthorized')) {
+      throw new CliError(
+        'you are not authorized to push to this namespace, create the model under a namespace you own',
+      );
+    }
+    throw err;
+  }
+  out.write(`\nYou can find your model at:\n\n\t${pushDestination(model)}\n`);
 }
 
 /** `llamad create MODEL [-f Modelfile] [-q QUANT]`. */

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { CliError, isConnectionError, NOT_RUNNING, START_HINT } from './errors';
+import { CliError, isConnectionError, NOT_RUNNING } from './errors';
 import { Connection } from './host';
 
 /** The provider id written into Codex's config. */
@@ -90,7 +90,7 @@ export async function toolModel(conn: Connection, model: string | undefined): Pr
       "no local model supports tools: pull or create one (e.g. 'llamad pull qwen3') and pass it with --model",
     );
   } catch (err) {
-    if (isConnectionError(err)) throw new CliError(`${NOT_RUNNING}\n${START_HINT}`);
+    if (isConnectionError(err)) throw new CliError(NOT_RUNNING);
     throw err;
   }
 }

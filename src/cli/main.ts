@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { Command, Option } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -13,11 +13,23 @@ import {
   showCommand,
   stopCommand,
 } from './commands';
+import {
+  ArgRule,
+  checkArgs,
+  cobraParseError,
+  COMMAND_ENV,
+  envDocs,
+  exitQuietlyOnClosedOutput,
+  heartbeat,
+  normalizeArgv,
+  parseBoolFlag,
+  parseIntFlag,
+} from './cobra';
 import { CliError, errorText } from './errors';
 import { connect } from './host';
 import { launchClaude, launchCodex } from './launch';
 import { rpcWorkerCommand } from './rpc-worker';
-import { runCommand } from './run';
+import { parseThink, runCommand, RunOptions } from './run';
 
 /** This package's version (package.json two folders above dist/src/cli). */
 function packageVersion(): string {
@@ -55,130 +67,137 @@ async function printVersion(): Promise<void> {
   }
 }
 
-/** Builds the `llamad` command tree. */
+/** What the preAction hook checks before a command's action: cobra's argument rule and Ollama's heartbeat. */
+const SPECS = new WeakMap<Command, { rule: ArgRule; heartbeat: boolean }>();
+
+/**
+ * Declares a command the way cmd/cmd.go `NewCLI` does: `use` is its usage (`show MODEL`), `rule` its cobra `Args`,
+ * `heartbeat` its `PreRunE: checkServerHeartbeat`; the help ends with its `Environment Variables:` block.
+ */
+function declare(program: Command, use: string, short: string, rule: ArgRule, heartbeat = true): Command {
+  const [name, ...usage] = use.split(' ');
+  const cmd = program
+    .command(name)
+    .description(short)
+    .argument('[args...]')
+    .usage(`${usage.length > 0 ? `${usage.join(' ')} ` : ''}[flags]`);
+  const docs = envDocs(COMMAND_ENV[name] ?? ['OLLAMA_HOST']);
+  if (docs) cmd.addHelpText('after', docs);
+  SPECS.set(cmd, { rule, heartbeat });
+  return cmd;
+}
+
+/** Builds the `llamad` command tree (cmd/cmd.go `NewCLI`: the same commands, arguments, flags and help texts). */
 export function buildProgram(): Command {
   const program = new Command();
   program
     .name('llamad')
-    .description('Large language model runner: an Ollama-compatible daemon and its command line')
+    .description('Large language model runner')
     .option('-v, --version', 'Show version information')
     .enablePositionalOptions()
     .helpCommand(true)
-    .showHelpAfterError()
+    .allowExcessArguments(true)
+    .exitOverride()
+    .configureOutput({ outputError: () => undefined })
+    .hook('preAction', async (_root, cmd) => {
+      const spec = SPECS.get(cmd);
+      if (!spec) return;
+      checkArgs(spec.rule, cmd.args);
+      if (spec.heartbeat) await heartbeat(connect());
+    })
     .action(
-      action(async () => {
+      action(async (_opts: unknown, cmd: Command) => {
+        if (cmd.args.length > 0) throw new CliError(`unknown command "${cmd.args[0]}" for "ollama"`);
         if (program.opts<{ version?: boolean }>().version) return printVersion();
-        program.help();
+        program.outputHelp();
       }),
     );
 
-  program
-    .command('serve')
+  declare(program, 'serve', 'Start ollama', { exact: 0 }, false)
     .alias('start')
-    .description(
-      'Start the daemon in the foreground (env: OLLAMA_HOST, OLLAMA_MODELS, OLLAMA_KEEP_ALIVE, OLLAMA_NUM_PARALLEL, ' +
-        'LLAMAD_API_KEYS, … — see docs)',
-    )
     .action(() => {
       // The daemon entry point starts itself when loaded (dist/src/main.js).
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       require(join(__dirname, '..', 'main.js'));
     });
 
-  program
-    .command('create')
-    .description('Create a model from a Modelfile')
-    .argument('<model>')
-    .option('-f, --file <path>', 'Name of the Modelfile', 'Modelfile')
+  declare(program, 'create MODEL', 'Create a model', { exact: 1 })
+    .option('-f, --file <path>', 'Name of the Modelfile (default "Modelfile")')
     .option('-q, --quantize <type>', 'Quantize model to this level (e.g. q4_K_M)')
     .action(
-      action((model: string, o: { file: string; quantize?: string }) =>
-        createCommand(connect(), model, o.file, o.quantize),
+      action(([model]: string[], o: { file?: string; quantize?: string }) =>
+        createCommand(connect(), model, o.file || 'Modelfile', o.quantize),
       ),
     );
 
-  program
-    .command('show')
-    .description('Show information for a model')
-    .argument('<model>')
+  declare(program, 'show MODEL', 'Show information for a model', { exact: 1 })
     .option('--license', 'Show license of a model')
     .option('--modelfile', 'Show Modelfile of a model')
     .option('--parameters', 'Show parameters of a model')
     .option('--template', 'Show template of a model')
     .option('--system', 'Show system message of a model')
     .option('-v, --verbose', 'Show detailed model information')
-    .action(action((model: string, o: Record<string, boolean>) => showCommand(connect(), model, o)));
+    .action(action(([model]: string[], o: Record<string, boolean>) => showCommand(connect(), model, o)));
 
-  program
-    .command('run')
-    .description('Run a model')
-    .argument('<model>')
-    .argument('[prompt...]')
-    .option('--format <format>', 'Response format (e.g. json)')
+  declare(program, 'run MODEL [PROMPT]', 'Run a model', { min: 1 })
     .option('--keepalive <duration>', 'Duration to keep a model loaded (e.g. 5m)')
     .option('--verbose', 'Show timings for response')
     .option('--insecure', 'Use an insecure registry')
     .option('--nowordwrap', "Don't wrap words to the next line automatically")
-    .option('--think [level]', 'Enable thinking mode: true/false or high/medium/low for supported models')
+    .option('--format <format>', 'Response format (e.g. json)')
+    .option('--think <level>', 'Enable thinking mode: true/false or high/medium/low for supported models')
     .option('--hidethinking', 'Hide thinking output (if provided)')
+    .option(
+      '--truncate <bool>',
+      'For embedding models: truncate inputs exceeding context length (default: true). Set --truncate=false to error instead',
+    )
+    .option('--dimensions <int>', 'Truncate output embeddings to specified dimension (embedding models only)')
     .addOption(
       new Option('--interactive', 'Force the interactive session on a non-terminal stdin (scripting)').hideHelp(),
     )
     .action(
-      action((model: string, prompt: string[], o: Record<string, string | boolean>) => {
-        // `--think` takes an optional value: in `run m --think why?`, "why?" is the prompt, not a level.
-        if (typeof o.think === 'string' && !['true', 'false', 'high', 'medium', 'low'].includes(o.think)) {
-          prompt.unshift(o.think);
-          o.think = true;
-        }
-        return runCommand(connect(), model, prompt, o);
+      action(([model, ...prompt]: string[], o: Record<string, string | boolean | undefined>) => {
+        const opts: RunOptions = {
+          ...o,
+          truncate: typeof o.truncate === 'string' ? parseBoolFlag('truncate', o.truncate) : undefined,
+          dimensions: typeof o.dimensions === 'string' ? parseIntFlag('dimensions', o.dimensions) : undefined,
+        } as RunOptions;
+        parseThink(opts.think); // an invalid --think=VALUE fails before anything is sent
+        return runCommand(connect(), model, prompt, opts);
       }),
     );
 
-  program
-    .command('stop')
-    .description('Stop a running model')
-    .argument('<model>')
-    .action(action((model: string) => stopCommand(connect(), model)));
+  declare(program, 'stop MODEL', 'Stop a running model', { exact: 1 }).action(
+    action(([model]: string[]) => stopCommand(connect(), model)),
+  );
 
-  program
-    .command('pull')
-    .description('Pull a model from a registry')
-    .argument('<model>')
+  declare(program, 'pull MODEL', 'Pull a model from a registry', { exact: 1 })
     .option('--insecure', 'Use an insecure registry')
-    .action(action((model: string, o: { insecure?: boolean }) => pullCommand(connect(), model, Boolean(o.insecure))));
+    .action(
+      action(([model]: string[], o: { insecure?: boolean }) => pullCommand(connect(), model, Boolean(o.insecure))),
+    );
 
-  program
-    .command('push')
-    .description('Push a model to a registry')
-    .argument('<model>')
+  declare(program, 'push MODEL', 'Push a model to a registry', { exact: 1 })
     .option('--insecure', 'Use an insecure registry')
-    .action(action((model: string, o: { insecure?: boolean }) => pushCommand(connect(), model, Boolean(o.insecure))));
+    .action(
+      action(([model]: string[], o: { insecure?: boolean }) => pushCommand(connect(), model, Boolean(o.insecure))),
+    );
 
-  program
-    .command('list')
+  declare(program, 'list', 'List models', 'any')
     .alias('ls')
-    .description('List models')
-    .argument('[prefix]')
-    .action(action((prefix: string | undefined) => listCommand(connect(), prefix)));
+    .action(action(([prefix]: string[]) => listCommand(connect(), prefix)));
 
-  program
-    .command('ps')
-    .description('List running models')
-    .action(action(() => psCommand(connect())));
+  declare(program, 'ps', 'List running models', 'any').action(
+    action(([prefix]: string[]) => psCommand(connect(), prefix)),
+  );
 
-  program
-    .command('cp')
-    .description('Copy a model')
-    .argument('<source>')
-    .argument('<destination>')
-    .action(action((source: string, destination: string) => cpCommand(connect(), source, destination)));
+  declare(program, 'cp SOURCE DESTINATION', 'Copy a model', { exact: 2 }).action(
+    action(([source, destination]: string[]) => cpCommand(connect(), source, destination)),
+  );
 
-  program
-    .command('rm')
-    .description('Remove a model')
-    .argument('<model...>')
-    .action(action((models: string[]) => rmCommand(connect(), models)));
+  declare(program, 'rm MODEL [MODEL...]', 'Remove a model', { min: 1 }).action(
+    action((models: string[]) => rmCommand(connect(), models)),
+  );
 
   program
     .command('rpc-worker')
@@ -209,11 +228,21 @@ export function buildProgram(): Command {
   return program;
 }
 
-if (require.main === module) {
-  buildProgram()
-    .parseAsync(process.argv)
-    .catch((err: unknown) => {
-      process.stderr.write(`Error: ${errorText(err)}\n`);
+/** Runs the command line: cobra's parse errors, `Error: <text>` and exit code 1 on failure (Ollama's main.go). */
+export async function main(argv: string[]): Promise<void> {
+  exitQuietlyOnClosedOutput();
+  try {
+    await buildProgram().parseAsync(normalizeArgv(argv));
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.exitCode === 0) return;
+      process.stderr.write(`Error: ${cobraParseError(err) ?? err.message.replace(/^error: /, '')}\n`);
       process.exitCode = 1;
-    });
+      return;
+    }
+    process.stderr.write(`Error: ${errorText(err)}\n`);
+    process.exitCode = err instanceof CliError ? err.exitCode : 1;
+  }
 }
+
+if (require.main === module) void main(process.argv);

@@ -24,6 +24,7 @@ export class ProgressView {
   constructor(
     private readonly out: NodeJS.WriteStream = process.stderr,
     tty = Boolean(process.stderr.isTTY),
+    private readonly opts: ProgressOptions = {},
   ) {
     if (tty) {
       this.multi = new MultiBar(
@@ -43,6 +44,13 @@ export class ProgressView {
 
   /** Shows one record. */
   update(p: ProgressRecord): void {
+    if (p.digest && this.opts.pullLabels) {
+      // cmd/cmd.go `pullModelWithProgress`: a layer's first record (completed 0) is skipped; its bar is named
+      // `pulling <12 hex>:` after the digest, whatever the status says.
+      if (!p.completed) return;
+      const hex = p.digest.replace(/^sha256:/, '').trim();
+      p = { ...p, status: `pulling ${p.digest.startsWith('sha256:') ? hex.slice(0, 12) : hex}:` };
+    }
     if (p.digest && p.total) {
       const completed = p.completed ?? 0;
       if (this.multi) {
@@ -71,11 +79,11 @@ export class ProgressView {
       if (!this.bars.has(key) && !this.plainDone.has(key)) {
         this.plainDone.add(`${key}\0start`);
         this.bars.set(key, undefined as unknown as SingleBar);
-        this.out.write(`${p.status}: ${humanBytes(p.total)}\n`);
+        this.out.write(`${label(p.status)} ${humanBytes(p.total)}\n`);
       }
       if (completed >= p.total && !this.plainDone.has(key)) {
         this.plainDone.add(key);
-        this.out.write(`${p.status}: 100% ${humanBytes(p.total)}\n`);
+        this.out.write(`${label(p.status)} 100% ${humanBytes(p.total)}\n`);
       }
       return;
     }
@@ -96,6 +104,17 @@ export class ProgressView {
     if (this.bars.size > 0 && !this.stopped) this.multi?.stop();
     this.stopped = true;
   }
+}
+
+/** A plain line's label: the status and a colon (a pull label has its colon already). */
+function label(status: string): string {
+  return status.endsWith(':') ? status : `${status}:`;
+}
+
+/** Options of a ProgressView. */
+export interface ProgressOptions {
+  /** Name layer bars `pulling <12 hex>:` and skip their first (0 bytes) record, as `ollama pull`. */
+  pullLabels?: boolean;
 }
 
 /** Feeds a progress stream into a ProgressView; stops the bars even when the stream fails. */

@@ -5,8 +5,10 @@ import { createInterface, Interface } from 'node:readline';
 import { listCommand, showInfo } from './commands';
 import { errorText, isConnectionError } from './errors';
 
-import { parseParameter, parseThink, Session } from './session';
+import { goValue } from './gofmt';
+import { parseParameter, Session } from './session';
 
+/** cmd/interactive.go `usage` (on stderr, as Ollama). */
 const HELP = `Available Commands:
   /set            Set session variables
   /show           Show model information
@@ -20,6 +22,7 @@ const HELP = `Available Commands:
 Use """ to begin a multi-line message.
 `;
 
+/** cmd/interactive.go `usageSet`. */
 const SET_HELP = `Available Commands:
   /set parameter ...     Set a parameter
   /set system <string>   Set system message
@@ -33,8 +36,10 @@ const SET_HELP = `Available Commands:
   /set quiet             Disable LLM stats
   /set think             Enable thinking
   /set nothink           Disable thinking
+
 `;
 
+/** cmd/interactive.go `usageShow`. */
 const SHOW_HELP = `Available Commands:
   /show info         Show details for this model
   /show license      Show model license
@@ -42,17 +47,39 @@ const SHOW_HELP = `Available Commands:
   /show parameters   Show parameters for this model
   /show system       Show system message
   /show template     Show prompt template
+
 `;
 
+/** cmd/interactive.go `usageParameters`. */
+const PARAMETERS_HELP = `Available Parameters:
+  /set parameter seed <int>             Random number seed
+  /set parameter num_predict <int>      Max number of tokens to predict
+  /set parameter top_k <int>            Pick from top k num of tokens
+  /set parameter top_p <float>          Pick token based on sum of probabilities
+  /set parameter min_p <float>          Pick token based on top token probability * min_p
+  /set parameter num_ctx <int>          Set the context size
+  /set parameter temperature <float>    Set creativity level
+  /set parameter repeat_penalty <float> How strongly to penalize repetitions
+  /set parameter repeat_last_n <int>    Set how far back to look for repetitions
+  /set parameter num_gpu <int>          The number of layers to send to the GPU
+  /set parameter stop <string> <string> ...   Set the stop parameters
+
+`;
+
+/** cmd/interactive.go `usageShortcuts`, without Ctrl + g (llamad's REPL has no external editor). */
 const SHORTCUTS = `Available keyboard shortcuts:
   Ctrl + a            Move to the beginning of the line (Home)
   Ctrl + e            Move to the end of the line (End)
+   Alt + b            Move back (left) one word
+   Alt + f            Move forward (right) one word
   Ctrl + k            Delete the sentence after the cursor
   Ctrl + u            Delete the sentence before the cursor
   Ctrl + w            Delete the word before the cursor
+
   Ctrl + l            Clear the screen
   Ctrl + c            Stop the model from responding
   Ctrl + d            Exit ollama (/bye)
+
 `;
 
 /** Path of the REPL history file (~/.llamad/history; none with OLLAMA_NOHISTORY). */
@@ -143,7 +170,7 @@ export async function repl(s: Session, input: NodeJS.ReadableStream & { isTTY?: 
         const cmd = words[0];
         if (cmd === '/bye' || cmd === '/exit') break;
         try {
-          const r = await slashCommand(s, words, trimmed);
+          const r = await slashCommand(s, words);
           if (r === 'multi-system') {
             multi = [trimmed.replace(/^\/set\s+system\s+"""/, '')];
             multiTarget = 'system';
@@ -169,41 +196,63 @@ export async function repl(s: Session, input: NodeJS.ReadableStream & { isTTY?: 
   }
 }
 
-/** Handles one `/…` command; returns a signal for the loop where it must change its own state. */
+/** The model cannot be found: cmd/interactive.go `/load` says so and keeps the current model. */
+function isNotFound(err: unknown): boolean {
+  return err instanceof Error && err.message.includes('not found');
+}
+
+/** Handles one `/…` command (cmd/interactive.go `generateInteractive`); returns a signal for the loop's own state. */
 async function slashCommand(
   s: Session,
   words: string[],
-  line: string,
 ): Promise<'multi-system' | 'history-on' | 'history-off' | undefined> {
   const out = s.out;
   switch (words[0]) {
     case '/?':
     case '/help':
-      if (words[1] === 'set') out.write(SET_HELP);
-      else if (words[1] === 'show') out.write(SHOW_HELP);
-      else if (words[1] === 'shortcuts' || words[1] === 'shortcut') out.write(SHORTCUTS);
-      else out.write(HELP);
+      if (words.length === 1) {
+        const multimodal = s.capabilities.includes('vision') || s.capabilities.includes('audio');
+        s.err.write(
+          HELP +
+            (multimodal ? 'Use /path/to/file to include .jpg, .png, .webp images, or .wav audio files.\n' : '') +
+            '\n',
+        );
+      } else if (words[1] === 'set' || words[1] === '/set') s.err.write(SET_HELP);
+      else if (words[1] === 'show' || words[1] === '/show') s.err.write(SHOW_HELP);
+      else if (words[1] === 'shortcuts' || words[1] === 'shortcut') s.err.write(SHORTCUTS);
       return undefined;
     case '/clear':
       s.messages = [];
       out.write('Cleared session context\n');
       return undefined;
     case '/list':
-      await listCommand(s.conn, undefined, out as NodeJS.WriteStream);
+      await listCommand(s.conn, words[1], out as NodeJS.WriteStream);
       return undefined;
     case '/load': {
-      if (!words[1]) {
+      if (words.length !== 2) {
         out.write('Usage:\n  /load <modelname>\n');
         return undefined;
       }
+      const previous = s.model;
       out.write(`Loading model '${words[1]}'\n`);
-      await s.load(words[1]);
+      try {
+        await s.load(words[1]);
+        await s.conn.client.generate({
+          model: s.model,
+          prompt: '',
+          ...(s.keepAlive !== undefined ? { keep_alive: s.keepAlive } : {}),
+        });
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        out.write(`Couldn't find model '${words[1]}'\n`);
+        if (s.model !== previous) await s.load(previous);
+        return undefined;
+      }
       s.messages = [];
-      await s.conn.client.generate({ model: s.model, prompt: '', keep_alive: s.keepAlive });
       return undefined;
     }
     case '/save': {
-      if (!words[1]) {
+      if (words.length !== 2) {
         out.write('Usage:\n  /save <modelname>\n');
         return undefined;
       }
@@ -219,7 +268,7 @@ async function slashCommand(
       return undefined;
     }
     case '/set':
-      return setCommand(s, words, line);
+      return setCommand(s, words);
     case '/show':
       await show(s, words[1]);
       return undefined;
@@ -229,16 +278,16 @@ async function slashCommand(
   }
 }
 
-function setCommand(
-  s: Session,
-  words: string[],
-  line: string,
-): 'multi-system' | 'history-on' | 'history-off' | undefined {
+function setCommand(s: Session, words: string[]): 'multi-system' | 'history-on' | 'history-off' | undefined {
   const out = s.out;
+  if (words.length < 2) {
+    s.err.write(SET_HELP);
+    return undefined;
+  }
   switch (words[1]) {
     case 'parameter': {
       if (words.length < 4) {
-        out.write('Usage:\n  /set parameter <name> <value>\n');
+        s.err.write(PARAMETERS_HELP);
         return undefined;
       }
       const [name, ...values] = words.slice(2);
@@ -247,17 +296,19 @@ function setCommand(
       return undefined;
     }
     case 'system': {
-      const text = line.replace(/^\/set\s+system\s*/, '');
+      if (words.length < 3) {
+        s.err.write(SET_HELP);
+        return undefined;
+      }
+      const text = words.slice(2).join(' ');
       if (text.startsWith('"""') && !(text.length >= 6 && text.endsWith('"""'))) return 'multi-system';
-      s.system = text.replace(/^"""|"""$/g, '').replace(/^"(.*)"$/s, '$1');
+      s.system = text.replace(/^"""/, '').replace(/"""$/, '');
       out.write('Set system message.\n');
       return undefined;
     }
     case 'history':
-      out.write("Set 'history' mode.\n");
       return 'history-on';
     case 'nohistory':
-      out.write("Set 'nohistory' mode.\n");
       return 'history-off';
     case 'wordwrap':
       s.wordWrap = true;
@@ -288,25 +339,37 @@ function setCommand(
       out.write("Set 'quiet' mode.\n");
       return undefined;
     case 'think':
-      s.think = words[2] ? parseThink(words[2]) : true;
-      out.write(`Set 'think' mode${words[2] ? ` to '${words[2]}'` : ''}.\n`);
+      // As Ollama, the level is not checked here: the server answers for it.
+      s.think = words[2] ? (words[2] as 'high') : true;
+      s.thinkSet = s.think;
+      out.write(words[2] ? `Set 'think' mode to '${words[2]}'.\n` : "Set 'think' mode.\n");
       return undefined;
     case 'nothink':
       s.think = false;
+      s.thinkSet = false;
       out.write("Set 'nothink' mode.\n");
       return undefined;
     default:
-      out.write(SET_HELP);
+      out.write(`Unknown command '/set ${words[1]}'. Type /? for help\n`);
       return undefined;
   }
 }
 
+/** `/show …` as cmd/interactive.go: the texts go to stdout, `info` to stderr, usage to stderr. */
 async function show(s: Session, what: string | undefined): Promise<void> {
   const out = s.out;
-  const info = await s.conn.client.show({ model: s.model, ...(s.system !== undefined ? { system: s.system } : {}) });
-  switch (what ?? '') {
+  if (what === undefined) {
+    s.err.write(SHOW_HELP);
+    return;
+  }
+  const info = await s.conn.client.show({
+    model: s.model,
+    ...(s.system !== undefined ? { system: s.system } : {}),
+    options: s.options,
+  } as Parameters<typeof s.conn.client.show>[0]);
+  switch (what) {
     case 'info':
-      out.write(showInfo(info, false));
+      s.err.write(showInfo(info, false));
       return;
     case 'license':
       out.write(info.license ? `${info.license}\n` : 'No license was specified for this model.\n');
@@ -315,29 +378,27 @@ async function show(s: Session, what: string | undefined): Promise<void> {
       out.write(`${info.modelfile}\n`);
       return;
     case 'parameters': {
-      if (info.parameters) out.write(`Model defined parameters:\n${info.parameters}\n`);
-      else out.write('No parameters were specified for this model.\n');
+      out.write('Model defined parameters:\n');
+      if (!info.parameters) out.write('  No additional parameters were specified for this model.\n');
+      else for (const l of info.parameters.split('\n')) out.write(`  ${l}\n`);
+      out.write('\n');
       const keys = Object.keys(s.options);
       if (keys.length > 0) {
-        out.write('\nUser defined parameters:\n');
-        for (const k of keys) {
-          const v = s.options[k];
-          out.write(`${k.padEnd(30)} ${Array.isArray(v) ? v.join(' ') : String(v)}\n`);
-        }
+        out.write('User defined parameters:\n');
+        for (const k of keys) out.write(`  ${k.padEnd(30)} ${goValue(s.options[k])}\n`);
+        out.write('\n');
       }
       return;
     }
-    case 'system':
-      out.write(
-        (s.system ?? info.system)
-          ? `${s.system ?? info.system}\n`
-          : 'No system message was specified for this model.\n',
-      );
+    case 'system': {
+      const text = s.system || info.system;
+      out.write(text ? `${text}\n\n` : 'No system message was specified for this model.\n');
       return;
+    }
     case 'template':
       out.write(info.template ? `${info.template}\n` : 'No prompt template was specified for this model.\n');
       return;
     default:
-      out.write(SHOW_HELP);
+      out.write(`Unknown command '/show ${what}'. Type /? for help\n`);
   }
 }

@@ -1,10 +1,10 @@
 import { pullCommand } from './commands';
-import { isAbortError } from './errors';
+import { CliError, isAbortError } from './errors';
 import { Connection } from './host';
 import { repl } from './repl';
 import { RunOptions, Session } from './session';
 
-export { extractImages, parseParameter, parseThink, WordWrapper } from './session';
+export { extractImages, inferThink, parseParameter, parseThink, requestFormat, WordWrapper } from './session';
 export type { RunOptions } from './session';
 
 async function readAll(input: NodeJS.ReadableStream): Promise<string> {
@@ -35,14 +35,28 @@ export async function runCommand(
     await s.load(model);
   }
   const prompts = [...promptWords];
-  const interactive = opts.interactive || (promptWords.length === 0 && Boolean(input.isTTY));
+  // As Ollama: a prompt argument, a piped stdin or a redirected stdout each make the run one-shot.
+  const interactive =
+    opts.interactive || (promptWords.length === 0 && Boolean(input.isTTY) && Boolean(process.stdout.isTTY));
   if (!interactive && !input.isTTY) {
     const piped = await readAll(input);
     if (piped) prompts.unshift(piped);
   }
-  if (s.capabilities.includes('embedding') && !s.capabilities.includes('completion')) {
-    const res = await conn.client.embed({ model, input: prompts.join(' ') });
-    process.stdout.write(`${JSON.stringify(res.embeddings[0] ?? [])}\n`);
+  if (s.capabilities.includes('embedding')) {
+    // cmd/cmd.go `RunHandler` / `generateEmbedding`: --truncate only when given, --dimensions when > 0.
+    const input = prompts.join(' ');
+    if (input === '') {
+      throw new CliError(`embedding models require input text. Usage: ollama run ${model} "your text here"`);
+    }
+    const res = await conn.client.embed({
+      model,
+      input,
+      ...(opts.keepalive ? { keep_alive: opts.keepalive } : {}),
+      ...(opts.truncate !== undefined ? { truncate: opts.truncate } : {}),
+      ...(opts.dimensions && opts.dimensions > 0 ? { dimensions: opts.dimensions } : {}),
+    } as Parameters<typeof conn.client.embed>[0]);
+    if (res.embeddings.length === 0) throw new CliError('no embeddings returned');
+    process.stdout.write(`${JSON.stringify(res.embeddings[0])}\n`);
     return;
   }
   if (!interactive) {
@@ -51,17 +65,19 @@ export async function runCommand(
     try {
       await s.generate(prompts.join(' '));
     } catch (err) {
-      if (isAbortError(err)) {
-        process.stdout.write('\n');
-        return;
-      }
+      if (isAbortError(err)) return; // as Ollama: Ctrl-C ends the answer where it stopped
       throw err;
     } finally {
       process.off('SIGINT', stop);
     }
     return;
   }
-  // Preload (an empty generate), as Ollama does before the first prompt.
-  await conn.client.generate({ model, prompt: '', ...(opts.keepalive ? { keep_alive: opts.keepalive } : {}) });
+  // Preload (an empty generate, with `think` so an unsupported value fails here), as cmd/cmd.go `loadOrUnloadModel`.
+  await conn.client.generate({
+    model,
+    prompt: '',
+    ...(opts.keepalive ? { keep_alive: opts.keepalive } : {}),
+    ...(s.think !== undefined ? { think: s.think } : {}),
+  } as Parameters<typeof conn.client.generate>[0] & { stream?: false });
   await repl(s, input);
 }

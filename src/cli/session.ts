@@ -2,7 +2,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { ChatResponse, GenerateResponse, Message, ShowResponse } from 'ollama';
-import { CliError, isAbortError, isConnectionError, NOT_RUNNING, START_HINT } from './errors';
+import { CliError, isAbortError } from './errors';
 import { metricsSummary } from './format';
 import { Connection } from './host';
 
@@ -17,17 +17,55 @@ export interface RunOptions {
   interactive?: boolean;
   /** Pull a missing model from an insecure (http) registry. */
   insecure?: boolean;
+  /** Embedding models: truncate inputs longer than the context (sent only when given). */
+  truncate?: boolean;
+  /** Embedding models: output dimensions (sent when > 0). */
+  dimensions?: number;
 }
 
-type Think = boolean | 'high' | 'medium' | 'low' | undefined;
+type Think = boolean | 'high' | 'medium' | 'low' | 'max' | undefined;
 
-/** Parses `--think[=true|false|high|medium|low]`. */
+/** Go's `%q` for a string (close to JSON's quoting for the text a flag holds). */
+function goQuote(s: string): string {
+  return JSON.stringify(s);
+}
+
+/**
+ * Parses `--think[=true|false|high|medium|low|max]` as cmd/cmd.go `RunHandler`: no value or `true` → true, `false`
+ * → false, a level as given; anything else is `invalid value for --think: "…" (must be true, false, high, medium,
+ * low, or max)`. Undefined (flag not given) stays undefined.
+ */
 export function parseThink(v: boolean | string | undefined): Think {
   if (v === undefined) return undefined;
-  if (v === true || v === 'true') return true;
+  if (v === true || v === 'true' || v === '') return true;
   if (v === false || v === 'false') return false;
-  if (v === 'high' || v === 'medium' || v === 'low') return v;
-  throw new CliError(`invalid value for --think: "${String(v)}" (must be true, false, high, medium, or low)`);
+  if (v === 'high' || v === 'medium' || v === 'low' || v === 'max') return v;
+  throw new CliError(
+    `invalid value for --think: ${goQuote(String(v))} (must be true, false, high, medium, low, or max)`,
+  );
+}
+
+/**
+ * cmd/cmd.go `inferThinkingOption`: a value the user set is kept; otherwise a model with the `thinking` capability
+ * thinks (`true`) and any other model gets no `think` field at all.
+ */
+export function inferThink(explicit: Think, capabilities: string[]): Think {
+  if (explicit !== undefined) return explicit;
+  return capabilities.includes('thinking') ? true : undefined;
+}
+
+/**
+ * The `format` field of a request, as cmd/cmd.go `generate`/`chat` send `--format`: `json` as the string "json";
+ * any other text as raw JSON (a schema goes out as an object), or as the string itself when it is not JSON.
+ */
+export function requestFormat(format: string | undefined): string | object | undefined {
+  if (!format) return undefined;
+  if (format === 'json') return 'json';
+  try {
+    return JSON.parse(format) as object;
+  } catch {
+    return format;
+  }
 }
 
 /** Values of `/set parameter`: numbers and booleans typed, `stop` a list. */
@@ -122,6 +160,8 @@ export class Session {
   format?: string;
   verbose: boolean;
   think: Think;
+  /** The think value the user chose (flag or /set think|nothink); undefined lets the model's capabilities decide. */
+  thinkSet: Think;
   hideThinking: boolean;
   wordWrap: boolean;
   keepAlive?: string;
@@ -138,6 +178,7 @@ export class Session {
     this.format = opts.format;
     this.verbose = Boolean(opts.verbose);
     this.think = parseThink(opts.think);
+    this.thinkSet = this.think;
     this.hideThinking = Boolean(opts.hidethinking);
     this.wordWrap = !opts.nowordwrap;
     this.keepAlive = opts.keepalive;
@@ -149,13 +190,9 @@ export class Session {
 
   /** Loads the model's info; a missing model or an unreachable server ends the command. */
   async load(model: string): Promise<void> {
-    try {
-      this.info = await this.conn.client.show({ model });
-    } catch (err) {
-      if (isConnectionError(err)) throw new CliError(`${NOT_RUNNING}\n${START_HINT}`);
-      throw err;
-    }
+    this.info = await this.conn.client.show({ model });
     this.model = model;
+    this.think = inferThink(this.thinkSet, this.capabilities);
   }
 
   private thinkingPrinter() {
@@ -164,6 +201,7 @@ export class Session {
     const width = tty.isTTY && this.wordWrap ? (tty.columns ?? 0) - 5 : 0;
     const ww = new WordWrapper((s) => this.out.write(s), width);
     const w = { write: (s: string) => ww.put(s), flush: () => ww.flush() };
+    let thought = '';
     return {
       thinking: (t: string | undefined) => {
         if (!t || this.hideThinking) return;
@@ -171,11 +209,12 @@ export class Session {
           w.write('Thinking...\n');
           inThinking = true;
         }
+        thought += t;
         w.write(t);
       },
       content: (c: string) => {
         if (inThinking && c) {
-          w.write('\n...done thinking.\n\n');
+          w.write(thought.endsWith('\n') ? '...done thinking.\n\n' : '\n...done thinking.\n\n');
           inThinking = false;
         }
         w.write(c);
@@ -200,11 +239,11 @@ export class Session {
       images,
       stream: true,
       ...(this.system !== undefined ? { system: this.system } : {}),
-      ...(this.format ? { format: this.format } : {}),
+      ...(this.format ? { format: requestFormat(this.format) } : {}),
       ...(this.think !== undefined ? { think: this.think } : {}),
       ...(this.keepAlive !== undefined ? { keep_alive: this.keepAlive } : {}),
       options: this.options,
-    });
+    } as Parameters<typeof this.conn.client.generate>[0] & { stream: true });
     this.current = stream;
     const p = this.thinkingPrinter();
     let last: GenerateResponse | undefined;
@@ -218,7 +257,8 @@ export class Session {
       p.flush();
       this.current = undefined;
     }
-    this.out.write('\n');
+    // cmd/cmd.go `generate`: two newlines after the answer to a prompt.
+    if (prompt !== '') this.out.write('\n\n');
     if (this.verbose && last) this.err.write(metricsSummary(last));
   }
 
@@ -239,11 +279,11 @@ export class Session {
         model: this.model,
         messages,
         stream: true,
-        ...(this.format ? { format: this.format } : {}),
+        ...(this.format ? { format: requestFormat(this.format) } : {}),
         ...(this.think !== undefined ? { think: this.think } : {}),
         ...(this.keepAlive !== undefined ? { keep_alive: this.keepAlive } : {}),
         options: this.options,
-      });
+      } as Parameters<typeof this.conn.client.chat>[0] & { stream: true });
       this.current = stream;
       for await (const part of stream) {
         p.thinking(part.message.thinking);

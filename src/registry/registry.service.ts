@@ -91,7 +91,8 @@ export class RegistryService {
 
   /**
    * Pulls a model (§6.3): `pulling manifest`; for each layer then the config, `pulling layer <short_id>` records
-   * with digest/total/completed (bytes) — present blobs are reported complete at once; `success`.
+   * with digest/total/completed (bytes) — present blobs are reported complete at once; `verifying sha256 digest`,
+   * `writing manifest` and `success` (as Ollama's server/images.go PullModel).
    * The manifest is written last, atomically and byte for byte as the registry sent it.
    * Concurrency: the manifest's digests are pinned (ModelStoreRepository.pin) as soon as it is parsed, so a
    * concurrent delete never prunes a blob this pull reuses or has just downloaded; the manifest is written under the
@@ -122,8 +123,11 @@ export class RegistryService {
       const pin = this.store.pin(manifestDigestsOf(manifest));
       try {
         await this.pullLayers(session, ref, manifest, emit, signal);
+        // As Ollama's server/images.go PullModel: these two statuses come between the layers and `success`.
+        emit({ status: 'verifying sha256 digest' });
         await this.store.exclusive(async () => {
           await this.store.requireBlobs(manifest, `model "${ref.name.toShortString()}"`);
+          emit({ status: 'writing manifest' });
           const previous = await this.store.readManifest(ref.name).catch(() => null);
           await this.files.writeManifestBytes(ref.name, bytes);
           // Like Ollama (§6.3): the layers of a replaced manifest that nothing references any more are removed.

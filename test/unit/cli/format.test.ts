@@ -43,7 +43,7 @@ describe('cli formatting (Ollama format package)', () => {
     assert.equal(processor(100, 100), '100% GPU');
     assert.equal(processor(100, 52), '48%/52% CPU/GPU');
     assert.equal(humanNumber(8_030_261_248), '8.0B');
-    assert.equal(humanNumber(19_700_000), '19.7M');
+    assert.equal(humanNumber(19_700_000), '19.70M'); // format.HumanNumber: two decimals for millions
     assert.equal(humanNumber(2_000_000), '2M');
     assert.equal(table(['A', 'BB'], [['xyz', '1']]), 'A      BB\nxyz    1\n');
   });
