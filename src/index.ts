@@ -56,6 +56,7 @@ export {
   type GoTemplateValues,
   type TemplateRenderer,
 } from './generation';
+export { MEMORY_PROBE, SystemMemoryProbe, type MemoryProbe } from './scheduler';
 export { REQUEST_HOOKS, type RequestHooksValue } from './observability/request-hooks.token';
 export type { GenerationEndInfo, GenerationInfo, GenerationKind, RequestHooks } from './observability/generation-hooks';
 export { NATIVE_BINDING, type NativeBindingLoader } from './native/native.tokens';

@@ -40,6 +40,7 @@ import { GenerationHooksModule } from './observability/generation-hooks.module';
 import { OBSERVABILITY_CONTROLLERS, ObservabilityModule } from './observability/observability.module';
 import { REQUEST_HOOKS, RequestHooksValue } from './observability/request-hooks.token';
 import { RegistryModule } from './registry/registry.module';
+import { MEMORY_PROBE, SystemMemoryProbe } from './scheduler';
 import { ApiKeyAuthorizer, AUTHORIZER } from './security/authorizer';
 import { installRequestGate } from './security/request-gate';
 
@@ -80,7 +81,7 @@ export interface LlamadModuleExtras {
   requestGate?: boolean;
   /**
    * Providers that replace the defaults of the extension tokens: AUTHORIZER, MODEL_STORE, RUNNER_FACTORY,
-   * TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING (docs/library.md). They may inject DaemonConfig and whatever the
+   * MEMORY_PROBE, TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING (docs/library.md). They may inject DaemonConfig and whatever the
    * modules in `imports` export.
    */
   providers?: Provider[];
@@ -209,6 +210,7 @@ const CORE_TOKENS: unknown[] = [
   NATIVE_BINDING,
   AUTHORIZER,
   RUNNER_FACTORY,
+  MEMORY_PROBE,
   TEMPLATE_RENDERER,
   REQUEST_HOOKS,
 ];
@@ -274,6 +276,7 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
       { provide: NATIVE_BINDING, useValue: loadBinding },
       { provide: AUTHORIZER, useClass: ApiKeyAuthorizer },
       { provide: RUNNER_FACTORY, useClass: LlamaRunnerFactory },
+      { provide: MEMORY_PROBE, useClass: SystemMemoryProbe },
       { provide: TEMPLATE_RENDERER, useClass: GoTemplateRenderer },
       { provide: REQUEST_HOOKS, useValue: [] },
       { provide: LLAMAD_MOUNT, useValue: mount },

@@ -3,7 +3,8 @@ import { Observable, Subscription } from 'rxjs';
 import { RequestCancelledError, ServerBusyError } from '../common/errors';
 import { DaemonConfig } from '../config';
 import { ModelLifecycleService } from '../models';
-import { MemoryProbe, SystemMemoryProbe } from './memory.estimator';
+import { LoadQueue } from './load-queue';
+import { MEMORY_PROBE, MemoryProbe, SystemMemoryProbe } from './memory.estimator';
 import { Runner, RUNNER_FACTORY, RunnerFactory, RunnerSpec } from '../runner';
 
 import {
@@ -47,17 +48,6 @@ interface LoadedRunner {
   name: string;
 }
 
-/** A request waiting for a load (Ollama's pendingReqCh entry). */
-interface PendingLoad {
-  spec: RunnerSpec;
-  keepAliveMs?: number;
-  acceptLargerContext?: boolean;
-  resolve(entry: LoadedRunner): void;
-  reject(err: unknown): void;
-  /** Set when the requester went away; the load may still finish and the runner then idles. */
-  cancelled: boolean;
-}
-
 /**
  * Keeps loaded runners and decides when to load and unload them — Ollama's scheduler (`server/sched.go`,
  * reference/ollama-api.md §7):
@@ -84,25 +74,37 @@ interface PendingLoad {
 export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(SchedulerService.name);
   private readonly runners = new Map<string, LoadedRunner>();
-  /** Requests waiting for a load, in arrival order (the head may be loading). */
-  private readonly queue: PendingLoad[] = [];
-  /** The request whose load is in progress (not in `queue` any more). */
-  private active?: PendingLoad;
-  private processing = false;
+  /** Requests waiting for a load (load-queue.ts), loaded one at a time. */
+  private readonly queue: LoadQueue<LoadedRunner>;
   private shuttingDown = false;
   /** Ends each request running through {@link withRunner} now (see {@link abortAll}). */
   private readonly inFlight = new Set<(err: unknown) => void>();
-  private memory: MemoryProbe;
+  private readonly memory: MemoryProbe;
   /** The subscription to model deletions (see onModuleInit). */
   private deletions?: Subscription;
 
   constructor(
     private readonly config: DaemonConfig,
     @Inject(RUNNER_FACTORY) private readonly factory: RunnerFactory,
-    @Optional() memory?: SystemMemoryProbe,
+    @Optional() @Inject(MEMORY_PROBE) memory?: MemoryProbe,
     @Optional() private readonly lifecycle?: ModelLifecycleService,
   ) {
     this.memory = memory ?? new SystemMemoryProbe();
+    this.queue = new LoadQueue<LoadedRunner>(
+      {
+        load: (r) => this.loadFor(r.spec, r.acceptLargerContext),
+        deliver: (entry, r) => {
+          this.hold(entry, r.keepAliveMs);
+          entry.refCount++;
+        },
+        // Nobody waits any more: the runner stays loaded and idles under its keep-alive.
+        abandon: (entry, r) => {
+          this.hold(entry, r.keepAliveMs);
+          this.afterIdle(entry);
+        },
+      },
+      () => this.config.maxQueue,
+    );
   }
 
   /**
@@ -115,11 +117,6 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       this.logger.log(`unloading deleted model ${deleted.name}`);
       this.expire(deleted.modelPath);
     });
-  }
-
-  /** Replaces the memory probe (tests). */
-  useMemoryProbe(probe: MemoryProbe): void {
-    this.memory = probe;
   }
 
   /**
@@ -137,7 +134,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       entry.refCount++;
       this.hold(entry, request.keepAliveMs);
     } else {
-      entry = await this.enqueue(request, signal);
+      entry = await this.queue.enqueue(request, signal);
     }
     if (request.modelName) entry.name = request.modelName;
     return this.lease(entry, started);
@@ -154,66 +151,6 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
         this.release(entry);
       },
     };
-  }
-
-  /** Queues a request that needs a load; resolves with the runner already held (refCount counted). */
-  private enqueue(request: AcquireRequest, signal?: AbortSignal): Promise<LoadedRunner> {
-    const pendingCount = this.queue.length + (this.active ? 1 : 0);
-    if (pendingCount >= this.config.maxQueue) return Promise.reject(new ServerBusyError());
-    return new Promise<LoadedRunner>((resolve, reject) => {
-      const onAbort = () => {
-        pending.cancelled = true;
-        const at = this.queue.indexOf(pending);
-        if (at >= 0) this.queue.splice(at, 1);
-        reject(new RequestCancelledError());
-      };
-      const pending: PendingLoad = {
-        spec: request.spec,
-        keepAliveMs: request.keepAliveMs,
-        acceptLargerContext: request.acceptLargerContext,
-        cancelled: false,
-        resolve: (e) => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve(e);
-        },
-        reject: (err) => {
-          signal?.removeEventListener('abort', onAbort);
-          reject(err);
-        },
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.queue.push(pending);
-      void this.processQueue();
-    });
-  }
-
-  /** The pending loop (§7.3): one request at a time. */
-  private async processQueue(): Promise<void> {
-    if (this.processing) return;
-    this.processing = true;
-    try {
-      for (let next = this.queue.shift(); next; next = this.queue.shift()) {
-        if (next.cancelled) continue;
-        this.active = next;
-        try {
-          const entry = await this.loadFor(next.spec, next.acceptLargerContext);
-          this.hold(entry, next.keepAliveMs);
-          if (next.cancelled) {
-            // Nobody waits any more: the runner stays loaded and idles under its keep-alive.
-            this.afterIdle(entry);
-          } else {
-            entry.refCount++;
-            next.resolve(entry);
-          }
-        } catch (err) {
-          next.reject(err);
-        } finally {
-          this.active = undefined;
-        }
-      }
-    } finally {
-      this.processing = false;
-    }
   }
 
   /** Finds or loads a runner for `spec` (without taking a reference): reload, capacity and memory checks first. */
@@ -412,14 +349,14 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
 
   /** Requests waiting for a load, including the one loading now. */
   pendingCount(): number {
-    return this.queue.length + (this.active ? 1 : 0);
+    return this.queue.pendingCount();
   }
 
   /** Closes every runner and fails waiting requests (SIGINT/SIGTERM or app.close()). */
   async onApplicationShutdown(): Promise<void> {
     this.deletions?.unsubscribe();
     this.shuttingDown = true;
-    for (const pending of this.queue.splice(0)) pending.reject(new ServerBusyError('server is shutting down'));
+    this.queue.rejectAll(new ServerBusyError('server is shutting down'));
     const entries = [...this.runners.values()];
     for (const entry of entries) this.unload(entry);
     await Promise.allSettled(entries.map((e) => e.gone));

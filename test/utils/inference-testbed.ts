@@ -11,6 +11,7 @@ import { GenerateService } from '../../src/generation/generate.service';
 import { LlamaRunnerFactory } from '../../src/runner/llama.runner';
 import { RunnerFactory } from '../../src/runner/runner';
 import { SchedulerService } from '../../src/scheduler/scheduler.service';
+import type { MemoryProbe } from '../../src/scheduler/memory.estimator';
 import { ModelStoreRepository } from '../../src/models/model-store.repository';
 import { ModelLifecycleService } from '../../src/models/model-lifecycle.service';
 import { CreateProgress, ModelsService } from '../../src/models/models.service';
@@ -45,6 +46,8 @@ export async function createInferenceTestbed(
     config?: Partial<DaemonConfig>;
     binding?: FakeBinding;
     runnerFactory?: RunnerFactory;
+    /** The scheduler's memory probe (default SystemMemoryProbe). */
+    memory?: MemoryProbe;
     /** The request hooks registry the completion and embed services report to. */
     hooks?: GenerationHooksRegistry;
   } = {},
@@ -56,7 +59,7 @@ export async function createInferenceTestbed(
   const { models, lifecycle } = newModelCatalog(store);
   const binding = options.binding ?? new FakeBinding();
   const factory = options.runnerFactory ?? new LlamaRunnerFactory(() => binding);
-  const scheduler = new SchedulerService(config, factory, undefined, lifecycle);
+  const scheduler = new SchedulerService(config, factory, options.memory, lifecycle);
   scheduler.onModuleInit();
   const completion = new CompletionService(config, scheduler, options.hooks);
   const generate = new GenerateService(models, completion, scheduler);
