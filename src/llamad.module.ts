@@ -30,11 +30,11 @@ import { ResponsesController } from './api/openai/responses';
 import { DaemonConfig } from './config/daemon-config';
 import { LlamadService } from './facade/llamad.service';
 import { InferenceModule, GoTemplateRenderer, TEMPLATE_RENDERER } from './generation';
-import { LlamaRunnerFactory, RUNNER_FACTORY } from './runner';
+import { LlamaRunnerFactory, ProcessRunnerFactory, RUNNER_FACTORY, RunnerFactory } from './runner';
 import { MODEL_STORE } from './models/model-store';
 import { ModelsModule } from './models/models.module';
 import { loadBinding } from './native/load-binding';
-import { NATIVE_BINDING } from './native/native.tokens';
+import { NATIVE_BINDING, NativeBindingLoader } from './native/native.tokens';
 import { GenerationHooksRegistry } from './observability/generation-hooks';
 import { GenerationHooksModule } from './observability/generation-hooks.module';
 import { OBSERVABILITY_CONTROLLERS, ObservabilityModule } from './observability/observability.module';
@@ -275,7 +275,16 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
       // A loader: the addon is `require`d when the first model loads, never at import or bootstrap.
       { provide: NATIVE_BINDING, useValue: loadBinding },
       { provide: AUTHORIZER, useClass: ApiKeyAuthorizer },
-      { provide: RUNNER_FACTORY, useClass: LlamaRunnerFactory },
+      {
+        // The daemon's default runs each model in its own process (LLAMAD_RUNNER / config.runner); a host-supplied
+        // NATIVE_BINDING is an in-memory object that cannot be carried into a child, so it keeps models in-process.
+        provide: RUNNER_FACTORY,
+        inject: [DaemonConfig, NATIVE_BINDING],
+        useFactory: (config: DaemonConfig, loader: NativeBindingLoader): RunnerFactory =>
+          config.runner !== 'inprocess' && loader === loadBinding
+            ? new ProcessRunnerFactory(loader)
+            : new LlamaRunnerFactory(loader),
+      },
       { provide: MEMORY_PROBE, useClass: SystemMemoryProbe },
       { provide: TEMPLATE_RENDERER, useClass: GoTemplateRenderer },
       { provide: REQUEST_HOOKS, useValue: [] },

@@ -1,11 +1,11 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
-import { Observable, Subscription } from 'rxjs';
-import { RequestCancelledError, ServerBusyError } from '../common/errors';
+import { Observable, Subject, Subscription } from 'rxjs';
+import { RequestCancelledError, RunnerTerminatedError, ServerBusyError } from '../common/errors';
 import { DaemonConfig } from '../config';
 import { ModelLifecycleService } from '../models';
 import { LoadQueue } from './load-queue';
 import { MEMORY_PROBE, MemoryProbe, SystemMemoryProbe } from './memory.estimator';
-import { Runner, RUNNER_FACTORY, RunnerFactory, RunnerSpec } from '../runner';
+import { Runner, RunnerDeath, RUNNER_FACTORY, RunnerFactory, RunnerSpec } from '../runner';
 
 import {
   AcquireRequest,
@@ -14,6 +14,7 @@ import {
   MEMORY_FIT_RATIO,
   MemoryFit,
   RunnerLease,
+  RunnerLifecycleEvent,
   sameSpec,
   SchedulerStats,
 } from './scheduler.types';
@@ -80,6 +81,11 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   /** Ends each request running through {@link withRunner} now (see {@link abortAll}). */
   private readonly inFlight = new Set<(err: unknown) => void>();
   private readonly memory: MemoryProbe;
+  /** Weights whose last runner died: their next load counts as a restart. */
+  private readonly crashed = new Set<string>();
+  private readonly runnerEvents = new Subject<RunnerLifecycleEvent>();
+  /** Runner starts and deaths, for the metrics (llamad_runner_starts_total, …_crashes_total, …_restarts_total). */
+  readonly runnerEvents$: Observable<RunnerLifecycleEvent> = this.runnerEvents.asObservable();
   /** The subscription to model deletions (see onModuleInit). */
   private deletions?: Subscription;
 
@@ -92,7 +98,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     this.memory = memory ?? new SystemMemoryProbe();
     this.queue = new LoadQueue<LoadedRunner>(
       {
-        load: (r) => this.loadFor(r.spec, r.acceptLargerContext),
+        load: (r) => this.loadFor(r.spec, r.acceptLargerContext, r.modelName),
         deliver: (entry, r) => {
           this.hold(entry, r.keepAliveMs);
           entry.refCount++;
@@ -154,7 +160,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** Finds or loads a runner for `spec` (without taking a reference): reload, capacity and memory checks first. */
-  private async loadFor(spec: RunnerSpec, acceptLargerContext = false): Promise<LoadedRunner> {
+  private async loadFor(spec: RunnerSpec, acceptLargerContext = false, modelName?: string): Promise<LoadedRunner> {
     const key = spec.modelPath;
     const existing = this.runners.get(key);
     if (existing && !existing.expired && sameSpec(existing.runner.spec, spec, acceptLargerContext)) return existing;
@@ -182,7 +188,18 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       this.expireEntry(victim);
       await victim.gone;
     }
-    const runner = await this.factory.create(spec);
+    const name = modelName ?? key;
+    let runner: Runner;
+    try {
+      runner = await this.factory.create(spec, { modelName: name });
+    } catch (err) {
+      if (err instanceof RunnerTerminatedError && err.death) {
+        this.crashed.add(key);
+        this.runnerEvents.next({ kind: 'crash', model: name, cause: err.death });
+      }
+      throw err;
+    }
+    this.runnerEvents.next({ kind: 'start', model: name, restart: this.crashed.delete(key) });
     if (this.shuttingDown) {
       await runner.close();
       throw new ServerBusyError('server is shutting down');
@@ -199,9 +216,10 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       gone,
       markGone,
       unloading: false,
-      name: key,
+      name,
     };
     this.runners.set(key, entry);
+    runner.onDeath?.((death) => this.onDeath(entry, death));
     return entry;
   }
 
@@ -436,6 +454,17 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       Math.max(0, Math.min(remaining, MAX_TIMER_MS)),
     );
     entry.timer.unref?.();
+  }
+
+  /**
+   * A runner died on its own (its process ended): its requests have already failed with RunnerTerminatedError; it is
+   * dropped now, busy or not (its memory is free), and the next request for the model loads it afresh.
+   */
+  private onDeath(entry: LoadedRunner, death: RunnerDeath): void {
+    this.logger.warn(`unloading ${entry.key}: llama runner process has terminated: ${death.reason}`);
+    this.crashed.add(entry.key);
+    this.runnerEvents.next({ kind: 'crash', model: entry.name, cause: death.cause });
+    this.unload(entry);
   }
 
   private unload(entry: LoadedRunner): void {

@@ -1,0 +1,4 @@
+export * from './exit-reason';
+export * from './protocol';
+export * from './process.runner';
+export * from './process-runner.factory';
