@@ -530,6 +530,25 @@ async function makeModel(spec: ModelSpec, dir: string, force: boolean): Promise<
   return file;
 }
 
+/**
+ * Writes `tiny-llama-bad-heads.gguf` into `dir`: tiny-llama-spm with 4 attention heads but 3 KV heads (K/V tensors
+ * shaped for 3). It loads, but llama.cpp's attention cannot broadcast 4 query heads over 3 KV heads: the first decode
+ * hits `GGML_ASSERT(ggml_can_mul_mat(k, q)) failed` and aborts the process (the runner-isolation e2e test's hostile
+ * model). Not made by default.
+ * @returns the file's path.
+ */
+export async function makeBadHeadsModel(dir: string): Promise<string> {
+  const base = MODEL_SPECS.find((m) => m.file === 'tiny-llama-spm.gguf');
+  if (!base || base.shape.arch !== 'llama') throw new Error('tiny-llama-spm spec missing');
+  const spec: ModelSpec = {
+    ...base,
+    file: 'tiny-llama-bad-heads.gguf',
+    name: 'tiny-llama-bad-heads',
+    shape: { ...base.shape, nHeadKv: 3 },
+  };
+  return makeModel(spec, dir, true);
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Vision projector (mmproj) for tiny-llama-spm: a llava-style CLIP encoder + MLP projector (clip.projector_type "mlp")
 

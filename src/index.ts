@@ -20,7 +20,7 @@ export {
 export * from './facade';
 
 // Settings.
-export { DaemonConfig, loadConfig, type ListenAddress } from './config/daemon-config';
+export { DaemonConfig, loadConfig, type ListenAddress, type RunnerMode } from './config/daemon-config';
 
 // Extension tokens, their interfaces and default implementations.
 export { ApiKeyAuthorizer, AUTHORIZER, type AuthorizationRequest, type RequestAuthorizer } from './security/authorizer';
@@ -39,8 +39,12 @@ export { ModelStoreRepository } from './models/model-store.repository';
 export type { Manifest, ManifestLayer } from './models/manifest';
 export { ModelName } from './models/model-name';
 export {
+  DefaultRunnerFactory,
   LlamaRunnerFactory,
+  ProcessRunner,
+  ProcessRunnerFactory,
   RUNNER_FACTORY,
+  type RunnerDeath,
   type Runner,
   type RunnerEvent,
   type RunnerFactory,

@@ -30,7 +30,7 @@ import { ResponsesController } from './api/openai/responses';
 import { DaemonConfig } from './config/daemon-config';
 import { LlamadService } from './facade/llamad.service';
 import { InferenceModule, GoTemplateRenderer, TEMPLATE_RENDERER } from './generation';
-import { LlamaRunnerFactory, ProcessRunnerFactory, RUNNER_FACTORY, RunnerFactory } from './runner';
+import { DefaultRunnerFactory, RUNNER_FACTORY, RunnerFactory } from './runner';
 import { MODEL_STORE } from './models/model-store';
 import { ModelsModule } from './models/models.module';
 import { loadBinding } from './native/load-binding';
@@ -276,14 +276,12 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
       { provide: NATIVE_BINDING, useValue: loadBinding },
       { provide: AUTHORIZER, useClass: ApiKeyAuthorizer },
       {
-        // The daemon's default runs each model in its own process (LLAMAD_RUNNER / config.runner); a host-supplied
-        // NATIVE_BINDING is an in-memory object that cannot be carried into a child, so it keeps models in-process.
+        // Each model in its own runner process unless config.runner is 'inprocess' (LLAMAD_RUNNER) or the
+        // NATIVE_BINDING is not the compiled addon (DefaultRunnerFactory).
         provide: RUNNER_FACTORY,
         inject: [DaemonConfig, NATIVE_BINDING],
         useFactory: (config: DaemonConfig, loader: NativeBindingLoader): RunnerFactory =>
-          config.runner !== 'inprocess' && loader === loadBinding
-            ? new ProcessRunnerFactory(loader)
-            : new LlamaRunnerFactory(loader),
+          new DefaultRunnerFactory(config.runner, loader),
       },
       { provide: MEMORY_PROBE, useClass: SystemMemoryProbe },
       { provide: TEMPLATE_RENDERER, useClass: GoTemplateRenderer },
