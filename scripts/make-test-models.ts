@@ -66,7 +66,7 @@ interface BertShape {
   ropeFreqBase?: number;
 }
 
-interface ModelSpec {
+export interface ModelSpec {
   file: string;
   name: string;
   group: 'tiny' | 'bench';
@@ -473,7 +473,8 @@ function report(verb: 'made' | 'reused', file: string, params: number, seconds?:
 }
 
 /** Writes one model (or reuses it); returns its path. */
-async function makeModel(spec: ModelSpec, dir: string, force: boolean): Promise<string> {
+/** Writes one model of `spec` into `dir` (reused when its stamp matches, unless `force`); returns the file's path. */
+export async function makeModel(spec: ModelSpec, dir: string, force: boolean): Promise<string> {
   const file = join(dir, spec.file);
   const vocabPath = join(VOCAB_DIR, spec.vocab);
   const specHash = sha256(JSON.stringify({ spec, vocab: sha256(readFileSync(vocabPath)), std: WEIGHT_STD }));
@@ -528,25 +529,6 @@ async function makeModel(spec: ModelSpec, dir: string, force: boolean): Promise<
   writeStamp(file, specHash, parameterCount);
   report('made', file, parameterCount, (performance.now() - started) / 1000);
   return file;
-}
-
-/**
- * Writes `tiny-llama-bad-heads.gguf` into `dir`: tiny-llama-spm with 4 attention heads but 3 KV heads (K/V tensors
- * shaped for 3). It loads, but llama.cpp's attention cannot broadcast 4 query heads over 3 KV heads: the first decode
- * hits `GGML_ASSERT(ggml_can_mul_mat(k, q)) failed` and aborts the process (the runner-isolation e2e test's hostile
- * model). Not made by default.
- * @returns the file's path.
- */
-export async function makeBadHeadsModel(dir: string): Promise<string> {
-  const base = MODEL_SPECS.find((m) => m.file === 'tiny-llama-spm.gguf');
-  if (!base || base.shape.arch !== 'llama') throw new Error('tiny-llama-spm spec missing');
-  const spec: ModelSpec = {
-    ...base,
-    file: 'tiny-llama-bad-heads.gguf',
-    name: 'tiny-llama-bad-heads',
-    shape: { ...base.shape, nHeadKv: 3 },
-  };
-  return makeModel(spec, dir, true);
 }
 
 // ---------------------------------------------------------------------------------------------------------------

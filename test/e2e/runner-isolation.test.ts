@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { makeBadHeadsModel } from '../../scripts/make-test-models';
+import { makeBadHeadsModel } from '../utils/bad-model';
 import { REPO_ROOT } from '../../src/native/load-binding';
 import { ensureTestModels, TINY_QWEN2 } from '../utils/models';
 import { postJson } from '../utils/ndjson';
