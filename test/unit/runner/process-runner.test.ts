@@ -109,7 +109,13 @@ describe('ProcessRunner (against a fake runner process)', () => {
   });
 
   it('an abort in the child fails the requests in flight with Ollama text and reports the death once', async () => {
-    const runner = await start('/m/abort-on-decode');
+    const logged: string[] = [];
+    const runner = await ProcessRunner.start(spec('/m/abort-on-decode'), {
+      childPath: CHILD,
+      label: 'bad',
+      binding: () => binding,
+      log: (line) => logged.push(line),
+    });
     const deaths: RunnerDeath[] = [];
     runner.onDeath((d) => deaths.push(d));
     await assert.rejects(lastValueFrom(runner.generate(request())), (err: unknown) => {
@@ -120,6 +126,10 @@ describe('ProcessRunner (against a fake runner process)', () => {
     await new Promise((r) => setImmediate(r));
     assert.deepEqual(deaths, [{ reason: 'GGML_ASSERT(ggml_can_mul_mat(k, q)) failed', cause: 'abort' }]);
     assert.ok(runner.diedEarly());
+    assert.ok(
+      logged.some((l) => l.endsWith('GGML_ASSERT(ggml_can_mul_mat(k, q)) failed')),
+      'stderr lines go to the log',
+    );
     assert.match(runner.broken() ?? '', /terminated/);
     await assert.rejects(runner.tokenize('x', { addSpecial: false, parseSpecial: false }), RunnerTerminatedError);
     assert.equal(runner.memory().totalBytes, 0);
