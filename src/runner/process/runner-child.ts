@@ -7,7 +7,8 @@
  * - Generation events are batched per tick: every event of the current turn of the event loop is sent in one
  *   message on setImmediate, with a usage/memory snapshot.
  * - The process exits at once when its parent goes away (IPC 'disconnect'; a ppid check every second as a fallback),
- *   so a daemon killed with SIGKILL leaves no runner behind.
+ *   so a daemon killed with SIGKILL leaves no runner behind. SIGINT, SIGTERM and SIGHUP are ignored: the daemon
+ *   decides when its runners end (after draining on its own SIGTERM).
  * Imports only runner/, native/ and common/ (never Nest modules of higher layers).
  */
 import type { Subscription } from 'rxjs';
@@ -200,6 +201,10 @@ export function serveRunner(binding: () => NativeBinding = loadBinding): void {
   }
   const parent = process.ppid;
   process.on('disconnect', dieNow);
+  // The daemon owns its runners' lifetime: a Ctrl-C in the terminal (SIGINT to the whole process group) or a service
+  // manager's SIGTERM to the whole cgroup must not end a runner while the daemon drains its streams; the runner ends
+  // on `close` or when the daemon goes away (disconnect).
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => undefined);
   setInterval(() => {
     if (process.ppid !== parent) dieNow();
   }, PARENT_CHECK_MS).unref();

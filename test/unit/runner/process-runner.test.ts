@@ -73,6 +73,10 @@ describe('ProcessRunner (against a fake runner process)', () => {
       assert.ok(vectors[0] instanceof Float32Array, 'embeddings cross as Float32Array');
       assert.equal(vectors[0].length, 8);
       assert.equal(runner.jsonSchemaToGrammar('{"type":"string"}').length > 0, true);
+      // A Ctrl-C reaches the whole process group: the runner ignores it (the daemon decides when it ends).
+      process.kill(runner.pid!, 'SIGINT');
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(await runner.tokenize('a', { addSpecial: false, parseSpecial: false }), [97]);
     } finally {
       await runner.close();
     }
