@@ -9,7 +9,8 @@
  *   [--quick]
  *   sections: single (decode, prompt eval, TTFT, overhead, cold start, RSS), multiturn, concurrency, embed; and,
  *   daemon only and not in the default set: event-loop (a stream's longest token gap while other requests work) and
- *   rpc (decode locally vs over two loopback rpc-server workers)
+ *   rpc (decode locally vs over two loopback rpc-server workers) and runner (the process runner vs the in-process
+ *   runner, bench/runner-modes.ts)
  * Backend: LLAMAD_BACKEND (cpu|cuda|...) as for the addon build; on a GPU build both servers offload every layer.
  * What is measured and why: docs/benchmarks.md.
  */
@@ -45,6 +46,7 @@ import {
 import { textOfTokens, words } from './prompts';
 import {
   readRss,
+  readTreeRss,
   startDaemon,
   startRpcWorker,
   startLlamaServer,
@@ -54,6 +56,7 @@ import {
   type RunningServer,
 } from './servers';
 import { fmt, gaps, median, percentile, ratio } from './stats';
+import { runnerModes } from './runner-modes';
 import { encodePng } from '../test/utils/png';
 
 const MiB = 1024 * 1024;
@@ -411,7 +414,7 @@ async function singleStream(s: Settings, peers: readonly Peer[], store: string):
       row({ section: 'single stream', metric, ours: m(timings.ours, f), theirs: perPeer(f), unit: '', ...extra });
     }
 
-    const rssOurs = readRss(daemon.child.pid ?? 0);
+    const rssOurs = readTreeRss(daemon.child.pid ?? 0); // the daemon and its runner processes
     const rssTheirs = servers.llamas.map((l) => readRss(l.child.pid ?? 0));
     const memory: [keyof typeof rssOurs, string, string][] = [
       ['total', 'resident memory after the runs (MiB)', '≤ +150 MiB'],
@@ -947,7 +950,7 @@ async function main(): Promise<void> {
   rmSync(DAEMON_LOG, { force: true });
   if (!existsSync(MAIN_JS)) throw new Error('dist/ is missing: run `npm install` first');
 
-  if (!['single', 'multiturn', 'concurrency', 'embed', 'rpc'].some((x) => s.sections.has(x))) {
+  if (!['single', 'multiturn', 'concurrency', 'embed', 'rpc', 'runner'].some((x) => s.sections.has(x))) {
     // Sections that run the daemon alone (event-loop): no llama-server, no bench models, no bandwidth figure.
     if (s.sections.has('event-loop')) {
       log('event loop: token gaps of a stream while other requests work');
@@ -966,7 +969,7 @@ async function main(): Promise<void> {
     return;
   }
   // rpc is daemon-only too: no llama-server is built when it (with event-loop) is all that was asked for.
-  const peers = [...s.sections].every((x) => x === 'rpc' || x === 'event-loop') ? [] : buildPeers(s);
+  const peers = [...s.sections].every((x) => ['rpc', 'event-loop', 'runner'].includes(x)) ? [] : buildPeers(s);
   for (const p of peers) rmSync(p.log, { force: true });
   log('making the benchmark models (once)');
   sh(process.execPath, [
@@ -1008,6 +1011,19 @@ async function main(): Promise<void> {
   if (s.sections.has('event-loop')) {
     log('event loop: token gaps of a stream while other requests work');
     await eventLoop(s);
+  }
+  if (s.sections.has('runner')) {
+    log('process runner vs in-process runner');
+    await runnerModes({
+      runs: s.runs,
+      startDaemon: (n, env) =>
+        startDaemon({ mainJs: MAIN_JS, modelsDir: store, numParallel: n, threads: s.threads, log: DAEMON_LOG, env }),
+      options: (seed, numCtx, predict) => ollamaOptions(s, seed, numCtx, predict),
+      prompt: (seed, tokens) => Promise.resolve(words(seed, Math.round(tokens * 0.75))),
+      row: (metric, value, unit, digits = 1) =>
+        row({ section: 'runner', metric, ours: value, theirs: peers.map(() => NaN), unit, digits, compare: 'none' }),
+      warm: () => warmPageCache(blobs.q4),
+    });
   }
 
   // Every weight is read once per decoded token: bytes per token ≈ the Q4_0 file size. On a GPU the weights live in

@@ -3,7 +3,7 @@
  * and llama.cpp's llama-server built from the same vendored tree (scripts/build-llama-server.mjs).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, readFileSync } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
 
@@ -65,6 +65,8 @@ export interface DaemonOptions {
   numParallel: number;
   threads: number;
   log: string;
+  /** Extra environment (e.g. LLAMAD_RUNNER). */
+  env?: Record<string, string>;
 }
 
 /**
@@ -80,6 +82,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningServer> {
     OLLAMA_NUM_PARALLEL: String(opts.numParallel),
     OLLAMA_KEEP_ALIVE: '30m',
     LLAMAD_THREADS: String(opts.threads),
+    ...opts.env,
   };
   const spawnedAt = performance.now();
   const child = spawnLogged('daemon', process.execPath, [opts.mainJs], env, opts.log);
@@ -204,4 +207,26 @@ export function readRss(pid: number): Rss {
     return m ? Number(m[1]) * 1024 : NaN;
   };
   return { total: kib('VmRSS'), anon: kib('RssAnon'), file: kib('RssFile') };
+}
+
+/**
+ * Resident memory of `pid` plus its direct children (the daemon and its runner processes), bytes. Children are found
+ * by their parent pid in /proc/<pid>/stat (Linux only).
+ */
+export function readTreeRss(pid: number): Rss {
+  const total = readRss(pid);
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const ppid = Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+      if (ppid !== pid) continue;
+      const child = readRss(Number(entry));
+      total.total += child.total;
+      total.anon += child.anon;
+      total.file += child.file;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
 }

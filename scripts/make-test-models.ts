@@ -65,7 +65,7 @@ interface BertShape {
   ropeFreqBase?: number;
 }
 
-interface ModelSpec {
+export interface ModelSpec {
   file: string;
   name: string;
   group: 'tiny' | 'bench';
@@ -472,7 +472,8 @@ function report(verb: 'made' | 'reused', file: string, params: number, seconds?:
 }
 
 /** Writes one model (or reuses it); returns its path. */
-async function makeModel(spec: ModelSpec, dir: string, force: boolean): Promise<string> {
+/** Writes one model of `spec` into `dir` (reused when its stamp matches, unless `force`); returns the file's path. */
+export async function makeModel(spec: ModelSpec, dir: string, force: boolean): Promise<string> {
   const file = join(dir, spec.file);
   const vocabPath = join(VOCAB_DIR, spec.vocab);
   const specHash = sha256(JSON.stringify({ spec, vocab: sha256(readFileSync(vocabPath)), std: WEIGHT_STD }));

@@ -21,7 +21,7 @@ export * from './api/ollama/llamad-stream';
 export * from './api/ollama/llamad.service';
 
 // Settings.
-export { DaemonConfig, loadConfig, type ListenAddress } from './config/daemon-config';
+export { DaemonConfig, loadConfig, type ListenAddress, type RunnerMode } from './config/daemon-config';
 
 // Extension tokens, their interfaces and default implementations.
 export { ApiKeyAuthorizer, AUTHORIZER, type AuthorizationRequest, type RequestAuthorizer } from './security/authorizer';
@@ -40,8 +40,12 @@ export { ModelStoreRepository } from './models/model-store.repository';
 export type { Manifest, ManifestLayer } from './models/manifest';
 export { ModelName } from './models/model-name';
 export {
+  DefaultRunnerFactory,
   LlamaRunnerFactory,
+  ProcessRunner,
+  ProcessRunnerFactory,
   RUNNER_FACTORY,
+  type RunnerDeath,
   type Runner,
   type RunnerEvent,
   type RunnerFactory,
@@ -57,6 +61,7 @@ export {
   type GoTemplateValues,
   type TemplateRenderer,
 } from './generation';
+export { MEMORY_PROBE, SystemMemoryProbe, type MemoryProbe } from './scheduler';
 export { REQUEST_HOOKS, type RequestHooksValue } from './observability';
 export type { GenerationEndInfo, GenerationInfo, GenerationKind, RequestHooks } from './observability';
 export { NATIVE_BINDING, type NativeBindingLoader } from './native/native.tokens';

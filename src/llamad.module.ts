@@ -30,14 +30,15 @@ import { ResponsesController } from './api/openai/responses';
 import { DaemonConfig } from './config/daemon-config';
 import { LlamadService } from './api/ollama/llamad.service';
 import { InferenceModule, GoTemplateRenderer, TEMPLATE_RENDERER } from './generation';
-import { LlamaRunnerFactory, RUNNER_FACTORY } from './runner';
+import { DefaultRunnerFactory, RUNNER_FACTORY, RunnerFactory } from './runner';
 import { MODEL_STORE } from './models/model-store';
 import { ModelsModule } from './models/models.module';
 import { loadBinding } from './native/load-binding';
-import { NATIVE_BINDING } from './native/native.tokens';
+import { NATIVE_BINDING, NativeBindingLoader } from './native/native.tokens';
 import { GenerationHooksModule, GenerationHooksRegistry, REQUEST_HOOKS, RequestHooksValue } from './observability';
 import { OPERATIONS_CONTROLLERS, OperationsModule } from './operations';
 import { RegistryModule } from './registry/registry.module';
+import { MEMORY_PROBE, SystemMemoryProbe } from './scheduler';
 import { ApiKeyAuthorizer, AUTHORIZER } from './security/authorizer';
 import { installRequestGate } from './security/request-gate';
 
@@ -78,7 +79,7 @@ export interface LlamadModuleExtras {
   requestGate?: boolean;
   /**
    * Providers that replace the defaults of the extension tokens: AUTHORIZER, MODEL_STORE, RUNNER_FACTORY,
-   * TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING (docs/library.md). They may inject DaemonConfig and whatever the
+   * MEMORY_PROBE, TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING (docs/library.md). They may inject DaemonConfig and whatever the
    * modules in `imports` export.
    */
   providers?: Provider[];
@@ -207,6 +208,7 @@ const CORE_TOKENS: unknown[] = [
   NATIVE_BINDING,
   AUTHORIZER,
   RUNNER_FACTORY,
+  MEMORY_PROBE,
   TEMPLATE_RENDERER,
   REQUEST_HOOKS,
 ];
@@ -271,7 +273,15 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
       // A loader: the addon is `require`d when the first model loads, never at import or bootstrap.
       { provide: NATIVE_BINDING, useValue: loadBinding },
       { provide: AUTHORIZER, useClass: ApiKeyAuthorizer },
-      { provide: RUNNER_FACTORY, useClass: LlamaRunnerFactory },
+      {
+        // Each model in its own runner process unless config.runner is 'inprocess' (LLAMAD_RUNNER) or the
+        // NATIVE_BINDING is not the compiled addon (DefaultRunnerFactory).
+        provide: RUNNER_FACTORY,
+        inject: [DaemonConfig, NATIVE_BINDING],
+        useFactory: (config: DaemonConfig, loader: NativeBindingLoader): RunnerFactory =>
+          new DefaultRunnerFactory(config.runner, loader),
+      },
+      { provide: MEMORY_PROBE, useClass: SystemMemoryProbe },
       { provide: TEMPLATE_RENDERER, useClass: GoTemplateRenderer },
       { provide: REQUEST_HOOKS, useValue: [] },
       { provide: LLAMAD_MOUNT, useValue: mount },

@@ -16,9 +16,18 @@ async function bootstrap(): Promise<void> {
   for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
   const config = loadConfig(process.env);
   const logger = new Logger('llamad');
-  // A bug in a callback outside a request (a timer, a native event) must not take the daemon down.
-  process.on('unhandledRejection', (reason) => logger.error(`unhandled rejection: ${String(reason)}`));
-  process.on('uncaughtException', (err) => logger.error(`uncaught exception: ${err.message}`, err.stack));
+  // Crash-only (Node's guidance): after an uncaught exception or an unhandled rejection the process state is unknown,
+  // so the daemon logs it and exits non-zero for its supervisor to restart it. Models run in runner processes
+  // (LLAMAD_RUNNER=process), which exit with it (they watch their IPC channel).
+  const die = (what: string, err: unknown) => {
+    const error = err instanceof Error ? err : new Error(String(err));
+    logger.error(`${what}: ${error.message}`, error.stack);
+    process.exitCode = 1;
+    // Let the log line reach its destination, then go.
+    setTimeout(() => process.exit(1), 100).unref();
+  };
+  process.on('unhandledRejection', (reason) => die('unhandled rejection', reason));
+  process.on('uncaughtException', (err) => die('uncaught exception', err));
 
   const app = await createApp({ config });
   // SIGTERM/SIGINT: stop accepting, let requests in flight finish (LLAMAD_SHUTDOWN_TIMEOUT), unload, exit 0. SIGHUP

@@ -18,6 +18,9 @@ export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', '
 /** One of {@link LOG_LEVELS}. */
 export type LogLevelName = (typeof LOG_LEVELS)[number];
 
+/** Values of LLAMAD_RUNNER (see DaemonConfig.runner). */
+export type RunnerMode = 'process' | 'inprocess';
+
 /** LLAMAD_SHUTDOWN_TIMEOUT when unset, ms. */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 
@@ -79,6 +82,14 @@ export class DaemonConfig {
    * are ended, ms (a Go duration such as `45s`, or bare seconds). Default 30 s (beyond Ollama).
    */
   shutdownTimeoutMs = DEFAULT_SHUTDOWN_TIMEOUT_MS;
+  /**
+   * LLAMAD_RUNNER: where a loaded model runs (beyond Ollama). `process` (default): each model in its own runner
+   * process (src/runner/process), so a model that aborts llama.cpp ends only its own requests; `inprocess`: in the
+   * daemon's process (the addon loaded in-process; a crash there takes the daemon down). Library hosts set it through
+   * LlamadModule's `config.runner`. A host that supplies its own NATIVE_BINDING always gets `inprocess` (an in-memory
+   * binding cannot be carried into a child process).
+   */
+  runner: RunnerMode = 'process';
   /** Whether logging is enabled at all (off in tests: every log line is dropped). Not an environment variable. */
   logging = true;
 }
@@ -198,6 +209,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
   config.maxQueue = envUint(env, 'OLLAMA_MAX_QUEUE', 512);
   config.origins = splitList(envVar(env, 'OLLAMA_ORIGINS'));
   config.apiKeys = splitList(envVar(env, 'LLAMAD_API_KEYS'));
+  const runner = envVar(env, 'LLAMAD_RUNNER').toLowerCase();
+  if (runner === 'inprocess' || runner === 'in-process') config.runner = 'inprocess';
   config.apiKeysFile = envPath(env, 'LLAMAD_API_KEYS_FILE') ?? '';
   config.debugLevel = parseDebugLevel(envVar(env, 'OLLAMA_DEBUG'));
   config.threads = envUint(env, 'LLAMAD_THREADS', 0);

@@ -1,3 +1,4 @@
 export * from './native.module';
 export * from './native.tokens';
 export * from './native-errors';
+export * from './load-binding';

@@ -62,3 +62,11 @@ export function loadBinding(): NativeBinding {
   }
   return cached;
 }
+
+/**
+ * Whether `binding` is the compiled addon that loadBinding() loaded in this process (not a stand-in such as a test
+ * FakeBinding): only the compiled addon can be loaded again in a runner process.
+ */
+export function isCompiledAddon(binding: unknown): boolean {
+  return cached !== undefined && binding === cached;
+}

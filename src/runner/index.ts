@@ -1,2 +1,3 @@
 export * from './runner';
 export * from './llama.runner';
+export * from './process';

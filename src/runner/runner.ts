@@ -182,13 +182,29 @@ export interface RunnerMemory {
   devices: { name: string; bytes: number; endpoint?: string }[];
 }
 
+/** How a runner died on its own (its process ended): the message reason and a low-cardinality cause. */
+export interface RunnerDeath {
+  /** Ollama's reason text: the runner's last meaningful stderr line, else `exit status N` / `signal: aborted`. */
+  reason: string;
+  /** For the crash metric: 'abort' (SIGABRT, GGML_ASSERT), 'signal', 'exit' (an exit status), 'oom'. */
+  cause: 'abort' | 'signal' | 'exit' | 'oom';
+}
+
 export interface Runner {
   readonly spec: RunnerSpec;
   /**
-   * Why the runner can no longer serve (an RPC worker's connection broke), else undefined. The scheduler unloads a
-   * broken runner as soon as it is idle instead of keeping it alive. Optional: fakes need not implement it.
+   * Why the runner can no longer serve (an RPC worker's connection broke, its process died), else undefined. The
+   * scheduler unloads a broken runner as soon as it is idle instead of keeping it alive. Optional: fakes need not
+   * implement it.
    */
   broken?(): string | undefined;
+  /**
+   * Registers `listener`, called once when the runner dies on its own (a runner process ended: abort, signal, OOM
+   * kill, exit) — not on close(). Every request in flight on it has then failed with RunnerTerminatedError; the
+   * scheduler drops the runner at once (its memory is released) so that the next request loads it afresh.
+   * Optional: in-process runners never report it.
+   */
+  onDeath?(listener: (death: RunnerDeath) => void): void;
   readonly info: RunnerModelInfo;
   /** Context of one slot, tokens (a prompt must be shorter than this). */
   readonly slotContext: number;
@@ -240,9 +256,18 @@ export interface Runner {
   memory?(): RunnerMemory;
 }
 
-/** Creates (loads) runners. Rejects with ModelLoadError / InsufficientMemoryError. */
+/** What the scheduler tells a factory about a load besides the spec (labels only; never part of the spec). */
+export interface RunnerCreateOptions {
+  /** The model's short name (`tiny:latest`) the load is for, for log labels. */
+  modelName?: string;
+}
+
+/**
+ * Creates (loads) runners. Rejects with ModelLoadError / InsufficientMemoryError, and RunnerTerminatedError when a
+ * runner process died while loading (or its model is in crash-loop back-off).
+ */
 export interface RunnerFactory {
-  create(spec: RunnerSpec): Promise<Runner>;
+  create(spec: RunnerSpec, options?: RunnerCreateOptions): Promise<Runner>;
 }
 
 /** DI token of the RunnerFactory (Ollama's `newServerFn`): LlamaRunnerFactory in production, fakes in tests. */

@@ -24,6 +24,12 @@ export interface MemoryProbe {
   total(): number;
 }
 
+/**
+ * DI token of the scheduler's MemoryProbe: SystemMemoryProbe by default (LlamadModule's core provides it, and
+ * SchedulerService falls back to one when nothing is bound); tests and library hosts may bind their own.
+ */
+export const MEMORY_PROBE = Symbol('MEMORY_PROBE');
+
 /** The model facts the estimate needs, from GGUF metadata. */
 interface KvFacts {
   fileSize: number;

@@ -1,10 +1,11 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
-import { Observable, Subscription } from 'rxjs';
-import { RequestCancelledError, ServerBusyError } from '../common/errors';
+import { Observable, Subject, Subscription } from 'rxjs';
+import { RequestCancelledError, RunnerTerminatedError, ServerBusyError } from '../common/errors';
 import { DaemonConfig } from '../config';
 import { ModelLifecycleService } from '../models';
-import { MemoryProbe, SystemMemoryProbe } from './memory.estimator';
-import { Runner, RUNNER_FACTORY, RunnerFactory, RunnerSpec } from '../runner';
+import { LoadQueue } from './load-queue';
+import { MEMORY_PROBE, MemoryProbe, SystemMemoryProbe } from './memory.estimator';
+import { Runner, RunnerDeath, RUNNER_FACTORY, RunnerFactory, RunnerSpec } from '../runner';
 
 import {
   AcquireRequest,
@@ -13,6 +14,7 @@ import {
   MEMORY_FIT_RATIO,
   MemoryFit,
   RunnerLease,
+  RunnerLifecycleEvent,
   sameSpec,
   SchedulerStats,
 } from './scheduler.types';
@@ -47,17 +49,6 @@ interface LoadedRunner {
   name: string;
 }
 
-/** A request waiting for a load (Ollama's pendingReqCh entry). */
-interface PendingLoad {
-  spec: RunnerSpec;
-  keepAliveMs?: number;
-  acceptLargerContext?: boolean;
-  resolve(entry: LoadedRunner): void;
-  reject(err: unknown): void;
-  /** Set when the requester went away; the load may still finish and the runner then idles. */
-  cancelled: boolean;
-}
-
 /**
  * Keeps loaded runners and decides when to load and unload them — Ollama's scheduler (`server/sched.go`,
  * reference/ollama-api.md §7):
@@ -84,25 +75,42 @@ interface PendingLoad {
 export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(SchedulerService.name);
   private readonly runners = new Map<string, LoadedRunner>();
-  /** Requests waiting for a load, in arrival order (the head may be loading). */
-  private readonly queue: PendingLoad[] = [];
-  /** The request whose load is in progress (not in `queue` any more). */
-  private active?: PendingLoad;
-  private processing = false;
+  /** Requests waiting for a load (load-queue.ts), loaded one at a time. */
+  private readonly queue: LoadQueue<LoadedRunner>;
   private shuttingDown = false;
   /** Ends each request running through {@link withRunner} now (see {@link abortAll}). */
   private readonly inFlight = new Set<(err: unknown) => void>();
-  private memory: MemoryProbe;
+  private readonly memory: MemoryProbe;
+  /** Weights whose last runner died: their next load counts as a restart. */
+  private readonly crashed = new Set<string>();
+  private readonly runnerEvents = new Subject<RunnerLifecycleEvent>();
+  /** Runner starts and deaths, for the metrics (llamad_runner_starts_total, …_crashes_total, …_restarts_total). */
+  readonly runnerEvents$: Observable<RunnerLifecycleEvent> = this.runnerEvents.asObservable();
   /** The subscription to model deletions (see onModuleInit). */
   private deletions?: Subscription;
 
   constructor(
     private readonly config: DaemonConfig,
     @Inject(RUNNER_FACTORY) private readonly factory: RunnerFactory,
-    @Optional() memory?: SystemMemoryProbe,
+    @Optional() @Inject(MEMORY_PROBE) memory?: MemoryProbe,
     @Optional() private readonly lifecycle?: ModelLifecycleService,
   ) {
     this.memory = memory ?? new SystemMemoryProbe();
+    this.queue = new LoadQueue<LoadedRunner>(
+      {
+        load: (r) => this.loadFor(r.spec, r.acceptLargerContext, r.modelName),
+        deliver: (entry, r) => {
+          this.hold(entry, r.keepAliveMs);
+          entry.refCount++;
+        },
+        // Nobody waits any more: the runner stays loaded and idles under its keep-alive.
+        abandon: (entry, r) => {
+          this.hold(entry, r.keepAliveMs);
+          this.afterIdle(entry);
+        },
+      },
+      () => this.config.maxQueue,
+    );
   }
 
   /**
@@ -115,11 +123,6 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       this.logger.log(`unloading deleted model ${deleted.name}`);
       this.expire(deleted.modelPath);
     });
-  }
-
-  /** Replaces the memory probe (tests). */
-  useMemoryProbe(probe: MemoryProbe): void {
-    this.memory = probe;
   }
 
   /**
@@ -137,7 +140,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       entry.refCount++;
       this.hold(entry, request.keepAliveMs);
     } else {
-      entry = await this.enqueue(request, signal);
+      entry = await this.queue.enqueue(request, signal);
     }
     if (request.modelName) entry.name = request.modelName;
     return this.lease(entry, started);
@@ -156,68 +159,8 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     };
   }
 
-  /** Queues a request that needs a load; resolves with the runner already held (refCount counted). */
-  private enqueue(request: AcquireRequest, signal?: AbortSignal): Promise<LoadedRunner> {
-    const pendingCount = this.queue.length + (this.active ? 1 : 0);
-    if (pendingCount >= this.config.maxQueue) return Promise.reject(new ServerBusyError());
-    return new Promise<LoadedRunner>((resolve, reject) => {
-      const onAbort = () => {
-        pending.cancelled = true;
-        const at = this.queue.indexOf(pending);
-        if (at >= 0) this.queue.splice(at, 1);
-        reject(new RequestCancelledError());
-      };
-      const pending: PendingLoad = {
-        spec: request.spec,
-        keepAliveMs: request.keepAliveMs,
-        acceptLargerContext: request.acceptLargerContext,
-        cancelled: false,
-        resolve: (e) => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve(e);
-        },
-        reject: (err) => {
-          signal?.removeEventListener('abort', onAbort);
-          reject(err);
-        },
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.queue.push(pending);
-      void this.processQueue();
-    });
-  }
-
-  /** The pending loop (§7.3): one request at a time. */
-  private async processQueue(): Promise<void> {
-    if (this.processing) return;
-    this.processing = true;
-    try {
-      for (let next = this.queue.shift(); next; next = this.queue.shift()) {
-        if (next.cancelled) continue;
-        this.active = next;
-        try {
-          const entry = await this.loadFor(next.spec, next.acceptLargerContext);
-          this.hold(entry, next.keepAliveMs);
-          if (next.cancelled) {
-            // Nobody waits any more: the runner stays loaded and idles under its keep-alive.
-            this.afterIdle(entry);
-          } else {
-            entry.refCount++;
-            next.resolve(entry);
-          }
-        } catch (err) {
-          next.reject(err);
-        } finally {
-          this.active = undefined;
-        }
-      }
-    } finally {
-      this.processing = false;
-    }
-  }
-
   /** Finds or loads a runner for `spec` (without taking a reference): reload, capacity and memory checks first. */
-  private async loadFor(spec: RunnerSpec, acceptLargerContext = false): Promise<LoadedRunner> {
+  private async loadFor(spec: RunnerSpec, acceptLargerContext = false, modelName?: string): Promise<LoadedRunner> {
     const key = spec.modelPath;
     const existing = this.runners.get(key);
     if (existing && !existing.expired && sameSpec(existing.runner.spec, spec, acceptLargerContext)) return existing;
@@ -245,7 +188,18 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       this.expireEntry(victim);
       await victim.gone;
     }
-    const runner = await this.factory.create(spec);
+    const name = modelName ?? key;
+    let runner: Runner;
+    try {
+      runner = await this.factory.create(spec, { modelName: name });
+    } catch (err) {
+      if (err instanceof RunnerTerminatedError && err.death) {
+        this.crashed.add(key);
+        this.runnerEvents.next({ kind: 'crash', model: name, cause: err.death });
+      }
+      throw err;
+    }
+    this.runnerEvents.next({ kind: 'start', model: name, restart: this.crashed.delete(key) });
     if (this.shuttingDown) {
       await runner.close();
       throw new ServerBusyError('server is shutting down');
@@ -262,9 +216,10 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       gone,
       markGone,
       unloading: false,
-      name: key,
+      name,
     };
     this.runners.set(key, entry);
+    runner.onDeath?.((death) => this.onDeath(entry, death));
     return entry;
   }
 
@@ -412,14 +367,14 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
 
   /** Requests waiting for a load, including the one loading now. */
   pendingCount(): number {
-    return this.queue.length + (this.active ? 1 : 0);
+    return this.queue.pendingCount();
   }
 
   /** Closes every runner and fails waiting requests (SIGINT/SIGTERM or app.close()). */
   async onApplicationShutdown(): Promise<void> {
     this.deletions?.unsubscribe();
     this.shuttingDown = true;
-    for (const pending of this.queue.splice(0)) pending.reject(new ServerBusyError('server is shutting down'));
+    this.queue.rejectAll(new ServerBusyError('server is shutting down'));
     const entries = [...this.runners.values()];
     for (const entry of entries) this.unload(entry);
     await Promise.allSettled(entries.map((e) => e.gone));
@@ -499,6 +454,17 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       Math.max(0, Math.min(remaining, MAX_TIMER_MS)),
     );
     entry.timer.unref?.();
+  }
+
+  /**
+   * A runner died on its own (its process ended): its requests have already failed with RunnerTerminatedError; it is
+   * dropped now, busy or not (its memory is free), and the next request for the model loads it afresh.
+   */
+  private onDeath(entry: LoadedRunner, death: RunnerDeath): void {
+    this.logger.warn(`unloading ${entry.key}: llama runner process has terminated: ${death.reason}`);
+    this.crashed.add(entry.key);
+    this.runnerEvents.next({ kind: 'crash', model: entry.name, cause: death.cause });
+    this.unload(entry);
   }
 
   private unload(entry: LoadedRunner): void {

@@ -112,3 +112,11 @@ export function sameSpec(a: RunnerSpec, b: RunnerSpec, acceptLargerContext = fal
     (a.rpcServers ?? []).join(',') === (b.rpcServers ?? []).join(',')
   );
 }
+
+/**
+ * A runner started (a load succeeded; `restart` when the model's previous runner had died) or died on its own
+ * (`cause` as RunnerDeath's). `model` is the name it was loaded for.
+ */
+export type RunnerLifecycleEvent =
+  | { kind: 'start'; model: string; restart: boolean }
+  | { kind: 'crash'; model: string; cause: 'abort' | 'signal' | 'exit' | 'oom' };

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { REPO_ROOT } from '../../src/config';
+import { REPO_ROOT, type RunnerMode } from '../../src/config';
 import { findAddonPath } from '../../src/native/load-binding';
 import { ensureTestModels, TINY_LLAMA_SPM } from '../utils/models';
 
@@ -63,11 +63,17 @@ function prepare(): Setup | string {
 }
 
 /** Starts the built host app; resolves with its base URL once it listens. */
-function start(hostDir: string, modelsDir: string, addon: string): Promise<{ child: ChildProcess; base: string }> {
+function start(
+  hostDir: string,
+  modelsDir: string,
+  addon: string,
+  runner: RunnerMode,
+): Promise<{ child: ChildProcess; base: string }> {
   const child = spawn(process.execPath, ['dist/main.js'], {
     cwd: hostDir,
     env: {
       ...process.env,
+      LLAMAD_RUNNER: runner,
       PORT: '0',
       HOST: '127.0.0.1',
       LLAMAD_ADDON: addon,
@@ -114,116 +120,154 @@ interface Stats {
 const addon = findAddonPath();
 const skipReason = addon ? undefined : 'the native addon is not built (npm run build:native)';
 
-describe('examples/host-app: the packed package in a NestJS host', { skip: skipReason, timeout: 240_000 }, () => {
-  let setup: Setup | string;
-  let host: { child: ChildProcess; base: string } | undefined;
+/** Runner processes (the package's runner-child.js) whose parent is `ppid`, from /proc. */
+function runnersOf(ppid: number): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        return parent === ppid && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('runner-child.js');
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
 
-  before(async () => {
-    ensureTestModels();
-    setup = prepare();
-    if (typeof setup === 'string') return;
-    const tsc = join(setup.hostDir, 'node_modules', 'typescript', 'bin', 'tsc');
-    const build = run(process.execPath, [tsc, '-p', 'tsconfig.json'], setup.hostDir);
-    assert.ok(build.ok, `the host app does not compile against the package's declarations:\n${build.output}`);
-    host = await start(setup.hostDir, join(setup.dir, 'models'), addon!);
-  });
+/** The package packed, installed into the host copy and built once for both runner modes (or why not). */
+let prepared: Setup | string | undefined;
+function prepareOnce(): Setup | string {
+  if (prepared !== undefined) return prepared;
+  ensureTestModels();
+  prepared = prepare();
+  if (typeof prepared === 'string') return prepared;
+  const tsc = join(prepared.hostDir, 'node_modules', 'typescript', 'bin', 'tsc');
+  const build = run(process.execPath, [tsc, '-p', 'tsconfig.json'], prepared.hostDir);
+  assert.ok(build.ok, `the host app does not compile against the package's declarations:\n${build.output}`);
+  return prepared;
+}
 
-  after(async () => {
-    const child = host?.child;
-    if (child && child.exitCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      await exited;
-      clearTimeout(timer);
-    }
-    if (typeof setup === 'object') rmSync(setup.dir, { recursive: true, force: true });
-  });
-
-  it('answers /llm/api/chat on a model created through /llm/api/create', async (t) => {
-    if (typeof setup === 'string') return t.skip(setup);
-    const base = host!.base;
-    const created = await post(
-      `${base}/llm/api/create`,
-      { model: 'tiny', from: TINY_LLAMA_SPM, stream: false },
-      TENANT,
-    );
-    assert.equal(created.status, 200, await created.clone().text());
-    assert.deepEqual(await created.json(), { status: 'success', done: true });
-
-    const res = await post(
-      `${base}/llm/api/chat`,
-      { model: 'tiny', messages: [{ role: 'user', content: 'Hello' }], stream: false, options: { num_predict: 4 } },
-      TENANT,
-    );
-    assert.equal(res.status, 200);
-    const body = (await res.json()) as { message: { role: string }; done: boolean; eval_count: number };
-    assert.equal(body.message.role, 'assistant');
-    assert.equal(body.done, true);
-    assert.equal(body.eval_count, 4);
-  });
-
-  it('refuses requests its custom authorizer rejects, in the dialect of the route', async (t) => {
-    if (typeof setup === 'string') return t.skip(setup);
-    const base = host!.base;
-    const native = await fetch(`${base}/llm/api/tags`);
-    assert.equal(native.status, 401);
-    assert.deepEqual(await native.json(), { error: 'unauthorized: unknown tenant' });
-    const openai = await post(`${base}/llm/v1/chat/completions`, { model: 'tiny', messages: [] });
-    assert.equal(openai.status, 401);
-    const openaiBody = (await openai.json()) as { error: { message: string; code: string } };
-    assert.equal(openaiBody.error.message, 'unauthorized: unknown tenant');
-    const anthropic = await post(`${base}/llm/v1/messages`, { model: 'tiny', max_tokens: 1, messages: [] });
-    assert.equal(anthropic.status, 401);
-    const anthropicBody = (await anthropic.json()) as { type: string; error: { type: string } };
-    assert.equal(anthropicBody.type, 'error');
-    assert.equal(anthropicBody.error.type, 'authentication_error');
-    const wrongTenant = await fetch(`${base}/llm/api/tags`, { headers: { 'x-tenant': 'other' } });
-    assert.equal(wrongTenant.status, 401);
-    assert.equal((await fetch(`${base}/llm/api/tags`, { headers: TENANT })).status, 200);
-  });
-
-  it('records token counts through its REQUEST_HOOKS hook (GET /stats)', async (t) => {
-    if (typeof setup === 'string') return t.skip(setup);
-    const stats = (await (await fetch(`${host!.base}/stats`)).json()) as Stats;
-    assert.ok(stats.generations >= 1);
-    const tiny = stats.byModel['tiny:latest'];
-    assert.ok(tiny, JSON.stringify(stats));
-    assert.ok(tiny.promptTokens > 0);
-    assert.ok(tiny.completionTokens >= 4);
-    const chat = stats.last.find((g) => g.kind === 'chat' && g.doneReason === 'length');
-    assert.ok(chat, JSON.stringify(stats.last));
-    assert.equal(chat.completionTokens, 4);
-  });
-
-  it('streams a chat in its own service with for await and stops it early, freeing the slot', async (t) => {
-    if (typeof setup === 'string') return t.skip(setup);
-    const base = host!.base;
-    const res = await fetch(`${base}/demo-stream?model=tiny&max=3`);
-    assert.equal(res.status, 200);
-    const demo = (await res.json()) as { count: number; chunks: { done: boolean; message: { content: string } }[] };
-    assert.equal(demo.count, 3);
-    assert.equal(demo.chunks.length, 3);
-    assert.ok(demo.chunks.every((c) => c.done === false));
-
-    const stats = (await (await fetch(`${base}/stats`)).json()) as Stats;
-    const cancelled = stats.last.at(-1)!;
-    assert.equal(cancelled.kind, 'chat');
-    assert.equal(cancelled.error, 'cancelled', 'leaving the loop cancelled the generation');
-    assert.ok(cancelled.completionTokens >= 3 && cancelled.completionTokens < 256, JSON.stringify(cancelled));
-
-    // One slot (OLLAMA_NUM_PARALLEL=1): the next request is served, and no slot is left busy.
-    const next = await post(
-      `${base}/llm/api/generate`,
-      { model: 'tiny', prompt: 'Hi', stream: false, options: { num_predict: 2 } },
-      TENANT,
-    );
-    assert.equal(next.status, 200);
-    assert.equal(((await next.json()) as { eval_count: number }).eval_count, 2);
-    const metrics = await fetch(`${base}/llm/metrics`, { headers: TENANT });
-    if (metrics.ok) {
-      const busy = (await metrics.text()).split('\n').filter((l) => l.startsWith('llamad_slots_busy{'));
-      for (const line of busy) assert.match(line, / 0$/, line);
-    }
-  });
+after(() => {
+  if (typeof prepared === 'object') rmSync(prepared.dir, { recursive: true, force: true });
 });
+
+// The library host runs in both runner modes: models in runner processes (the default: the child entry ships in the
+// package's dist) and in-process (LLAMAD_RUNNER=inprocess, read by the host through loadConfig).
+for (const runner of ['process', 'inprocess'] as const) {
+  describe(
+    `examples/host-app: the packed package in a NestJS host (${runner} runner)`,
+    { skip: skipReason, timeout: 240_000 },
+    () => {
+      let setup: Setup | string;
+      let host: { child: ChildProcess; base: string } | undefined;
+
+      before(async () => {
+        setup = prepareOnce();
+        if (typeof setup === 'string') return;
+        host = await start(setup.hostDir, join(setup.dir, `models-${runner}`), addon!, runner);
+      });
+
+      after(async () => {
+        const child = host?.child;
+        if (child && child.exitCode === null) {
+          const exited = new Promise((resolve) => child.once('exit', resolve));
+          child.kill('SIGTERM');
+          const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+          await exited;
+          clearTimeout(timer);
+        }
+      });
+
+      it('answers /llm/api/chat on a model created through /llm/api/create', async (t) => {
+        if (typeof setup === 'string') return t.skip(setup);
+        const base = host!.base;
+        const created = await post(
+          `${base}/llm/api/create`,
+          { model: 'tiny', from: TINY_LLAMA_SPM, stream: false },
+          TENANT,
+        );
+        assert.equal(created.status, 200, await created.clone().text());
+        assert.deepEqual(await created.json(), { status: 'success', done: true });
+
+        const res = await post(
+          `${base}/llm/api/chat`,
+          { model: 'tiny', messages: [{ role: 'user', content: 'Hello' }], stream: false, options: { num_predict: 4 } },
+          TENANT,
+        );
+        assert.equal(res.status, 200);
+        const body = (await res.json()) as { message: { role: string }; done: boolean; eval_count: number };
+        assert.equal(body.message.role, 'assistant');
+        assert.equal(body.done, true);
+        assert.equal(body.eval_count, 4);
+        const runners = runnersOf(host!.child.pid!);
+        assert.equal(runners.length, runner === 'process' ? 1 : 0, `runner processes: ${runners.join(', ')}`);
+      });
+
+      it('refuses requests its custom authorizer rejects, in the dialect of the route', async (t) => {
+        if (typeof setup === 'string') return t.skip(setup);
+        const base = host!.base;
+        const native = await fetch(`${base}/llm/api/tags`);
+        assert.equal(native.status, 401);
+        assert.deepEqual(await native.json(), { error: 'unauthorized: unknown tenant' });
+        const openai = await post(`${base}/llm/v1/chat/completions`, { model: 'tiny', messages: [] });
+        assert.equal(openai.status, 401);
+        const openaiBody = (await openai.json()) as { error: { message: string; code: string } };
+        assert.equal(openaiBody.error.message, 'unauthorized: unknown tenant');
+        const anthropic = await post(`${base}/llm/v1/messages`, { model: 'tiny', max_tokens: 1, messages: [] });
+        assert.equal(anthropic.status, 401);
+        const anthropicBody = (await anthropic.json()) as { type: string; error: { type: string } };
+        assert.equal(anthropicBody.type, 'error');
+        assert.equal(anthropicBody.error.type, 'authentication_error');
+        const wrongTenant = await fetch(`${base}/llm/api/tags`, { headers: { 'x-tenant': 'other' } });
+        assert.equal(wrongTenant.status, 401);
+        assert.equal((await fetch(`${base}/llm/api/tags`, { headers: TENANT })).status, 200);
+      });
+
+      it('records token counts through its REQUEST_HOOKS hook (GET /stats)', async (t) => {
+        if (typeof setup === 'string') return t.skip(setup);
+        const stats = (await (await fetch(`${host!.base}/stats`)).json()) as Stats;
+        assert.ok(stats.generations >= 1);
+        const tiny = stats.byModel['tiny:latest'];
+        assert.ok(tiny, JSON.stringify(stats));
+        assert.ok(tiny.promptTokens > 0);
+        assert.ok(tiny.completionTokens >= 4);
+        const chat = stats.last.find((g) => g.kind === 'chat' && g.doneReason === 'length');
+        assert.ok(chat, JSON.stringify(stats.last));
+        assert.equal(chat.completionTokens, 4);
+      });
+
+      it('streams a chat in its own service with for await and stops it early, freeing the slot', async (t) => {
+        if (typeof setup === 'string') return t.skip(setup);
+        const base = host!.base;
+        const res = await fetch(`${base}/demo-stream?model=tiny&max=3`);
+        assert.equal(res.status, 200);
+        const demo = (await res.json()) as { count: number; chunks: { done: boolean; message: { content: string } }[] };
+        assert.equal(demo.count, 3);
+        assert.equal(demo.chunks.length, 3);
+        assert.ok(demo.chunks.every((c) => c.done === false));
+
+        const stats = (await (await fetch(`${base}/stats`)).json()) as Stats;
+        const cancelled = stats.last.at(-1)!;
+        assert.equal(cancelled.kind, 'chat');
+        assert.equal(cancelled.error, 'cancelled', 'leaving the loop cancelled the generation');
+        assert.ok(cancelled.completionTokens >= 3 && cancelled.completionTokens < 256, JSON.stringify(cancelled));
+
+        // One slot (OLLAMA_NUM_PARALLEL=1): the next request is served, and no slot is left busy.
+        const next = await post(
+          `${base}/llm/api/generate`,
+          { model: 'tiny', prompt: 'Hi', stream: false, options: { num_predict: 2 } },
+          TENANT,
+        );
+        assert.equal(next.status, 200);
+        assert.equal(((await next.json()) as { eval_count: number }).eval_count, 2);
+        const metrics = await fetch(`${base}/llm/metrics`, { headers: TENANT });
+        if (metrics.ok) {
+          const busy = (await metrics.text()).split('\n').filter((l) => l.startsWith('llamad_slots_busy{'));
+          for (const line of busy) assert.match(line, / 0$/, line);
+        }
+      });
+    },
+  );
+}

@@ -12,6 +12,7 @@ import { PromptService } from '../../src/generation/prompt/prompt.service';
 import { LlamaRunnerFactory } from '../../src/runner/llama.runner';
 import { RunnerFactory } from '../../src/runner/runner';
 import { SchedulerService } from '../../src/scheduler/scheduler.service';
+import type { MemoryProbe } from '../../src/scheduler/memory.estimator';
 import { ModelStoreRepository } from '../../src/models/model-store.repository';
 import { ModelLifecycleService } from '../../src/models/model-lifecycle.service';
 import { CreateProgress, ModelsService } from '../../src/models/models.service';
@@ -46,6 +47,8 @@ export async function createInferenceTestbed(
     config?: Partial<DaemonConfig>;
     binding?: FakeBinding;
     runnerFactory?: RunnerFactory;
+    /** The scheduler's memory probe (default SystemMemoryProbe). */
+    memory?: MemoryProbe;
     /** The request hooks registry the completion and embed services report to. */
     hooks?: GenerationHooksRegistry;
   } = {},
@@ -57,7 +60,7 @@ export async function createInferenceTestbed(
   const { models, lifecycle } = newModelCatalog(store);
   const binding = options.binding ?? new FakeBinding();
   const factory = options.runnerFactory ?? new LlamaRunnerFactory(() => binding);
-  const scheduler = new SchedulerService(config, factory, undefined, lifecycle);
+  const scheduler = new SchedulerService(config, factory, options.memory, lifecycle);
   scheduler.onModuleInit();
   const prompts = new PromptService();
   const completion = new CompletionService(config, scheduler, prompts, options.hooks);

@@ -136,6 +136,27 @@ export class RequestCancelledError extends DaemonError {
   }
 }
 
+/**
+ * The runner process of a model died (abort, signal, OOM kill, exit) while requests were in flight or while loading
+ * (docs/architecture.md "Runner processes"). Ollama: 500 with `llama runner process has terminated: <reason>`, where
+ * the reason is the runner's last meaningful stderr line (e.g. `GGML_ASSERT(ggml_can_mul_mat(k, q)) failed`), else
+ * Go's exit text (`exit status 1`, `signal: aborted`). 500 in every dialect.
+ */
+export class RunnerTerminatedError extends DaemonError {
+  readonly code = ErrorCode.RUNNER_TERMINATED;
+  /**
+   * @param reason the text after `llama runner process has terminated: `.
+   * @param death how the process ended ('abort', 'signal', 'exit', 'oom'), when this error reports a death itself
+   *   (absent when it repeats an earlier one, e.g. during crash-loop back-off).
+   */
+  constructor(
+    readonly reason: string,
+    readonly death?: 'abort' | 'signal' | 'exit' | 'oom',
+  ) {
+    super(`llama runner process has terminated: ${reason}`);
+  }
+}
+
 /** Anything unexpected (unknown native or JS errors). Ollama: 500. The message must not contain a stack trace. */
 export class InternalError extends DaemonError {
   readonly code = ErrorCode.INTERNAL;

@@ -14,5 +14,7 @@ export enum ErrorCode {
   REGISTRY_ERROR = 'REGISTRY_ERROR',
   DIGEST_MISMATCH = 'DIGEST_MISMATCH',
   CANCELLED = 'CANCELLED',
+  /** A model's runner process died while serving (Ollama: 500 `llama runner process has terminated: …`). */
+  RUNNER_TERMINATED = 'RUNNER_TERMINATED',
   INTERNAL = 'INTERNAL',
 }

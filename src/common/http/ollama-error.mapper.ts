@@ -27,6 +27,7 @@ export function ollamaStatus(code: ErrorCode): number {
       return 499;
     case ErrorCode.MODEL_LOAD_FAILED:
     case ErrorCode.INSUFFICIENT_MEMORY:
+    case ErrorCode.RUNNER_TERMINATED:
     case ErrorCode.INTERNAL:
       return 500;
     case ErrorCode.REGISTRY_ERROR:

@@ -87,6 +87,7 @@ export class MetricsService implements HttpRequestSink, OnModuleDestroy {
       registers,
     );
     this.gauges(registers);
+    this.runnerCounters(registers);
 
     this.unregister.push(
       hooks.register({
@@ -132,6 +133,40 @@ export class MetricsService implements HttpRequestSink, OnModuleDestroy {
     if (info.promptTokens === 0) this.promptTokens.inc(labels, 0);
     if (info.cachedTokens === 0) this.cachedTokens.inc(labels, 0);
     if (info.completionTokens === 0) this.generatedTokens.inc(labels, 0);
+  }
+
+  /**
+   * Runner lifecycle counters, fed by the scheduler's runnerEvents$: starts and restarts (a start after the model's
+   * previous runner died) per model, crashes per model and cause ('abort' | 'signal' | 'exit' | 'oom').
+   */
+  private runnerCounters(registers: Registry[]): void {
+    const starts = new Counter({
+      name: 'llamad_runner_starts_total',
+      help: 'Runners started (models loaded), by model.',
+      labelNames: ['model'] as const,
+      registers,
+    });
+    const restarts = new Counter({
+      name: 'llamad_runner_restarts_total',
+      help: 'Runners started again after the previous runner of the model died, by model.',
+      labelNames: ['model'] as const,
+      registers,
+    });
+    const crashes = new Counter({
+      name: 'llamad_runner_crashes_total',
+      help: 'Runner processes that died on their own, by model and cause (abort, signal, exit, oom).',
+      labelNames: ['model', 'cause'] as const,
+      registers,
+    });
+    const subscription = this.scheduler.runnerEvents$?.subscribe((event) => {
+      if (event.kind === 'crash') {
+        crashes.inc({ model: event.model, cause: event.cause });
+        return;
+      }
+      starts.inc({ model: event.model });
+      if (event.restart) restarts.inc({ model: event.model });
+    });
+    this.unregister.push(() => subscription?.unsubscribe());
   }
 
   /** The scheduler's stats, read once per scrape (dropped after the current tick). */

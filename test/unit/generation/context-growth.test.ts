@@ -22,8 +22,8 @@ const loadedCtx = (bed: InferenceTestbed) => bed.scheduler.loaded().map((r) => r
 describe('growing the context for a long prompt (growContext)', () => {
   let bed: InferenceTestbed;
 
-  async function setUp(config: Partial<DaemonConfig> = {}): Promise<void> {
-    bed = await createInferenceTestbed({ config });
+  async function setUp(config: Partial<DaemonConfig> = {}, memory?: MemoryProbe): Promise<void> {
+    bed = await createInferenceTestbed({ config, memory });
     await bed.createModel('long', '', { chatTemplate: '{{ chatml }}', contextLength: 32768 });
   }
 
@@ -70,13 +70,12 @@ describe('growing the context for a long prompt (growContext)', () => {
   });
 
   it('answers 400 naming both sizes when memory does not allow the larger context', async () => {
-    await setUp();
     const tight: MemoryProbe = {
       estimate: (spec) => Promise.resolve(spec.numCtx * 1_000_000),
       free: () => 5e9,
       total: () => 8e9,
     };
-    bed.scheduler.useMemoryProbe(tight);
+    await setUp({}, tight);
     await assert.rejects(run(command('m'.repeat(9000), { growContext: true })), (err: unknown) => {
       assert.ok(err instanceof ContextLengthExceededError);
       assert.match(err.message, /the prompt is 90\d\d tokens, more than the loaded context of 4096 tokens/);

@@ -22,8 +22,7 @@ describe('SchedulerService', () => {
     factory = new ControlledFactory();
     memory = new FakeMemory();
     config = Object.assign(new DaemonConfig(), { keepAliveMs: 5 * MIN, logging: false });
-    scheduler = new SchedulerService(config, factory);
-    scheduler.useMemoryProbe(memory);
+    scheduler = new SchedulerService(config, factory, memory);
   });
 
   afterEach(async () => {
@@ -499,8 +498,7 @@ describe('SchedulerService.withLoaded (tokenize on a loaded runner)', () => {
     Logger.overrideLogger(false);
     const factory = new ControlledFactory();
     const config = Object.assign(new DaemonConfig(), { keepAliveMs: 5 * MIN, logging: false });
-    const scheduler = new SchedulerService(config, factory);
-    scheduler.useMemoryProbe(new FakeMemory());
+    const scheduler = new SchedulerService(config, factory, new FakeMemory());
     try {
       assert.equal(await scheduler.withLoaded('/m/a', () => Promise.resolve(1)), undefined);
       assert.equal(factory.created.length, 0, 'nothing loaded for it');

@@ -1,0 +1,115 @@
+import {
+  ContextLengthExceededError,
+  DaemonError,
+  InsufficientMemoryError,
+  InternalError,
+  InvalidRequestError,
+  ModelLoadError,
+  RequestCancelledError,
+  RunnerTerminatedError,
+  ServerBusyError,
+} from '../../common/errors';
+import type {
+  RunnerChatMessage,
+  RunnerEvent,
+  RunnerMemory,
+  RunnerModelInfo,
+  RunnerRequest,
+  RunnerSpec,
+  RunnerUsage,
+} from '../runner';
+
+/*
+ * The IPC protocol between the daemon (ProcessRunner, process.runner.ts) and a runner process (runner-child.ts):
+ * messages over the fork() channel with `serialization: 'advanced'` (structured clone: typed arrays such as the
+ * embeddings' Float32Arrays travel as binary). Every request carries an id; the child answers each once.
+ */
+
+/** An error as it crosses the process boundary: the domain error's class name and fields. */
+export interface WireError {
+  name: string;
+  message: string;
+  /** InvalidRequestError's `param`. */
+  param?: string;
+  promptTokens?: number;
+  contextSize?: number;
+}
+
+/** The request/response calls of the Runner interface that the child serves. */
+export type RunnerCall =
+  | { method: 'tokenize'; args: [text: string, options: { addSpecial: boolean; parseSpecial: boolean }] }
+  | { method: 'detokenize'; args: [tokens: number[]] }
+  | { method: 'applyChatTemplate'; args: [messages: RunnerChatMessage[], options: { addGenerationPrompt: boolean }] }
+  | { method: 'embed'; args: [inputs: number[][]] };
+
+/** The runner's state the parent keeps for its synchronous members, pushed by the child. */
+export interface RunnerSnapshot {
+  usage: RunnerUsage;
+  memory: RunnerMemory;
+  /** Runner.broken() of the LlamaRunner (an RPC worker's connection broke). */
+  broken?: string;
+}
+
+/** Parent → child. */
+export type ParentMessage =
+  | { t: 'load'; spec: RunnerSpec }
+  | { t: 'generate'; id: number; request: RunnerRequest }
+  | ({ t: 'call'; id: number } & RunnerCall)
+  /** Cancels a generation or an embed job by its id (unsubscribe, AbortSignal). */
+  | { t: 'cancel'; id: number }
+  /** Closes the runner and exits. */
+  | { t: 'close' };
+
+/** Child → parent. */
+export type ChildMessage =
+  | {
+      t: 'loaded';
+      info: RunnerModelInfo;
+      slotContext: number;
+      capabilities: { tools: boolean; thinking: boolean };
+      snapshot: RunnerSnapshot;
+    }
+  | { t: 'loadFailed'; error: WireError }
+  /** The generation events of one tick, in order (`error` ends that generation). */
+  | { t: 'events'; batch: GenerationRecord[]; snapshot: RunnerSnapshot }
+  | { t: 'result'; id: number; value?: unknown; error?: WireError; snapshot: RunnerSnapshot };
+
+/** One entry of an event batch: an event of generation `id`, or its end with an error. */
+export type GenerationRecord = { id: number; event: RunnerEvent } | { id: number; error: WireError };
+
+/** A domain error (or anything thrown) as it crosses the boundary. */
+export function toWireError(err: unknown): WireError {
+  if (!(err instanceof Error)) return { name: 'InternalError', message: String(err) };
+  const wire: WireError = { name: err.name, message: err.message };
+  if (err instanceof InvalidRequestError && err.param !== undefined) wire.param = err.param;
+  if (err instanceof ContextLengthExceededError) {
+    if (err.promptTokens !== undefined) wire.promptTokens = err.promptTokens;
+    if (err.contextSize !== undefined) wire.contextSize = err.contextSize;
+  }
+  return wire;
+}
+
+/**
+ * Rebuilds the domain error of a WireError (same class, hence the same HTTP status in every dialect); an unknown
+ * name becomes an InternalError with the message.
+ */
+export function fromWireError(wire: WireError): DaemonError {
+  switch (wire.name) {
+    case 'InvalidRequestError':
+      return new InvalidRequestError(wire.message, wire.param);
+    case 'ContextLengthExceededError':
+      return new ContextLengthExceededError(wire.message, wire.promptTokens, wire.contextSize);
+    case 'ModelLoadError':
+      return new ModelLoadError(wire.message);
+    case 'InsufficientMemoryError':
+      return new InsufficientMemoryError(wire.message);
+    case 'RequestCancelledError':
+      return new RequestCancelledError(wire.message);
+    case 'ServerBusyError':
+      return new ServerBusyError(wire.message);
+    case 'RunnerTerminatedError':
+      return new RunnerTerminatedError(wire.message.replace(/^llama runner process has terminated: /, ''));
+    default:
+      return new InternalError(wire.message || 'internal error');
+  }
+}

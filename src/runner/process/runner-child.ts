@@ -1,0 +1,217 @@
+/**
+ * The runner process (docs/architecture.md "Runner processes"): started by ProcessRunner with child_process.fork and
+ * the IPC channel (`serialization: 'advanced'`), it loads the native addon and ONE model (a LlamaRunner) and serves
+ * the Runner calls of protocol.ts. A llama.cpp abort (GGML_ASSERT) or a crash here ends this process only; the daemon
+ * reports it to the requests in flight on this model.
+ *
+ * - Generation events are batched per tick: every event of the current turn of the event loop is sent in one
+ *   message on setImmediate, with a usage/memory snapshot.
+ * - The process exits at once when its parent goes away (IPC 'disconnect'; a ppid check every second as a fallback),
+ *   so a daemon killed with SIGKILL leaves no runner behind. SIGINT, SIGTERM and SIGHUP are ignored: the daemon
+ *   decides when its runners end (after draining on its own SIGTERM).
+ * Imports only runner/, native/ and common/ (never Nest modules of higher layers).
+ */
+import type { Subscription } from 'rxjs';
+import type { NativeBinding } from '../../../binding';
+import { ModelLoadError } from '../../common/errors';
+import { loadBinding } from '../../native';
+import { LlamaRunner } from '../llama.runner';
+import type { ChildMessage, GenerationRecord, ParentMessage, RunnerCall, RunnerSnapshot } from './protocol';
+import { toWireError } from './protocol';
+
+/** How often the child checks that its parent is still alive, ms (fallback to 'disconnect'). */
+const PARENT_CHECK_MS = 1000;
+
+/** Ends the process now, without running exit handlers (the OS frees the model; engine threads are not joined). */
+function dieNow(): never {
+  process.kill(process.pid, 'SIGKILL');
+  process.exit(1);
+}
+
+/** Serves one runner over the IPC channel until told to close or the parent goes away. */
+class RunnerChild {
+  private runner: LlamaRunner | undefined;
+  private readonly generations = new Map<number, Subscription>();
+  private readonly embeds = new Map<number, AbortController>();
+  private batch: GenerationRecord[] = [];
+  private flushScheduled = false;
+
+  constructor(
+    private readonly send: (message: ChildMessage) => void,
+    private readonly binding: () => NativeBinding,
+  ) {}
+
+  handle(message: ParentMessage): void {
+    switch (message.t) {
+      case 'load':
+        void this.load(message.spec);
+        break;
+      case 'generate':
+        this.generate(message.id, message);
+        break;
+      case 'call':
+        void this.call(message.id, message);
+        break;
+      case 'cancel':
+        this.cancel(message.id);
+        break;
+      case 'close':
+        void this.close();
+        break;
+    }
+  }
+
+  private snapshot(): RunnerSnapshot {
+    const runner = this.runner;
+    if (!runner) {
+      return {
+        usage: { slotsBusy: 0, queuedTasks: 0, kvCellsTotal: 0, kvCellsUsed: 0 },
+        memory: { totalBytes: 0, vramBytes: 0, devices: [] },
+      };
+    }
+    const broken = runner.broken();
+    return { usage: runner.usage(), memory: runner.memory(), ...(broken ? { broken } : {}) };
+  }
+
+  private async load(spec: Extract<ParentMessage, { t: 'load' }>['spec']): Promise<void> {
+    try {
+      let binding: NativeBinding;
+      try {
+        binding = this.binding();
+      } catch (err) {
+        throw new ModelLoadError((err as Error).message, { cause: err });
+      }
+      const runner = await LlamaRunner.load(binding, spec);
+      this.runner = runner;
+      let capabilities = { tools: false, thinking: false };
+      try {
+        capabilities = runner.chatCapabilities();
+      } catch {
+        // a template the caps probe rejects: rendering reports the error later
+      }
+      this.send({
+        t: 'loaded',
+        info: runner.info,
+        slotContext: runner.slotContext,
+        capabilities,
+        snapshot: this.snapshot(),
+      });
+    } catch (err) {
+      this.send({ t: 'loadFailed', error: toWireError(err) });
+    }
+  }
+
+  private generate(id: number, message: Extract<ParentMessage, { t: 'generate' }>): void {
+    const runner = this.runner;
+    if (!runner) {
+      this.push({ id, error: { name: 'InternalError', message: 'the runner is not loaded' } });
+      return;
+    }
+    const subscription = runner.generate(message.request).subscribe({
+      next: (event) => this.push({ id, event }),
+      error: (err: unknown) => {
+        this.generations.delete(id);
+        this.push({ id, error: toWireError(err) });
+      },
+      complete: () => this.generations.delete(id),
+    });
+    if (!subscription.closed) this.generations.set(id, subscription);
+  }
+
+  private async call(id: number, message: { t: 'call'; id: number } & RunnerCall): Promise<void> {
+    const runner = this.runner;
+    try {
+      if (!runner) throw new Error('the runner is not loaded');
+      let value: unknown;
+      switch (message.method) {
+        case 'tokenize':
+          value = await runner.tokenize(...message.args);
+          break;
+        case 'detokenize':
+          value = await runner.detokenize(...message.args);
+          break;
+        case 'applyChatTemplate':
+          value = await runner.applyChatTemplate(...message.args);
+          break;
+        case 'embed': {
+          const abort = new AbortController();
+          this.embeds.set(id, abort);
+          try {
+            value = await runner.embed(message.args[0], abort.signal);
+          } finally {
+            this.embeds.delete(id);
+          }
+          break;
+        }
+      }
+      this.send({ t: 'result', id, value, snapshot: this.snapshot() });
+    } catch (err) {
+      this.send({ t: 'result', id, error: toWireError(err), snapshot: this.snapshot() });
+    }
+  }
+
+  private cancel(id: number): void {
+    const generation = this.generations.get(id);
+    if (generation) {
+      this.generations.delete(id);
+      generation.unsubscribe();
+      this.scheduleFlush(); // usage changed: the slot is free
+    }
+    this.embeds.get(id)?.abort();
+  }
+
+  private async close(): Promise<void> {
+    for (const generation of this.generations.values()) generation.unsubscribe();
+    this.generations.clear();
+    for (const abort of this.embeds.values()) abort.abort();
+    try {
+      await this.runner?.close();
+    } finally {
+      process.exit(0);
+    }
+  }
+
+  /** Queues one record for this tick's batch. */
+  private push(record: GenerationRecord): void {
+    this.batch.push(record);
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      const batch = this.batch;
+      this.batch = [];
+      this.send({ t: 'events', batch, snapshot: this.snapshot() });
+    });
+  }
+}
+
+/**
+ * Serves one runner over this process's IPC channel (the body of the runner process). `binding` loads the addon
+ * (the compiled one in production; tests start a child that passes a fake). Exits with status 2 when the process
+ * has no IPC channel.
+ */
+export function serveRunner(binding: () => NativeBinding = loadBinding): void {
+  if (!process.send || !process.connected) {
+    process.stderr.write('runner-child: must be started by the daemon (child_process.fork with an IPC channel)\n');
+    process.exit(2);
+  }
+  const parent = process.ppid;
+  process.on('disconnect', dieNow);
+  // The daemon owns its runners' lifetime: a Ctrl-C in the terminal (SIGINT to the whole process group) or a service
+  // manager's SIGTERM to the whole cgroup must not end a runner while the daemon drains its streams; the runner ends
+  // on `close` or when the daemon goes away (disconnect).
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => undefined);
+  setInterval(() => {
+    if (process.ppid !== parent) dieNow();
+  }, PARENT_CHECK_MS).unref();
+  const child = new RunnerChild((message) => {
+    if (process.connected) process.send?.(message);
+  }, binding);
+  process.on('message', (message: ParentMessage) => child.handle(message));
+}
+
+if (require.main === module) serveRunner();
