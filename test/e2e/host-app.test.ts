@@ -33,6 +33,27 @@ function run(cmd: string, args: string[], cwd: string): { ok: boolean; output: s
   return { ok: r.status === 0, output: `${r.stdout ?? ''}${r.stderr ?? ''}` };
 }
 
+/** The Nest packages a host depends on directly (examples/host-app/package.json). */
+const NEST_PACKAGES = ['@nestjs/common', '@nestjs/core', '@nestjs/platform-fastify'];
+
+/** The newest 11.x of each of NEST_PACKAGES on the registry, or why it could not be asked. */
+function newestNest(): Record<string, string> | string {
+  const out: Record<string, string> = {};
+  for (const name of NEST_PACKAGES) {
+    const r = run(NPM, ['view', `${name}@^11`, 'version', '--json'], tmpdir());
+    if (!r.ok) return `npm view ${name} failed: ${r.output.slice(-200)}`;
+    const versions = JSON.parse(r.output) as string | string[];
+    out[name] = Array.isArray(versions) ? versions[versions.length - 1] : versions;
+  }
+  return out;
+}
+
+/** The version of `name` installed under `dir`'s node_modules. */
+function installedVersion(dir: string, name: string): string {
+  return (JSON.parse(readFileSync(join(dir, 'node_modules', name, 'package.json'), 'utf8')) as { version: string })
+    .version;
+}
+
 /** Packs the repository and installs the tarball into a copy of examples/host-app; a string says why it could not. */
 function prepare(): Setup | string {
   const dir = mkdtempSync(join(tmpdir(), 'llamad-host-app-'));
@@ -50,6 +71,10 @@ function prepare(): Setup | string {
     dependencies: Record<string, string>;
   };
   manifest.dependencies.llamad = `file:${tarball}`;
+  // The host on the newest Nest 11 release the registry has (issue 24: llamad's Nest packages are peers, so the
+  // host's own Nest serves both); offline, the example's ranges resolve from npm's cache.
+  const newest = newestNest();
+  if (typeof newest === 'object') Object.assign(manifest.dependencies, newest);
   writeFileSync(join(hostDir, 'package.json'), JSON.stringify(manifest, null, 2));
 
   const flags = ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'];
@@ -178,6 +203,24 @@ for (const runner of ['process', 'inprocess'] as const) {
           await exited;
           clearTimeout(timer);
         }
+      });
+
+      it('runs on its own Nest: one copy of each Nest package, the host’s, newer than the lockfile’s when the registry has one', (t) => {
+        if (typeof setup === 'string') return t.skip(setup);
+        const hostDir = setup.hostDir;
+        for (const name of NEST_PACKAGES) {
+          assert.ok(
+            !existsSync(join(hostDir, 'node_modules', 'llamad', 'node_modules', name)),
+            `llamad brought its own ${name}: the host's Nest must serve both`,
+          );
+        }
+        const host = installedVersion(hostDir, '@nestjs/core');
+        const ours = installedVersion(REPO_ROOT, '@nestjs/core');
+        const newest = newestNest();
+        if (typeof newest === 'string') return t.skip(`registry not reachable (${newest}); host on ${host}`);
+        assert.equal(host, newest['@nestjs/core']);
+        if (host === ours) return t.skip(`the newest Nest 11 (${host}) is the lockfile's own`);
+        assert.notEqual(host, ours);
       });
 
       it('answers /llm/api/chat on a model created through /llm/api/create', async (t) => {
