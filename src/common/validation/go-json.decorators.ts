@@ -1,6 +1,5 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptions } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
 import {
   IsArray,
   IsBoolean,
@@ -14,6 +13,7 @@ import {
   ValidationArguments,
   ValidationOptions,
 } from 'class-validator';
+import { NestedDto } from './plain-to-dto';
 
 /**
  * Composite class-validator decorators whose messages reproduce Go's `encoding/json` type errors, which is what
@@ -131,7 +131,7 @@ export function GoNestedArray(
     IsArray(goMessage(struct, goType)),
     IsObject(goEachMessage(struct, goType)),
     ValidateNested({ each: true }),
-    Type(cls),
+    NestedDto(cls),
     doc({ type: () => cls(), isArray: true }, api),
   );
 }
