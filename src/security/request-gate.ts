@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { IncomingHttpHeaders } from 'node:http';
 import { HostPolicy } from './host-policy';
 import { OriginPolicy } from './origin-policy';
@@ -114,12 +114,13 @@ export class RequestGate {
  * guards and handlers on every route (unknown ones included). CORS headers go on the raw response, which streamed
  * replies (written by StreamResponder after `reply.hijack()`) keep as well as ordinary ones.
  * @param options.origins OLLAMA_ORIGINS entries; `listenAddress` is read from the server once it listens.
- * @param options.applies which request paths (query string removed) the gate judges; default every path (the
- *   daemon). LlamadModule in a host application passes its route prefix, so the host's other routes are untouched.
+ * @param options.applies which requests the gate judges, from the path (query string removed) and the request (its
+ *   matched route); default every request (the daemon). LlamadModule in a host application passes "one of the
+ *   module's routes", so the host's own routes are untouched, even under `/api` or `/v1`.
  */
 export function installRequestGate(
   fastify: FastifyInstance,
-  options: { origins: readonly string[]; applies?: (path: string) => boolean },
+  options: { origins: readonly string[]; applies?: (path: string, request: FastifyRequest) => boolean },
 ): RequestGate {
   const logger = new Logger('Security');
   const hosts = new HostPolicy(() => {
@@ -128,7 +129,7 @@ export function installRequestGate(
   });
   const gate = new RequestGate(new OriginPolicy(options.origins), hosts);
   fastify.addHook('onRequest', (request, reply, done) => {
-    if (options.applies && !options.applies(request.url.split('?')[0])) {
+    if (options.applies && !options.applies(request.url.split('?')[0], request)) {
       done();
       return;
     }

@@ -14,6 +14,7 @@ import {
   ValidationOptions,
 } from 'class-validator';
 import { NestedDto } from './plain-to-dto';
+import { Type } from 'class-transformer';
 
 /**
  * Composite class-validator decorators whose messages reproduce Go's `encoding/json` type errors, which is what
@@ -131,7 +132,9 @@ export function GoNestedArray(
     IsArray(goMessage(struct, goType)),
     IsObject(goEachMessage(struct, goType)),
     ValidateNested({ each: true }),
+    // Ours (plainToDto) and class-transformer's (a host application's global ValidationPipe builds the DTOs too).
     NestedDto(cls),
+    Type(cls),
     doc({ type: () => cls(), isArray: true }, api),
   );
 }
