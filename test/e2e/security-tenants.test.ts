@@ -61,7 +61,10 @@ describe('authorization at onRequest, principals, owned responses (FakeBinding, 
   const binding = new FakeBinding();
 
   before(async () => {
-    t = await createTestApp({ binding, config: { apiKeys: [K1, K2], managementBodyLimit: 64 * 1024 } });
+    t = await createTestApp({
+      binding,
+      config: { apiKeys: [K1, K2], managementBodyLimit: 64 * 1024, allowServerPaths: true },
+    });
     const path = join(t.modelsDir, 'm.gguf');
     await writeTinyGguf(path, { chatTemplate: '{{ chatml }}' });
     const res = await postJson(
