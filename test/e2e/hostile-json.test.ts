@@ -140,4 +140,19 @@ describe('hostile JSON keys (FakeBinding)', () => {
     assert.equal(body.type, 'error');
     assert.equal(body.error.type, 'invalid_request_error');
   });
+
+  it('rendered mode (a Go TEMPLATE): the tool schema keeps its odd property names in the prompt', async () => {
+    const path = join(t.modelsDir, 'go.gguf');
+    await writeTinyGguf(path, { chatTemplate: '{{ chatml }}' });
+    const template =
+      '{{ range .Tools }}{{ .Function }}|{{ range $k, $v := .Function.Parameters.Properties }}' +
+      '[{{ $k }}={{ $v.Type }}]{{ end }}{{ end }}{{ range .Messages }}{{ .Content }}{{ end }}';
+    const created = await postJson(`${t.baseUrl}/api/create`, { model: 'go', from: path, template, stream: false });
+    assert.equal(created.status, 200, await created.text());
+    const body = `{"model":"go","stream":false,"messages":[{"role":"user","content":"hi"}],"tools":[${ODD_TOOL}]}`;
+    const res = await postJson(`${t.baseUrl}/api/chat`, body);
+    assert.equal(res.status, 200, await res.clone().text());
+    const prompt = binding.models.at(-1)!.detokenize(Int32Array.from(binding.submitted.at(-1)!.tokens));
+    for (const key of ODD_KEYS) assert.ok(prompt.includes(`[${key}=string]`), `${key} in ${prompt}`);
+  });
 });
