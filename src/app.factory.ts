@@ -41,7 +41,10 @@ export async function createApp(options: AppOptions, extras: CreateAppExtras = {
     : undefined;
   installHttpObservation(adapter.getInstance(), rootLogger ? { logger: createHttpLogger(rootLogger) } : {});
   installRequestGate(adapter.getInstance(), { origins: options.config.origins });
-  installJsonBodyParser(adapter.getInstance(), BODY_LIMIT_BYTES);
+  installJsonBodyParser(adapter.getInstance(), {
+    bodyLimit: BODY_LIMIT_BYTES,
+    managementBodyLimit: options.config.managementBodyLimit,
+  });
   const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(options), adapter, {
     ...(rootLogger ? { bufferLogs: true } : { logger: false }),
     bodyParser: false,

@@ -24,7 +24,23 @@ export * from './api/ollama/llamad.service';
 export { DaemonConfig, loadConfig, type ListenAddress, type RunnerMode } from './config/daemon-config';
 
 // Extension tokens, their interfaces and default implementations.
-export { ApiKeyAuthorizer, AUTHORIZER, type AuthorizationRequest, type RequestAuthorizer } from './security/authorizer';
+export {
+  ANONYMOUS,
+  ApiKeyAuthorizer,
+  AUTHORIZER,
+  type AuthorizationRequest,
+  type Principal,
+  type RequestAuthorizer,
+} from './security/authorizer';
+export { principalOf } from './security/request-authorization';
+export {
+  DEFAULT_RESPONSES_STORE_OPTIONS,
+  InMemoryResponsesStore,
+  RESPONSES_STORE,
+  type ResponsesStore,
+  type ResponsesStoreOptions,
+  type StoredResponse,
+} from './api/openai/responses/responses.store';
 export {
   MODEL_STORE,
   MissingLayerError,

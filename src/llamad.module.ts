@@ -26,7 +26,7 @@ import { CommonModule } from './common/common.module';
 import { AnthropicController } from './api/anthropic';
 import { CompatModule } from './api';
 import { OpenAIController, OpenAIRerankController } from './api/openai';
-import { ResponsesController } from './api/openai/responses';
+import { InMemoryResponsesStore, RESPONSES_STORE, ResponsesController } from './api/openai/responses';
 import { DaemonConfig } from './config/daemon-config';
 import { LlamadService } from './api/ollama/llamad.service';
 import { InferenceModule, GoTemplateRenderer, TEMPLATE_RENDERER } from './generation';
@@ -39,8 +39,10 @@ import { GenerationHooksModule, GenerationHooksRegistry, REQUEST_HOOKS, RequestH
 import { OPERATIONS_CONTROLLERS, OperationsModule } from './operations';
 import { RegistryModule } from './registry/registry.module';
 import { MEMORY_PROBE, SystemMemoryProbe } from './scheduler';
-import { ApiKeyAuthorizer, AUTHORIZER } from './security/authorizer';
+import { ApiKeyAuthorizer, AUTHORIZER, RequestAuthorizer } from './security/authorizer';
+import { installRequestAuthorization, renderWithRouteFilter } from './security/request-authorization';
 import { installRequestGate } from './security/request-gate';
+import { routeMarks } from './security/route-marks';
 
 /** An HTTP API surface the module can mount. */
 export type LlamadSurface = 'native' | 'openai' | 'anthropic';
@@ -79,7 +81,8 @@ export interface LlamadModuleExtras {
   requestGate?: boolean;
   /**
    * Providers that replace the defaults of the extension tokens: AUTHORIZER, MODEL_STORE, RUNNER_FACTORY,
-   * MEMORY_PROBE, TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING (docs/library.md). They may inject DaemonConfig and whatever the
+   * MEMORY_PROBE, TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING, RESPONSES_STORE (docs/library.md). They may inject
+   * DaemonConfig and whatever the
    * modules in `imports` export.
    */
   providers?: Provider[];
@@ -149,13 +152,17 @@ class LlamadFacadeModule {}
 @Module({})
 class LlamadHttpModule {}
 
-/** Installs the request gate on the host's Fastify instance for the module's paths. */
+/**
+ * Installs, on the host's Fastify instance, the `onRequest` authorization of the module's routes (before any body
+ * byte is read; docs/security.md) and the request gate for the module's routes.
+ */
 class LlamadRequestGateInstaller implements OnModuleInit {
   constructor(
     private readonly adapterHost: HttpAdapterHost,
     private readonly config: DaemonConfig,
     private readonly mount: LlamadMount,
     private readonly appConfig: ApplicationConfig,
+    private readonly authorizer: RequestAuthorizer,
   ) {}
 
   onModuleInit(): void {
@@ -167,17 +174,33 @@ class LlamadRequestGateInstaller implements OnModuleInit {
           'routes stream through Fastify replies',
       );
     }
-    if (!this.mount.requestGate) return;
+    const fastify = adapter.getInstance<FastifyInstance>();
+    // The gate first (403 before 401), then authorization; both before the body is read.
+    if (this.mount.requestGate) this.installGate(fastify);
+    installRequestAuthorization(fastify, {
+      authorizer: this.authorizer,
+      applies: (request) => routeMarks(request).llamadRoute === true,
+      render: renderWithRouteFilter(this.adapterHost),
+    });
+  }
+
+  private installGate(fastify: FastifyInstance): void {
     const prefix = this.mount.prefix;
     // The host's global prefix (app.setGlobalPrefix, set before init) comes in front of the module's.
     const global = normalizePrefix(this.appConfig.getGlobalPrefix());
-    installRequestGate(adapter.getInstance<FastifyInstance>(), {
+    const underModulePaths = (path: string): boolean => {
+      if (global === '') return isModulePath(path, prefix);
+      if (path !== global && !path.startsWith(`${global}/`)) return false;
+      return isModulePath(path.slice(global.length) || '/', prefix);
+    };
+    installRequestGate(fastify, {
       origins: this.config.origins,
-      applies: (path) => {
-        if (global === '') return isModulePath(path, prefix);
-        if (path !== global && !path.startsWith(`${global}/`)) return false;
-        return isModulePath(path.slice(global.length) || '/', prefix);
-      },
+      // A routed request: the module's routes only (a host route under /api or /v1 is the host's). Unrouted ones
+      // (preflights, 404s): by path.
+      applies: (path, request) =>
+        request.routeOptions.url !== undefined && request.method !== 'OPTIONS'
+          ? routeMarks(request).llamadRoute === true
+          : underModulePaths(path),
     });
   }
 }
@@ -211,6 +234,7 @@ const CORE_TOKENS: unknown[] = [
   MEMORY_PROBE,
   TEMPLATE_RENDERER,
   REQUEST_HOOKS,
+  RESPONSES_STORE,
 ];
 
 /** Tokens whose override belongs to the models module (it provides them itself). */
@@ -284,6 +308,16 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
       { provide: MEMORY_PROBE, useClass: SystemMemoryProbe },
       { provide: TEMPLATE_RENDERER, useClass: GoTemplateRenderer },
       { provide: REQUEST_HOOKS, useValue: [] },
+      {
+        provide: RESPONSES_STORE,
+        inject: [DaemonConfig],
+        useFactory: (c: DaemonConfig) =>
+          new InMemoryResponsesStore({
+            maxResponses: c.responsesMax,
+            maxBytes: c.responsesMaxBytes,
+            ttlMs: c.responsesTtlMs,
+          }),
+      },
       { provide: LLAMAD_MOUNT, useValue: mount },
       // Overrides come last: a later provider of the same token replaces the default.
       ...coreOverrides,
@@ -339,9 +373,14 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
     providers: [
       {
         provide: LlamadRequestGateInstaller,
-        inject: [HttpAdapterHost, DaemonConfig, LLAMAD_MOUNT, ApplicationConfig],
-        useFactory: (host: HttpAdapterHost, config: DaemonConfig, m: LlamadMount, app: ApplicationConfig) =>
-          new LlamadRequestGateInstaller(host, config, m, app),
+        inject: [HttpAdapterHost, DaemonConfig, LLAMAD_MOUNT, ApplicationConfig, AUTHORIZER],
+        useFactory: (
+          host: HttpAdapterHost,
+          config: DaemonConfig,
+          m: LlamadMount,
+          app: ApplicationConfig,
+          authorizer: RequestAuthorizer,
+        ) => new LlamadRequestGateInstaller(host, config, m, app, authorizer),
       },
       {
         provide: LlamadRequestHooksRegistrar,

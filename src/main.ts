@@ -33,6 +33,11 @@ async function bootstrap(): Promise<void> {
   // SIGTERM/SIGINT: stop accepting, let requests in flight finish (LLAMAD_SHUTDOWN_TIMEOUT), unload, exit 0. SIGHUP
   // is not one of them: it re-reads the API keys file.
   installShutdownSignals(app);
+  // SIGHUP never ends the daemon (Node's default action for it is to exit): with a keys file the authorizer re-reads
+  // it (its own listener); without one there is nothing to reload.
+  process.on('SIGHUP', () => {
+    if (config.apiKeysFile === '') logger.log('SIGHUP: no API keys file to re-read (LLAMAD_API_KEYS_FILE unset)');
+  });
   const host = config.listen.host === '' ? '0.0.0.0' : config.listen.host;
   await app.listen(config.listen.port, host);
   logger.log(

@@ -62,6 +62,21 @@ export class DaemonConfig {
   responsesMax = 1000;
   /** LLAMAD_RESPONSES_TTL: how long a stored response is kept, ms (a Go duration such as `30m`). Default 1 h. */
   responsesTtlMs = 60 * 60 * 1000;
+  /**
+   * LLAMAD_RESPONSES_MAX_BYTES: most bytes (JSON size of the stored objects and conversations, estimated) the
+   * `/v1/responses` store holds, all principals together; the least recently used go first. Default 256 MiB.
+   */
+  responsesMaxBytes = 256 * 1024 * 1024;
+  /**
+   * LLAMAD_MANAGEMENT_BODY_LIMIT: largest JSON body of the management routes (create, pull, push, copy, delete),
+   * bytes; 413 beyond it (other routes: 100 MiB; blob uploads stream). Default 1 MiB.
+   */
+  managementBodyLimit = 1024 * 1024;
+  /**
+   * LLAMAD_ALLOW_SERVER_PATHS=1: with API keys set, still let a local requester name server files in a Modelfile
+   * (`FROM /path`, `ADAPTER /path`). Without keys a local requester (loopback, no `Origin`) always may. Default off.
+   */
+  allowServerPaths = false;
   /** OLLAMA_DEBUG: 0 = info, 1 = debug, 2 = trace. */
   debugLevel = 0;
   /** LLAMAD_THREADS: threads per llama context; 0 = the addon's default (hardware concurrency). */
@@ -217,6 +232,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
   config.rpcServers = splitRpcServers([envVar(env, 'LLAMAD_RPC_SERVERS')]).servers;
   config.responsesMax = envUint(env, 'LLAMAD_RESPONSES_MAX', 1000);
   config.responsesTtlMs = envDurationMs(env, 'LLAMAD_RESPONSES_TTL', config.responsesTtlMs);
+  config.responsesMaxBytes = envUint(env, 'LLAMAD_RESPONSES_MAX_BYTES', config.responsesMaxBytes);
+  config.managementBodyLimit = envUint(env, 'LLAMAD_MANAGEMENT_BODY_LIMIT', config.managementBodyLimit);
+  config.allowServerPaths = /^(1|true|yes|on)$/i.test(envVar(env, 'LLAMAD_ALLOW_SERVER_PATHS'));
   config.logLevel = parseLogLevel(envVar(env, 'LLAMAD_LOG_LEVEL'), config.debugLevel);
   config.shutdownTimeoutMs = envDurationMs(env, 'LLAMAD_SHUTDOWN_TIMEOUT', DEFAULT_SHUTDOWN_TIMEOUT_MS);
   return config;

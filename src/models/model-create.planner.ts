@@ -131,6 +131,7 @@ export class ModelCreatePlanner {
       if (adapters.length === 1) adapter = blobReference(adapters[0]) ?? requireDigest(adapters[0], 'adapters');
     }
     if (plan.template !== undefined) checkGoTemplate(plan.template);
+    this.resolver.checkRpcParams(plan.parameters);
     if (adapter !== undefined) plan.adapter = await this.resolveAdapter(adapter, local);
     const quantizeType = cmd.quantize ? parseQuantizeType(cmd.quantize) : undefined;
 

@@ -1,6 +1,7 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { InternalError, InvalidRequestError, ModelNotFoundError } from '../common/errors';
-import { OptionMap, sanitizeStoredParams } from '../common/options';
+import { checkRpcAllowed, OptionMap, sanitizeStoredParams } from '../common/options';
+import { DaemonConfig } from '../config';
 import { modelDetails, readGguf } from './gguf';
 import { ggufModelConfig, ManifestLayer, MediaType, ModelConfig } from './manifest';
 import { ModelName } from './model-name';
@@ -79,7 +80,25 @@ export class ModelResolverService {
   /** Parsed config per config digest. */
   private readonly configs = new Map<string, Promise<ModelConfig>>();
 
-  constructor(@Inject(MODEL_STORE) private readonly store: ModelStore) {}
+  /**
+   * @param store the model store.
+   * @param config the daemon's settings: LLAMAD_RPC_SERVERS is the allow-list of {@link checkRpcParams} (none given:
+   *   no worker is allowed).
+   */
+  constructor(
+    @Inject(MODEL_STORE) private readonly store: ModelStore,
+    @Optional() @Inject(DaemonConfig) private readonly config?: DaemonConfig,
+  ) {}
+
+  /**
+   * The outbound-reach rule (docs/security.md "Outbound reach"): a model's `rpc` parameter may name only workers the
+   * operator listed in LLAMAD_RPC_SERVERS. Checked when a model is created (Modelfile or JSON) and whenever a stored
+   * model's parameters are read for use, so a model created before the rule (or copied in) cannot bypass it.
+   * @throws InvalidRequestError RPC_NOT_ALLOWED_MESSAGE (one text whatever the address; nothing is contacted).
+   */
+  checkRpcParams(params: OptionMap | undefined): void {
+    checkRpcAllowed(params?.rpc, this.config?.rpcServers ?? []);
+  }
 
   /**
    * Resolves a model reference to its manifest, layers and GGUF facts. The name is parsed with defaults and matched
@@ -101,7 +120,8 @@ export class ModelResolverService {
   /**
    * Resolves a manifest already read from the store.
    * @param notFound the error for a manifest without a weights layer.
-   * @throws what `notFound` builds; InternalError when the weights cannot be read.
+   * @throws what `notFound` builds; InternalError when the weights cannot be read; InvalidRequestError when its `rpc`
+   *   parameter names a worker outside LLAMAD_RPC_SERVERS ({@link checkRpcParams}).
    */
   async resolveStored(stored: StoredManifest, notFound: () => Error): Promise<ResolvedModel> {
     const { manifest } = stored;
@@ -130,6 +150,7 @@ export class ModelResolverService {
           break;
         case MediaType.PARAMS:
           params = sanitizeStoredParams(await this.readJsonBlob(layer.digest));
+          this.checkRpcParams(params);
           break;
         case MediaType.MESSAGES:
           messages = storedMessages(await this.readJsonBlob(layer.digest));

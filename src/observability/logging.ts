@@ -58,7 +58,19 @@ export function createRootLogger(options: LoggingOptions): pino.Logger {
 }
 
 /**
- * The fields of one request's log line (beyond pino's own): request id, method, path (no query string), Fastify
+ * Routes whose path names a stored object a client can fetch by that name (`/v1/responses/{id}`): their log line
+ * shows the route pattern, not the id (an id in a log is a capability for whoever reads the log).
+ */
+const OBJECT_ID_ROUTE = /\/responses\/:[^/]+$/;
+
+/** The path of a request as logged: no query string; the route pattern instead for {@link OBJECT_ID_ROUTE}. */
+function loggedPath(url: string, route: string | undefined): string {
+  return route !== undefined && OBJECT_ID_ROUTE.test(route) ? route : url.split('?')[0];
+}
+
+/**
+ * The fields of one request's log line (beyond pino's own): request id, method, path (no query string; no stored
+ * object id), the principal (`key:<12 hex>`, `anonymous`; never a key), Fastify
  * route pattern (`unmatched` for 404s), status (499 when the client left first), duration in ms and, when the request
  * ran a generation, the model and token counts. At debug level the request headers too, credentials redacted.
  * Prompts and outputs are never logged.
@@ -74,11 +86,12 @@ export function requestLogFields(
   const fields: Record<string, unknown> = {
     reqId: context?.id,
     method: req.method,
-    url: (req.url ?? '').split('?')[0],
+    url: loggedPath(req.url ?? '', context?.route),
     route: context?.route,
     status: finished ? res.statusCode : 499,
     durationMs,
   };
+  if (context?.principal !== undefined) fields.principal = context.principal;
   if (!finished) fields.aborted = true;
   const g = context?.generation;
   if (g) {

@@ -52,6 +52,11 @@ export interface RequestGenerationSummary {
 export class RequestContext {
   /** What the request's generations added up to; undefined when it ran none. */
   generation?: RequestGenerationSummary;
+  /**
+   * Who sent the request, as the authorizer named it (`key:<12 hex>`, `anonymous`, a host's tenant id); set by the
+   * authorization hook, undefined before it ran and on public routes. Never a key.
+   */
+  principal?: string;
 
   /**
    * @param id the request id (see {@link requestIdFrom}).

@@ -3,6 +3,20 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
 
+/** The file-system calls the key source makes (tests replace them to force overlapping reads). */
+export interface KeysFileIo {
+  stat(path: string): Promise<{ size: bigint; mtimeNs: bigint; ino: bigint }>;
+  readFile(path: string): Promise<string>;
+}
+
+const NODE_IO: KeysFileIo = {
+  stat: (path) => stat(path, { bigint: true }),
+  readFile: (path) => readFile(path, 'utf8'),
+};
+
+/** Hex characters of a key's sha256 that name it in a principal (`key:<12 hex>`): never the key itself. */
+const KEY_ID_HEX = 12;
+
 /** sha256 of a key: comparing fixed-size digests keeps the comparison constant-time whatever the key lengths. */
 function digest(key: string): Buffer {
   return createHash('sha256').update(key, 'utf8').digest();
@@ -20,7 +34,9 @@ export function parseKeysFile(text: string): string[] {
  * The keys a request may present (LLAMAD_API_KEYS and LLAMAD_API_KEYS_FILE; docs/security.md). The file is re-read
  * when its size, mtime or inode changes (checked with one `stat` per call of {@link matches}) and on {@link reload}
  * (SIGHUP). A configured file that cannot be read counts as holding no key: the check then fails closed. Only
- * sha256 digests of the keys are kept; no key is ever logged.
+ * sha256 digests of the keys are kept; no key is ever logged. Reads of the file never overlap: a read that is asked
+ * for while one runs waits for it and then reads again, so the newest read is always the one installed (two
+ * overlapping reloads cannot install the older file's keys last).
  */
 export class ApiKeySource {
   private readonly logger = new Logger('Security');
@@ -29,14 +45,19 @@ export class ApiKeySource {
   /** `size:mtimeNs:ino` of the file as last read; '' = not read yet (or forced reload). */
   private fileStamp = '';
   private lastFileError = '';
+  /** The file read in progress, and the one queued behind it (shared by every caller that arrives meanwhile). */
+  private reading?: Promise<void>;
+  private queued?: Promise<void>;
 
   /**
    * @param envKeys keys from LLAMAD_API_KEYS.
    * @param file absolute path of the keys file; '' = none.
+   * @param io file-system calls (tests); default node:fs.
    */
   constructor(
     envKeys: readonly string[],
     private readonly file: string,
+    private readonly io: KeysFileIo = NODE_IO,
   ) {
     this.envDigests = envKeys.filter((key) => key !== '').map(digest);
   }
@@ -56,22 +77,45 @@ export class ApiKeySource {
    * the first byte that differs, nor on the first key that matches).
    */
   async matches(presented: string): Promise<boolean> {
+    return (await this.identify(presented)) !== undefined;
+  }
+
+  /**
+   * The id of the key `presented` is, `key:<12 hex of its sha256>` (a principal that names the key without revealing
+   * it), or undefined when it is none of them. Constant time per key, as {@link matches}.
+   */
+  async identify(presented: string): Promise<string | undefined> {
     await this.refreshFile();
     const candidate = digest(presented);
     let found = false;
     for (const key of [...this.envDigests, ...this.fileDigests]) {
       if (timingSafeEqual(key, candidate)) found = true;
     }
-    return found;
+    return found ? `key:${candidate.toString('hex').slice(0, KEY_ID_HEX)}` : undefined;
   }
 
-  private async refreshFile(): Promise<void> {
-    if (this.file === '') return;
+  /** Re-reads the file when it changed; serialized (see the class comment). */
+  private refreshFile(): Promise<void> {
+    if (this.file === '') return Promise.resolve();
+    if (!this.reading) {
+      this.reading = this.readFileOnce().finally(() => {
+        this.reading = undefined;
+      });
+      return this.reading;
+    }
+    this.queued ??= this.reading.then(() => {
+      this.queued = undefined;
+      return this.refreshFile();
+    });
+    return this.queued;
+  }
+
+  private async readFileOnce(): Promise<void> {
     try {
-      const info = await stat(this.file, { bigint: true });
+      const info = await this.io.stat(this.file);
       const stamp = `${info.size}:${info.mtimeNs}:${info.ino}`;
       if (stamp === this.fileStamp) return;
-      const keys = parseKeysFile(await readFile(this.file, 'utf8'));
+      const keys = parseKeysFile(await this.io.readFile(this.file));
       this.fileDigests = keys.map(digest);
       this.fileStamp = stamp;
       this.lastFileError = '';

@@ -2,25 +2,31 @@ import { CanActivate, ExecutionContext, Inject, Injectable, SetMetadata } from '
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { AUTHORIZER, RequestAuthorizer } from './authorizer';
+import { authorizeRequest, isAuthorized } from './request-authorization';
+import { markRoutes } from './route-marks';
 
 const PUBLIC_ROUTE = 'llamad:public-route';
 
 /**
  * Marks a handler (or a whole controller) as open without authorization: `GET|HEAD /`, `/api/version` and health
- * probes, which load balancers and clients call before they have a key.
+ * probes, which load balancers and clients call before they have a key. The one mark both checks read: Nest
+ * metadata for the guard, and the Fastify route config (`routeOptions.config.llamadPublic`) for the `onRequest`
+ * hook, which runs before Nest knows the handler. On a class it marks every method of the prototype (the routes).
  */
-export const Public = (): MethodDecorator & ClassDecorator => SetMetadata(PUBLIC_ROUTE, true);
-
-/** Requests already authorized (the daemon runs the guard both globally and on the module's controllers). */
-const authorized = new WeakSet<object>();
+export const Public = (): MethodDecorator & ClassDecorator =>
+  ((target: object, key?: string | symbol, descriptor?: PropertyDescriptor) => {
+    if (descriptor !== undefined) SetMetadata(PUBLIC_ROUTE, true)(target, key!, descriptor);
+    else SetMetadata(PUBLIC_ROUTE, true)(target as never);
+    markRoutes({ llamadPublic: true }, target, descriptor);
+    return descriptor;
+  }) as MethodDecorator & ClassDecorator;
 
 /**
- * Runs the {@link AUTHORIZER} before every handler that is not {@link Public}. Bound to each of the module's
- * controllers (`LlamadRoutes`, so a host application's routes are not touched) and, in the daemon only, also
- * registered as a global guard so that a daemon route outside the module is covered without wiring; a request is
- * authorized once even when both run. Its errors are rendered by the route's own dialect filter (Ollama, OpenAI or
- * Anthropic shape). Runs after the request gate (Origin/Host) and before validation and the handler, so a refused
- * request has no side effect.
+ * The backstop of the `onRequest` authorization hook (src/security/request-authorization.ts): runs the
+ * {@link AUTHORIZER} before every handler that is not {@link Public} and was not authorized by the hook already
+ * (routes the hook does not judge). Bound to each of the module's controllers (`LlamadRoutes`, so a host
+ * application's routes are not touched) and, in the daemon only, also registered as a global guard. Its errors are
+ * rendered by the route's own dialect filter (Ollama, OpenAI or Anthropic shape).
  */
 @Injectable()
 export class AuthorizationGuard implements CanActivate {
@@ -37,14 +43,8 @@ export class AuthorizationGuard implements CanActivate {
     ]);
     if (isPublic) return true;
     const request = context.switchToHttp().getRequest<FastifyRequest>();
-    if (authorized.has(request)) return true;
-    await this.authorizer.authorize({
-      method: request.method,
-      route: request.routeOptions.url ?? request.url.split('?')[0],
-      headers: request.headers,
-      remoteAddress: request.socket.remoteAddress,
-    });
-    authorized.add(request);
+    if (isAuthorized(request)) return true;
+    await authorizeRequest(this.authorizer, request);
     return true;
   }
 }

@@ -19,15 +19,32 @@ export interface AuthorizationRequest {
 }
 
 /**
- * Decides whether a request may reach its handler. The default is {@link ApiKeyAuthorizer}; an application that
- * embeds the service replaces it by providing its own class under {@link AUTHORIZER}.
+ * Who a request comes from, as the authorizer established it. Every stored object a client can name later (a
+ * `/v1/responses` id) belongs to one principal, and only that principal can read, continue or delete it.
+ */
+export interface Principal {
+  /**
+   * A stable, non-secret id: `key:<12 hex of the key's sha256>` for the default authorizer, {@link ANONYMOUS} when no
+   * keys are configured, a host's tenant or user id from its own authorizer. Never a key or a token.
+   */
+  readonly id: string;
+}
+
+/** The principal of requests when no keys are configured, on public routes, and of authorizers that name nobody. */
+export const ANONYMOUS: Principal = Object.freeze({ id: 'anonymous' });
+
+/**
+ * Decides whether a request may reach its handler, and who sends it. The default is {@link ApiKeyAuthorizer}; an
+ * application that embeds the service replaces it by providing its own class under {@link AUTHORIZER}. It is
+ * consulted in Fastify's `onRequest` hook, before any byte of the body is read (docs/security.md).
  */
 export interface RequestAuthorizer {
   /**
-   * Resolves when the request may proceed.
+   * Resolves when the request may proceed, with the caller's {@link Principal}; `undefined` (an authorizer written
+   * for the earlier `Promise<void>` form) counts as {@link ANONYMOUS}, so its clients share stored objects.
    * @throws UnauthorizedError (401 in every dialect) or any other DaemonError (rendered by the route's dialect).
    */
-  authorize(request: AuthorizationRequest): Promise<void>;
+  authorize(request: AuthorizationRequest): Promise<Principal | void>;
 }
 
 /**
@@ -46,16 +63,25 @@ export class ApiKeyAuthorizer implements RequestAuthorizer, OnModuleDestroy {
     if (config.apiKeysFile !== '') process.on('SIGHUP', this.onHangup);
   }
 
+  /** Re-reads the keys file at the next check (SIGHUP; a no-op without a file). */
+  reload(): void {
+    this.keys.reload();
+  }
+
   /** Whether keys are required (for the start-up log line). */
   get enabled(): boolean {
     return this.keys.enabled;
   }
 
-  /** @throws UnauthorizedError when keys are configured and none of the presented ones matches. */
-  async authorize(request: AuthorizationRequest): Promise<void> {
-    if (!this.keys.enabled) return;
+  /**
+   * @returns `key:<12 hex>` of the matching key; {@link ANONYMOUS} when no keys are configured.
+   * @throws UnauthorizedError when keys are configured and none of the presented ones matches.
+   */
+  async authorize(request: AuthorizationRequest): Promise<Principal> {
+    if (!this.keys.enabled) return ANONYMOUS;
     for (const key of presentedKeys(request.headers)) {
-      if (await this.keys.matches(key)) return;
+      const id = await this.keys.identify(key);
+      if (id !== undefined) return { id };
     }
     throw new UnauthorizedError();
   }

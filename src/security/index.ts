@@ -6,3 +6,5 @@ export * from './origin-policy';
 export * from './request-gate';
 export * from './security.module';
 export * from './llamad-routes.decorator';
+export * from './request-authorization';
+export * from './route-marks';

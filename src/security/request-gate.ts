@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { IncomingHttpHeaders } from 'node:http';
 import { HostPolicy } from './host-policy';
 import { OriginPolicy } from './origin-policy';
@@ -49,6 +49,7 @@ export const CORS_ALLOWED_HEADER_PREFIXES: readonly string[] = ['openai-', 'x-st
 /** What the gate does with one request. `headers` are added to the response (CORS). */
 export type GateVerdict =
   | { action: 'forbid'; reason: 'origin' | 'host' }
+  | { action: 'bad-request'; reason: 'duplicate-host' }
   | { action: 'preflight'; headers: Record<string, string> }
   | { action: 'pass'; headers: Record<string, string> };
 
@@ -56,6 +57,29 @@ export type GateVerdict =
 export interface GateRequest {
   method: string;
   headers: IncomingHttpHeaders;
+  /** The request target as sent (`/api/tags`, or the absolute form `http://host/api/tags`); default origin-form. */
+  url?: string;
+  /** Header names and values as received (node's `rawHeaders`), to see repeated headers node folds away. */
+  rawHeaders?: readonly string[];
+}
+
+/** The host of an absolute-form request target (`http://evil.example/api/tags` → `evil.example`), else undefined. */
+function absoluteFormHost(url: string | undefined): string | undefined {
+  if (url === undefined || !/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) return undefined;
+  try {
+    return new URL(url).host;
+  } catch {
+    return '\u0000invalid';
+  }
+}
+
+/** How many times a header (lower-case name) appears in `rawHeaders`. */
+function headerCount(rawHeaders: readonly string[] | undefined, name: string): number {
+  let count = 0;
+  for (let i = 0; rawHeaders !== undefined && i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i].toLowerCase() === name) count++;
+  }
+  return count;
 }
 
 function single(value: string | string[] | undefined): string | undefined {
@@ -76,11 +100,17 @@ export class RequestGate {
     private readonly hosts: HostPolicy,
   ) {}
 
-  /** Decides what to do with a request. Never throws. */
+  /**
+   * Decides what to do with a request. Never throws. Two `Host` headers are a 400 (Go's net/http refuses them), and
+   * an absolute-form request line (`GET http://evil.example/api/tags HTTP/1.1`) is judged by its URL's host, which
+   * is the one Go's server uses, whatever the Host header says.
+   */
   judge(request: GateRequest): GateVerdict {
+    if (headerCount(request.rawHeaders, 'host') > 1) return { action: 'bad-request', reason: 'duplicate-host' };
     const origin = single(request.headers.origin);
     if (origin !== undefined && !this.origins.allows(origin)) return { action: 'forbid', reason: 'origin' };
-    if (!this.hosts.allows(single(request.headers.host))) return { action: 'forbid', reason: 'host' };
+    const host = absoluteFormHost(request.url) ?? single(request.headers.host);
+    if (!this.hosts.allows(host)) return { action: 'forbid', reason: 'host' };
     const headers: Record<string, string> = {};
     if (origin !== undefined) {
       headers['access-control-allow-origin'] = this.origins.allowsAll ? '*' : origin;
@@ -114,12 +144,13 @@ export class RequestGate {
  * guards and handlers on every route (unknown ones included). CORS headers go on the raw response, which streamed
  * replies (written by StreamResponder after `reply.hijack()`) keep as well as ordinary ones.
  * @param options.origins OLLAMA_ORIGINS entries; `listenAddress` is read from the server once it listens.
- * @param options.applies which request paths (query string removed) the gate judges; default every path (the
- *   daemon). LlamadModule in a host application passes its route prefix, so the host's other routes are untouched.
+ * @param options.applies which requests the gate judges, from the path (query string removed) and the request (its
+ *   matched route); default every request (the daemon). LlamadModule in a host application passes "one of the
+ *   module's routes", so the host's own routes are untouched, even under `/api` or `/v1`.
  */
 export function installRequestGate(
   fastify: FastifyInstance,
-  options: { origins: readonly string[]; applies?: (path: string) => boolean },
+  options: { origins: readonly string[]; applies?: (path: string, request: FastifyRequest) => boolean },
 ): RequestGate {
   const logger = new Logger('Security');
   const hosts = new HostPolicy(() => {
@@ -128,11 +159,24 @@ export function installRequestGate(
   });
   const gate = new RequestGate(new OriginPolicy(options.origins), hosts);
   fastify.addHook('onRequest', (request, reply, done) => {
-    if (options.applies && !options.applies(request.url.split('?')[0])) {
+    if (options.applies && !options.applies(request.url.split('?')[0], request)) {
       done();
       return;
     }
-    const verdict = gate.judge({ method: request.method, headers: request.headers });
+    const verdict = gate.judge({
+      method: request.method,
+      headers: request.headers,
+      url: request.raw.url,
+      rawHeaders: request.raw.rawHeaders,
+    });
+    if (verdict.action === 'bad-request') {
+      void reply
+        .code(400)
+        .header('connection', 'close')
+        .type('text/plain; charset=utf-8')
+        .send('400 Bad Request: too many Host headers');
+      return;
+    }
     if (verdict.action === 'forbid') {
       logger.warn(
         `403 ${request.method} ${request.url.split('?')[0]}: ` +

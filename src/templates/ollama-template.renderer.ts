@@ -49,12 +49,20 @@ export interface RenderInput {
 
 // --- Go data model of Ollama's api types ---
 
+/**
+ * Sets a map entry as an own data property: a key named `__proto__` (legal JSON, a tool schema may have such a
+ * property) must be an entry, not replace the map's prototype as `m[k] = v` would.
+ */
+function setEntry<T>(map: Record<string, T>, key: string, value: T): void {
+  Object.defineProperty(map, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
 /** JSON value → Go value (numbers are float64, objects are maps). */
 function jsonToGo(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(jsonToGo);
   if (v && typeof v === 'object' && !(v instanceof GoStruct)) {
     const out: Record<string, unknown> = {};
-    for (const [k, e] of Object.entries(v)) out[k] = jsonToGo(e);
+    for (const [k, e] of Object.entries(v)) setEntry(out, k, jsonToGo(e));
     return out;
   }
   if (typeof v === 'bigint') return Number(v);
@@ -165,7 +173,7 @@ function propertyStruct(p: unknown): GoStruct {
 
 function propertiesMap(props: Record<string, unknown>): Record<string, GoStruct> {
   const m: Record<string, GoStruct> = {};
-  for (const [k, v] of Object.entries(props ?? {})) m[k] = propertyStruct(v);
+  for (const [k, v] of Object.entries(props ?? {})) setEntry(m, k, propertyStruct(v));
   return withStringer(m, () => goJson(m), 'map[string]api.ToolProperty');
 }
 

@@ -33,9 +33,13 @@ describe('RPC workers through the daemon (PARAMETER rpc)', { skip: addon.skip ||
     ensureTestModels();
     workers = await startRpcWorkers(2);
     dead = await deadEndpoint();
-    t = await createTestApp({ binding: addon.binding, config: { numParallel: 1, contextLength: 512 } });
+    // PARAMETER rpc may name only the operator's workers (LLAMAD_RPC_SERVERS; docs/security.md "Outbound reach").
+    t = await createTestApp({
+      binding: addon.binding,
+      config: { numParallel: 1, contextLength: 512, rpcServers: [...workers.endpoints, dead] },
+    });
     ollama = new Ollama({ host: t.baseUrl });
-    await create('tiny-local', `FROM ${TINY_LLAMA_SPM}\n`);
+    await create('tiny-local', `FROM ${TINY_LLAMA_SPM}\nPARAMETER rpc none\n`);
     await create('tiny-rpc', `FROM ${TINY_LLAMA_SPM}\nPARAMETER rpc ${workers.endpoints.join(',')}\n`);
     await create('tiny-dead', `FROM ${TINY_LLAMA_SPM}\nPARAMETER rpc ${dead}\n`);
   });
@@ -100,6 +104,7 @@ describe('RPC workers through the daemon (PARAMETER rpc)', { skip: addon.skip ||
 
   it('a worker that dies mid-stream ends the stream with an error line; the model is unloaded, the daemon lives on', async () => {
     const own = await startRpcWorkers(1);
+    t.config.rpcServers.push(own.endpoints[0]);
     try {
       await create('tiny-one', `FROM ${TINY_LLAMA_SPM}\nPARAMETER rpc ${own.endpoints[0]}\n`);
       const res = await fetch(`${t.baseUrl}/api/generate`, {

@@ -235,7 +235,10 @@ describe('API keys (LLAMAD_API_KEYS, LLAMAD_API_KEYS_FILE)', () => {
     dir = await mkdtemp(join(tmpdir(), 'llamad-keys-'));
     keysFile = join(dir, 'keys');
     await writeFile(keysFile, '# team keys\nfile-key-1\n\n');
-    t = await createTestApp({ binding: new FakeBinding(), config: { apiKeys: ['env-key'], apiKeysFile: keysFile } });
+    t = await createTestApp({
+      binding: new FakeBinding(),
+      config: { apiKeys: ['env-key'], apiKeysFile: keysFile, allowServerPaths: true },
+    });
     await createModel(t, 'base', { headers: bearer('env-key') });
   });
 

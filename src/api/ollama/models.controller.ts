@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Post, Req, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ollamaErrorLine, StreamResponder } from '../../common/http';
 import { LlamadService } from './llamad.service';
@@ -9,6 +9,7 @@ import { CreateRequestDto } from './dto/create-request.dto';
 import { ListResponseWire, ShowResponseWire } from './dto/model-responses.dto';
 import { ShowRequestDto } from './dto/show-request.dto';
 import { CreateRequester } from '../../models/model-create.types';
+import { DaemonConfig } from '../../config';
 
 /**
  * The model catalogue routes (reference/ollama-api.md §3): GET|HEAD /api/tags, POST /api/show, POST /api/create,
@@ -20,6 +21,7 @@ export class ModelsController {
   constructor(
     private readonly llamad: LlamadService,
     private readonly responder: StreamResponder,
+    @Inject(DaemonConfig) private readonly config: DaemonConfig,
   ) {}
 
   /** Local models, newest first; `{"models": []}` when there are none (§3.6). */
@@ -98,7 +100,7 @@ export class ModelsController {
     ok: { description: 'Progress records, the last `success`.', ndjson: 'ProgressResponse', json: 'ProgressResponse' },
   })
   async create(@Body() body: CreateRequestDto, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-    const progress = this.llamad.create(body, requesterOf(req));
+    const progress = this.llamad.create(body, requesterOf(req, this.config));
     if (!progress.stream) {
       await this.responder.json(reply, progress.response$);
       return;
@@ -107,7 +109,18 @@ export class ModelsController {
   }
 }
 
-/** The create requester of a request: local when the TCP peer is loopback (127.0.0.0/8, ::1, ::ffff:127.x). */
-function requesterOf(req: FastifyRequest): CreateRequester {
-  return { local: isLoopbackAddress(req.raw.socket?.remoteAddress) };
+/**
+ * The create requester of a request (docs/security.md "Model files and paths"): local — may name server files in
+ * FROM / ADAPTER — only when the TCP peer is loopback (127.0.0.0/8, ::1, ::ffff:127.x), the request carries no
+ * `Origin` (a browser page, even an allowed one, never names server files), and either no API keys are configured
+ * or the operator set LLAMAD_ALLOW_SERVER_PATHS=1 (with keys, the daemon is meant for clients that are not trusted
+ * with its file system, and a reverse proxy on the same machine makes every client loopback).
+ */
+export function requesterOf(req: FastifyRequest, config: DaemonConfig): CreateRequester {
+  const keysConfigured = config.apiKeys.length > 0 || config.apiKeysFile !== '';
+  const local =
+    isLoopbackAddress(req.raw.socket?.remoteAddress) &&
+    req.headers.origin === undefined &&
+    (!keysConfigured || config.allowServerPaths);
+  return { local };
 }

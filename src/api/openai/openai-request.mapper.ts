@@ -239,6 +239,24 @@ function decodeTools(
   return { tools: defs };
 }
 
+/**
+ * A token limit field (`max_tokens`, `max_completion_tokens`, `max_output_tokens`): a negative number would mean
+ * "unbounded" to the native options (num_predict -1), which OpenAI refuses; here it is a 400 naming the field
+ * (OpenAI's `integer_below_min_value` wording). 0 is passed on as Ollama does; other types are left to the option
+ * decoder's type errors.
+ * @returns the value unchanged when acceptable.
+ * @throws InvalidRequestError (400 invalid_request_error, `param` = the field).
+ */
+export function checkTokenLimit(value: unknown, param: string): unknown {
+  if (typeof value === 'number' && value < 0) {
+    throw new InvalidRequestError(
+      `Invalid '${param}': integer below minimum value. Expected a value >= 0, but got ${value} instead.`,
+      param,
+    );
+  }
+  return value;
+}
+
 /** The sampling fields shared by chat and completions → the native option map (typed by the option table). */
 function samplingOptions(req: OpenAIChatRequest | OpenAICompletionRequest, maxTokens: unknown) {
   return decodeOptions({
@@ -296,7 +314,11 @@ export function fromOpenAIChatRequest(body: unknown, startedAt: bigint): ChatCom
     format: decodeResponseFormat(req.response_format),
     ...(think !== undefined ? { think } : {}),
     topLogprobs: req.logprobs === true ? ((top as number | undefined) ?? 0) : undefined,
-    options: samplingOptions(req, req.max_tokens ?? req.max_completion_tokens),
+    options: samplingOptions(
+      req,
+      checkTokenLimit(req.max_tokens, 'max_tokens') ??
+        checkTokenLimit(req.max_completion_tokens, 'max_completion_tokens'),
+    ),
     growContext: true,
     startedAt,
   };
@@ -368,7 +390,7 @@ export function fromOpenAICompletionRequest(body: unknown, startedAt: bigint): G
     suffix: (req.suffix as string | null | undefined) || undefined,
     raw: false,
     topLogprobs: typeof n === 'number' && n > 0 ? Math.min(20, Math.floor(n)) : undefined,
-    options: samplingOptions(req, req.max_tokens),
+    options: samplingOptions(req, checkTokenLimit(req.max_tokens, 'max_tokens')),
     growContext: true,
     startedAt,
   };

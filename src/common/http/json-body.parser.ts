@@ -6,6 +6,20 @@ import { InvalidRequestError } from '../errors';
 export const RAW_BODY_ROUTE = /^\/api\/blobs\/[^/?]*\/?(?:\?.*)?$/;
 
 /**
+ * Management routes (create, pull, push, copy, delete): small JSON bodies, so they get their own, smaller limit
+ * (DaemonConfig.managementBodyLimit). The blob upload is not one of them: it streams.
+ */
+export const MANAGEMENT_ROUTE = /^\/api\/(?:create|pull|push|copy|delete)\/?(?:\?.*)?$/;
+
+/** Body limits of {@link installJsonBodyParser}, bytes. */
+export interface BodyLimits {
+  /** Every JSON body (images arrive base64-encoded inside JSON). */
+  bodyLimit: number;
+  /** Bodies of {@link MANAGEMENT_ROUTE}; default `bodyLimit`. */
+  managementBodyLimit?: number;
+}
+
+/**
  * Installs the daemon's body parser on Fastify: every request body, whatever its Content-Type (curl -d sends
  * form-encoded, ollama-js sends JSON), is parsed as JSON, as Ollama's handlers do (reference/ollama-api.md §1.1).
  * An empty body parses to `undefined` (the validation pipe answers `missing request body`); malformed JSON fails
@@ -13,9 +27,11 @@ export const RAW_BODY_ROUTE = /^\/api\/blobs\/[^/?]*\/?(?:\?.*)?$/;
  * MAX_JSON_DEPTH (src/security/json-depth.ts) fails with a 400 before it is parsed.
  * Exception: `POST /api/blobs/:digest` ({@link RAW_BODY_ROUTE}) gets the unread request stream as its body (any
  * content type, no size limit): the handler streams it to disk.
- * @param bodyLimit maximum body size in bytes (413 `Request body is too large` beyond it).
+ * Management routes ({@link MANAGEMENT_ROUTE}) have their own, smaller limit.
+ * @param limits maximum body sizes in bytes (413 `Request body is too large` beyond them), or one limit for all.
  */
-export function installJsonBodyParser(fastify: FastifyInstance, bodyLimit: number): void {
+export function installJsonBodyParser(fastify: FastifyInstance, limits: number | BodyLimits): void {
+  const { bodyLimit, managementBodyLimit = bodyLimit } = typeof limits === 'number' ? { bodyLimit: limits } : limits;
   fastify.removeAllContentTypeParsers();
   fastify.addContentTypeParser(
     '*',
@@ -24,7 +40,8 @@ export function installJsonBodyParser(fastify: FastifyInstance, bodyLimit: numbe
         done(null, payload);
         return;
       }
-      readLimited(req, payload, bodyLimit).then(
+      const limit = MANAGEMENT_ROUTE.test(req.url) ? Math.min(managementBodyLimit, bodyLimit) : bodyLimit;
+      readLimited(req, payload, limit).then(
         (text) => {
           if (text.trim() === '') {
             done(null, undefined);

@@ -1,9 +1,8 @@
 import { ArgumentMetadata, Injectable, Type, ValidationError, ValidationPipe } from '@nestjs/common';
-import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { checkValueDepth } from './json-depth';
 import { InvalidRequestError } from '../errors';
-import { jsonKind } from '../validation';
+import { jsonKind, plainToDto } from '../validation';
 
 /** A DTO class may name the Go type it mirrors, for Go-style messages about a body of the wrong JSON type. */
 interface GoTyped {
@@ -56,7 +55,9 @@ function checkBody(value: unknown, metatype: Type<unknown>): object {
 export function decodeRequestBody<T extends object>(metatype: Type<T>, value: unknown): T {
   if (value instanceof metatype) return value;
   const body = checkBody(value, metatype);
-  const instance = plainToInstance(metatype, body);
+  // Not class-transformer's plainToInstance: it walks free-form JSON and fails on keys named `constructor`
+  // (src/common/validation/plain-to-dto.ts).
+  const instance = plainToDto(metatype, body);
   const errors = validateSync(instance, VALIDATOR_OPTIONS);
   if (errors.length > 0) {
     const first = firstError(errors);
@@ -65,12 +66,16 @@ export function decodeRequestBody<T extends object>(metatype: Type<T>, value: un
   return instance;
 }
 
+/** Body types that are not DTO classes (`@Body() body: unknown` and primitives): left to ValidationPipe as before. */
+const PASS_THROUGH_TYPES: unknown[] = [Object, String, Number, Boolean, Array];
+
 /**
  * The request-body pipe of every route (ARCHITECTURE.md §8): class-validator with `transform` and `whitelist`
  * (unknown fields are dropped silently — Ollama ignores them — never rejected), and an exceptionFactory that throws
  * InvalidRequestError with the first failing property as `param`. It also applies Ollama's body rules before
  * validation (§1.1): no body → `missing request body`; a JSON value that is not an object →
- * `json: cannot unmarshal <kind> into Go value of type <api.Type>`; `null` → an empty request.
+ * `json: cannot unmarshal <kind> into Go value of type <api.Type>`; `null` → an empty request. A DTO body is built
+ * by {@link decodeRequestBody} (free-form JSON below a field is kept verbatim, whatever its keys).
  */
 @Injectable()
 export class OllamaValidationPipe extends ValidationPipe {
@@ -86,9 +91,10 @@ export class OllamaValidationPipe extends ValidationPipe {
   }
 
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
-    if (metadata.type !== 'body' || !metadata.metatype || metadata.metatype === Object) {
+    const metatype = metadata.metatype;
+    if (metadata.type !== 'body' || !metatype || PASS_THROUGH_TYPES.includes(metatype)) {
       return super.transform(value, metadata);
     }
-    return super.transform(checkBody(value, metadata.metatype), metadata);
+    return decodeRequestBody(metatype as Type<object>, value);
   }
 }

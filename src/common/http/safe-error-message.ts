@@ -80,12 +80,18 @@ const LEAD = String.raw`(^|[\s'"\x60(\[{=,:;<>])`;
 /** A character of a path (stops at whitespace, quotes, closing brackets and commas). */
 const PATH_CHAR = String.raw`[^\s'"\x60)\]},;<>]`;
 /**
+ * A space inside an unquoted path: the path goes on past a space when the next word holds a `/` itself
+ * (`/srv/my models/x.gguf`: ` models/x.gguf` continues it). A last segment with a space (`/srv/my model.gguf`)
+ * cannot be told from the prose after it; its directories are still removed.
+ */
+const SPACED_SEGMENT = String.raw`(?: [^\s'"\x60()\[\]{},;<>/]+\/${PATH_CHAR}*)*`;
+/**
  * Absolute paths: POSIX with at least two segments (`/a/b…`; a lone `/x`, `1/2` or a URL's `//host/…` is left alone),
  * a Windows drive path (`C:\…`, `C:/…`), a UNC path (`\\server\share…`) or a `file://` URL.
  */
 const ABSOLUTE_PATH = new RegExp(
   [
-    String.raw`${LEAD}(\/(?:[^\s'"\x60)\]},;<>/])+\/${PATH_CHAR}*)`,
+    String.raw`${LEAD}(\/(?:[^\s'"\x60)\]},;<>/])+\/${PATH_CHAR}*${SPACED_SEGMENT})`,
     String.raw`${LEAD}([A-Za-z]:[\\/]${PATH_CHAR}*)`,
     String.raw`${LEAD}(\\\\${PATH_CHAR}+)`,
     String.raw`${LEAD}(file:\/\/${PATH_CHAR}*)`,
@@ -94,14 +100,23 @@ const ABSOLUTE_PATH = new RegExp(
 );
 
 /**
+ * A quoted absolute path (`'…'`, `"…"`, backticks): it ends at its closing quote, spaces included — the form Node's
+ * file-system errors use (`open '/srv/my models/x.gguf'`).
+ */
+const QUOTED_PATH = /(['"\x60])((?:\/[^'"\x60\n/]+\/|[A-Za-z]:[\\/]|\\\\|file:\/\/)[^'"\x60\n]*)\1/g;
+
+/**
  * Replaces every absolute path in a text by `<path>`: `open '/srv/models/blobs/sha256-1': no such file` →
- * `open '<path>': no such file`. URLs (`https://host/v2/…`) are kept, except `file://` ones.
+ * `open '<path>': no such file`; a quoted path ends at its quote, an unquoted one may go on past a space
+ * (`/srv/my models/x.gguf`). URLs (`https://host/v2/…`) are kept, except `file://` ones.
  */
 export function redactServerPaths(text: string): string {
-  return text.replace(ABSOLUTE_PATH, (...groups: unknown[]) => {
-    const lead = [groups[1], groups[3], groups[5], groups[7]].find((g) => typeof g === 'string') as string;
-    return `${lead}<path>`;
-  });
+  return text
+    .replace(QUOTED_PATH, (_match, quote: string) => `${quote}<path>${quote}`)
+    .replace(ABSOLUTE_PATH, (...groups: unknown[]) => {
+      const lead = [groups[1], groups[3], groups[5], groups[7]].find((g) => typeof g === 'string') as string;
+      return `${lead}<path>`;
+    });
 }
 
 /**

@@ -4,6 +4,8 @@
  * at the first colon, so IPv6 addresses cannot be given).
  */
 
+import { InvalidRequestError } from '../errors';
+
 /** Whether `entry` is one `host:port` worker address (port 1..65535). */
 export function isRpcEndpoint(entry: string): boolean {
   const match = /^([^\s:,]+):(\d{1,5})$/.exec(entry);
@@ -26,4 +28,33 @@ export function splitRpcServers(lists: readonly string[]): { servers: string[]; 
     else if (!servers.includes(entry)) servers.push(entry);
   }
   return { servers, invalid };
+}
+
+/**
+ * The one 400 for a Modelfile `PARAMETER rpc` (or a JSON create's `parameters.rpc`) that names a worker the operator
+ * did not list in LLAMAD_RPC_SERVERS. Fixed text: it does not depend on whether the address exists, resolves or
+ * answers (nothing is contacted), so it cannot be used to probe a network.
+ */
+export const RPC_NOT_ALLOWED_MESSAGE =
+  'PARAMETER rpc may only name workers listed in LLAMAD_RPC_SERVERS (docs/security.md "Outbound reach")';
+
+/** `Host:Port` → `host:port` (host names compare case-insensitively). */
+function rpcKey(entry: string): string {
+  return entry.trim().toLowerCase();
+}
+
+/**
+ * Checks a model's RPC workers against the operator's allow-list (issue 23 item 3; docs/security.md): every entry
+ * must be one of `allowed` (LLAMAD_RPC_SERVERS). An empty list (`PARAMETER rpc none`) or no `rpc` is always fine.
+ * Pure: no name resolution, no connection.
+ * @param servers the model's `rpc` parameter value (undefined when it has none).
+ * @param allowed the operator's workers.
+ * @throws InvalidRequestError {@link RPC_NOT_ALLOWED_MESSAGE}
+ */
+export function checkRpcAllowed(servers: unknown, allowed: readonly string[]): void {
+  if (!Array.isArray(servers) || servers.length === 0) return;
+  const allow = new Set(allowed.map(rpcKey));
+  if (servers.some((entry) => typeof entry !== 'string' || !allow.has(rpcKey(entry)))) {
+    throw new InvalidRequestError(RPC_NOT_ALLOWED_MESSAGE);
+  }
 }

@@ -1,6 +1,5 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptions } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
 import {
   IsArray,
   IsBoolean,
@@ -14,6 +13,8 @@ import {
   ValidationArguments,
   ValidationOptions,
 } from 'class-validator';
+import { NestedDto } from './plain-to-dto';
+import { Type } from 'class-transformer';
 
 /**
  * Composite class-validator decorators whose messages reproduce Go's `encoding/json` type errors, which is what
@@ -131,6 +132,8 @@ export function GoNestedArray(
     IsArray(goMessage(struct, goType)),
     IsObject(goEachMessage(struct, goType)),
     ValidateNested({ each: true }),
+    // Ours (plainToDto) and class-transformer's (a host application's global ValidationPipe builds the DTOs too).
+    NestedDto(cls),
     Type(cls),
     doc({ type: () => cls(), isArray: true }, api),
   );

@@ -1,2 +1,3 @@
 export * from './go-json.decorators';
 export * from './wire-fields';
+export * from './plain-to-dto';

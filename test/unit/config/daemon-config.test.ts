@@ -95,6 +95,22 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({ LLAMAD_RESPONSES_TTL: '-5m' }).responsesTtlMs, 3_600_000);
   });
 
+  it('reads the issue-23 limits: responses bytes, management body limit, server paths with keys', () => {
+    const d = loadConfig({});
+    assert.equal(d.responsesMaxBytes, 256 * 1024 * 1024);
+    assert.equal(d.managementBodyLimit, 1024 * 1024);
+    assert.equal(d.allowServerPaths, false);
+    const c = loadConfig({
+      LLAMAD_RESPONSES_MAX_BYTES: '1000',
+      LLAMAD_MANAGEMENT_BODY_LIMIT: '4096',
+      LLAMAD_ALLOW_SERVER_PATHS: '1',
+    });
+    assert.equal(c.responsesMaxBytes, 1000);
+    assert.equal(c.managementBodyLimit, 4096);
+    assert.equal(c.allowServerPaths, true);
+    assert.equal(loadConfig({ LLAMAD_ALLOW_SERVER_PATHS: '0' }).allowServerPaths, false);
+  });
+
   it('reads LLAMAD_LOG_LEVEL, falling back to OLLAMA_DEBUG (1 → debug, 2 → trace), else info', () => {
     assert.equal(loadConfig({}).logLevel, 'info');
     assert.equal(loadConfig({ LLAMAD_LOG_LEVEL: 'warn' }).logLevel, 'warn');

@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ApiKeySource, parseKeysFile, presentedKeys } from '../../../src/security';
+import { ApiKeySource, KeysFileIo, parseKeysFile, presentedKeys } from '../../../src/security';
 
 describe('API keys', () => {
   let dir: string;
@@ -43,5 +43,51 @@ describe('API keys', () => {
     const missing = new ApiKeySource([], join(dir, 'nope'));
     assert.ok(!(await missing.matches('')));
     assert.ok(!(await missing.matches('file-key')));
+  });
+
+  it('identify names a key by 12 hex of its sha256, never the key', async () => {
+    const source = new ApiKeySource(['secret-key'], '');
+    const id = await source.identify('secret-key');
+    assert.match(id ?? '', /^key:[0-9a-f]{12}$/);
+    assert.ok(!id?.includes('secret'));
+    assert.equal(await source.identify('other'), undefined);
+  });
+
+  it('two overlapping reloads: reads never overlap, and the newer file wins', async () => {
+    let content = 'old-key';
+    let version = 0;
+    const reads: string[] = [];
+    let active = 0;
+    let overlapped = false;
+    let firstStarted!: () => void;
+    const started = new Promise<void>((resolve) => (firstStarted = resolve));
+    const io: KeysFileIo = {
+      stat: () => Promise.resolve({ size: BigInt(content.length), mtimeNs: BigInt(version), ino: 1n }),
+      readFile: async () => {
+        active++;
+        if (active > 1) overlapped = true;
+        const snapshot = content;
+        firstStarted();
+        // The first read is slow: without serialization it would finish last and install the old key.
+        await new Promise((resolve) => setTimeout(resolve, reads.length === 0 ? 50 : 1));
+        reads.push(snapshot);
+        active--;
+        return snapshot;
+      },
+    };
+    const source = new ApiKeySource([], '/keys', io);
+    source.reload();
+    const first = source.matches('old-key');
+    await started; // the file changes while the first read is under way
+    content = 'new-key';
+    version = 1;
+    source.reload();
+    const second = source.matches('new-key');
+    assert.equal(await first, true);
+    assert.equal(await second, true);
+    assert.equal(overlapped, false);
+    assert.deepEqual(reads, ['old-key', 'new-key']);
+    assert.equal(await source.matches('old-key'), false, 'the newer read is the one installed');
+    assert.equal(await source.matches('new-key'), true);
   });
 });

@@ -1,6 +1,7 @@
 import { InvalidRequestError } from '../../../common/errors';
 import { decodeOptions } from '../../../common/options';
 import type { ChatCommand, ChatMessage, OutputFormat, ToolDefinition } from '../../../generation';
+import { checkTokenLimit } from '../openai-request.mapper';
 import { decodeInput } from './responses-input.mapper';
 import { ResponseEcho, ResponseFunctionTool, ResponsesRequest, ResponseTextFormat } from './responses.types';
 
@@ -218,7 +219,9 @@ export function decodeResponsesRequest(
   const req = body as ResponsesRequest & Json;
   const model = optional<string>(req, 'model', 'string') ?? '';
   const instructions = optional<string>(req, 'instructions', 'string');
-  const maxOutput = optional<number>(req, 'max_output_tokens', 'number');
+  const maxOutput = checkTokenLimit(optional<number>(req, 'max_output_tokens', 'number'), 'max_output_tokens') as
+    | number
+    | undefined;
   const temperature = optional<number>(req, 'temperature', 'number');
   const topP = optional<number>(req, 'top_p', 'number');
   const store = optional<boolean>(req, 'store', 'boolean');

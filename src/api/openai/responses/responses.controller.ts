@@ -1,7 +1,7 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
-import type { FastifyReply } from 'fastify';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { StreamResponder } from '../../../common/http';
-import { LlamadRoutes } from '../../../security';
+import { LlamadRoutes, principalOf } from '../../../security';
 import { ApiRoute, ApiTag } from '../../../openapi/api-route.decorator';
 import { OpenAIExceptionFilter } from '..';
 import { writeResponsesSse } from './responses-sse';
@@ -40,8 +40,8 @@ export class ResponsesController {
       sse: 'ResponseStreamEvent',
     },
   })
-  async create(@Body() body: unknown, @Res() reply: FastifyReply): Promise<void> {
-    const prepared = this.service.prepare(body, process.hrtime.bigint());
+  async create(@Body() body: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const prepared = this.service.prepare(body, process.hrtime.bigint(), principalOf(request).id);
     if (!prepared.stream) {
       await this.responder.json(reply, this.service.respond(prepared));
       return;
@@ -59,8 +59,8 @@ export class ResponsesController {
     params: { id: '`resp_…`.' },
     ok: { description: 'The response.', json: 'ResponseObject' },
   })
-  retrieve(@Param('id') id: string): ResponseObject {
-    return this.service.retrieve(id);
+  retrieve(@Param('id') id: string, @Req() request: FastifyRequest): ResponseObject {
+    return this.service.retrieve(principalOf(request).id, id);
   }
 
   /** Deletes a stored response: `{id, object: "response", deleted: true}`; 404 when there is none. */
@@ -73,7 +73,7 @@ export class ResponsesController {
     params: { id: '`resp_…`.' },
     ok: { description: 'Deleted.', json: 'ResponseDeleted' },
   })
-  remove(@Param('id') id: string): ResponseDeleted {
-    return this.service.delete(id);
+  remove(@Param('id') id: string, @Req() request: FastifyRequest): ResponseDeleted {
+    return this.service.delete(principalOf(request).id, id);
   }
 }

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { defer, from, map, Observable, of, switchMap } from 'rxjs';
 import { DaemonError, ErrorCode } from '../../../common/errors';
 import { ChatCommand, ChatMessage, ChatService } from '../../../generation';
@@ -6,7 +6,7 @@ import { ModelsService } from '../../../models';
 import { responsesId } from './responses-ids';
 import { decodeResponsesRequest, DecodedResponsesRequest, previousResponseIdOf } from './responses-request.mapper';
 import { ResponsesStreamConverter } from './responses-stream.converter';
-import { ResponsesStore } from './responses.store';
+import { RESPONSES_STORE, ResponsesStore } from './responses.store';
 import { ResponseDeleted, ResponseObject, ResponseStreamEvent } from './responses.types';
 
 /**
@@ -27,6 +27,8 @@ export class ResponseNotFoundError extends DaemonError {
 export interface PreparedResponse extends DecodedResponsesRequest {
   /** The stored conversation of previous_response_id ([] without one). */
   prior: readonly ChatMessage[];
+  /** The principal the result is stored for (`Principal.id`: only it can retrieve, continue or delete it). */
+  owner: string;
 }
 
 /** A streamed run: the events, and the in-band `error` event for a failure after the first event. */
@@ -46,23 +48,24 @@ export class ResponsesService {
   constructor(
     private readonly chat: ChatService,
     private readonly models: ModelsService,
-    private readonly store: ResponsesStore,
+    @Inject(RESPONSES_STORE) private readonly store: ResponsesStore,
   ) {}
 
   /**
    * Decodes a request body, prepending the stored conversation of `previous_response_id`.
+   * @param owner the caller's principal id: only its own responses can be continued, and the result is stored for it.
    * @throws InvalidRequestError (400) for a malformed body; ResponseNotFoundError (404) for an unknown
-   *   previous_response_id (also one created with `store: false`, or expired).
+   *   previous_response_id (also one created with `store: false`, expired, or another principal's).
    */
-  prepare(body: unknown, startedAt: bigint): PreparedResponse {
+  prepare(body: unknown, startedAt: bigint, owner: string): PreparedResponse {
     const previousId = previousResponseIdOf(body);
     let prior: PreparedResponse['prior'] = [];
     if (previousId !== undefined) {
-      const stored = this.store.get(previousId);
+      const stored = this.store.get(owner, previousId);
       if (!stored) throw new ResponseNotFoundError(previousId, 'previous_response_id');
       prior = stored.conversation;
     }
-    return { ...decodeResponsesRequest(body, prior, startedAt), prior };
+    return { ...decodeResponsesRequest(body, prior, startedAt), prior, owner };
   }
 
   /** The non-streamed answer: the final Response object (cold; errors before any output reject). */
@@ -87,16 +90,16 @@ export class ResponsesService {
     return { events$: this.events(p, converter), errorEvent: (err) => converter.errorEvent(err) };
   }
 
-  /** GET /v1/responses/{id}. @throws ResponseNotFoundError (404). */
-  retrieve(id: string): ResponseObject {
-    const stored = this.store.get(id);
+  /** GET /v1/responses/{id} for principal `owner`. @throws ResponseNotFoundError (404, also another's id). */
+  retrieve(owner: string, id: string): ResponseObject {
+    const stored = this.store.get(owner, id);
     if (!stored) throw new ResponseNotFoundError(id);
     return stored.response;
   }
 
-  /** DELETE /v1/responses/{id}. @throws ResponseNotFoundError (404). */
-  delete(id: string): ResponseDeleted {
-    if (!this.store.delete(id)) throw new ResponseNotFoundError(id);
+  /** DELETE /v1/responses/{id} for principal `owner`. @throws ResponseNotFoundError (404, also another's id). */
+  delete(owner: string, id: string): ResponseDeleted {
+    if (!this.store.delete(owner, id)) throw new ResponseNotFoundError(id);
     return { id, object: 'response', deleted: true };
   }
 
@@ -127,7 +130,7 @@ export class ResponsesService {
 
   private save(p: PreparedResponse, converter: ResponsesStreamConverter): void {
     const response = converter.response!;
-    this.store.save(response.id, {
+    this.store.save(p.owner, response.id, {
       response,
       conversation: [...p.prior, ...p.input, converter.assistantMessage()],
     });

@@ -1,22 +1,35 @@
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { LRUCache } from 'lru-cache';
 import type { ChatMessage } from '../../../generation';
 import { ResponseObject } from './responses.types';
 
 /** Limits of the in-memory response store. */
 export interface ResponsesStoreOptions {
-  /** Most responses kept; the least recently used goes first. 0 keeps none (every lookup is a miss). */
+  /** Most responses kept, all principals together; the least recently used goes first. 0 keeps none. */
   maxResponses: number;
-  /** How long a response is kept after it was created, ms. */
+  /**
+   * Most bytes kept, all principals together (each entry's size is the JSON length of its response object plus its
+   * conversation: an estimate in UTF-16 units, conservative because a chain's entries share their messages); the
+   * least recently used go first, an entry larger than this is not kept.
+   */
+  maxBytes: number;
+  /** How long a response is kept after it was created, ms (a lookup does not extend it). */
   ttlMs: number;
-  /** Clock in ms (tests); default Date.now. */
+  /** Clock in ms (tests); default performance.now. */
   now?: () => number;
 }
 
-/** Defaults: 1,000 responses, one hour (DaemonConfig: LLAMAD_RESPONSES_MAX, LLAMAD_RESPONSES_TTL). */
-export const DEFAULT_RESPONSES_STORE_OPTIONS: ResponsesStoreOptions = { maxResponses: 1000, ttlMs: 60 * 60 * 1000 };
+/** Defaults: 1,000 responses, 256 MiB, one hour (DaemonConfig: LLAMAD_RESPONSES_MAX, _MAX_BYTES, _TTL). */
+export const DEFAULT_RESPONSES_STORE_OPTIONS: ResponsesStoreOptions = {
+  maxResponses: 1000,
+  maxBytes: 256 * 1024 * 1024,
+  ttlMs: 60 * 60 * 1000,
+};
 
-/** Injection token of the store's options (a provider may replace the defaults, e.g. from DaemonConfig). */
-export const RESPONSES_STORE_OPTIONS = Symbol('RESPONSES_STORE_OPTIONS');
+/**
+ * Injection token of the {@link ResponsesStore} behind `/v1/responses` (default {@link InMemoryResponsesStore}); a host
+ * application may provide its own (LlamadModule `providers`), e.g. one shared by several daemons.
+ */
+export const RESPONSES_STORE = Symbol('RESPONSES_STORE');
 
 /** What is kept per response: the object GET returns, and the conversation a continuation starts from. */
 export interface StoredResponse {
@@ -25,68 +38,80 @@ export interface StoredResponse {
   conversation: readonly ChatMessage[];
 }
 
-interface Entry extends StoredResponse {
-  /** Date.now() after which the entry is gone. */
-  expiresAt: number;
+/**
+ * Where `/v1/responses` keeps finished responses for `previous_response_id`, `GET /v1/responses/{id}` and `DELETE`
+ * (beyond Ollama, which is stateless: reference/ollama-api.md §12.6). Every entry belongs to one principal (the
+ * `owner`, `Principal.id` of src/security): a lookup or delete by another principal behaves exactly as for an
+ * unknown id, so tenants cannot see, continue or delete each other's responses, nor learn that an id exists.
+ * Synchronous: it is consulted while a request is decoded.
+ */
+export interface ResponsesStore {
+  /** Keeps a response of `owner` (replacing one with the same id). */
+  save(owner: string, id: string, value: StoredResponse): void;
+  /** The stored response of `owner`; undefined when unknown, another principal's, deleted or expired. */
+  get(owner: string, id: string): StoredResponse | undefined;
+  /** Removes a response of `owner`; false when there was none (or it is another principal's, or expired). */
+  delete(owner: string, id: string): boolean;
+}
+
+/** The cache key of one owner's response: the owner cannot contain the separator's role (ids are `resp_…`). */
+function keyOf(owner: string, id: string): string {
+  return `${owner.length}:${owner}:${id}`;
 }
 
 /**
- * The in-memory store behind `previous_response_id`, `GET /v1/responses/{id}` and `DELETE` (beyond Ollama, which is
- * stateless: reference/ollama-api.md §12.6). Bounded by count (LRU: a lookup makes an entry the most recent) and by a
- * TTL counted from creation; expired entries are dropped lazily (on lookup and on every save). Main-thread only, no
- * timers. A conversation shares its message objects with the earlier entries of the same chain (arrays of
- * references), so a long chain costs one copy of its messages plus a pointer array per turn.
+ * The default {@link ResponsesStore}: in memory, bounded by count, by bytes and by a TTL counted from creation
+ * (lru-cache's `max`, `maxSize` with `sizeCalculation`, and `ttl`; a lookup makes an entry the most recently used but
+ * does not extend its life). Main-thread only, no timers (expired entries are dropped lazily). A conversation shares
+ * its message objects with the earlier entries of the same chain (arrays of references), so a long chain costs one
+ * copy of its messages plus a pointer array per turn in memory, while the byte bound counts each entry whole.
  */
-@Injectable()
-export class ResponsesStore {
-  private readonly entries = new Map<string, Entry>();
-  private readonly options: ResponsesStoreOptions;
-  private readonly now: () => number;
+export class InMemoryResponsesStore implements ResponsesStore {
+  private readonly cache?: LRUCache<string, StoredResponse>;
 
   /** @param options limits (missing fields take the defaults). */
-  constructor(@Optional() @Inject(RESPONSES_STORE_OPTIONS) options?: Partial<ResponsesStoreOptions>) {
-    this.options = { ...DEFAULT_RESPONSES_STORE_OPTIONS, ...options };
-    this.now = this.options.now ?? Date.now;
+  constructor(options?: Partial<ResponsesStoreOptions>) {
+    const o = { ...DEFAULT_RESPONSES_STORE_OPTIONS, ...options };
+    if (o.maxResponses <= 0 || o.maxBytes <= 0) return;
+    this.cache = new LRUCache<string, StoredResponse>({
+      max: o.maxResponses,
+      maxSize: o.maxBytes,
+      sizeCalculation: (value) => Math.max(1, JSON.stringify(value).length),
+      ttl: Math.max(1, o.ttlMs),
+      updateAgeOnGet: false,
+      allowStale: false,
+      // Read the clock on every check (the default caches it for 1 ms with a timer).
+      ttlResolution: 0,
+      ...(o.now ? { perf: { now: o.now } } : {}),
+    });
   }
 
   /** Number of live entries (after dropping expired ones). */
   get size(): number {
-    this.sweep();
-    return this.entries.size;
+    if (!this.cache) return 0;
+    this.cache.purgeStale();
+    return this.cache.size;
   }
 
-  /** Keeps a response (replacing one with the same id), then evicts expired and least recently used entries. */
-  save(id: string, value: StoredResponse): void {
-    this.entries.delete(id);
-    if (this.options.maxResponses <= 0) return;
-    this.entries.set(id, { ...value, expiresAt: this.now() + this.options.ttlMs });
-    this.sweep();
-    for (const oldest of this.entries.keys()) {
-      if (this.entries.size <= this.options.maxResponses) break;
-      this.entries.delete(oldest);
-    }
+  /** Total size of the live entries, in the units of `maxBytes`. */
+  get bytes(): number {
+    if (!this.cache) return 0;
+    this.cache.purgeStale();
+    return this.cache.calculatedSize;
   }
 
-  /** The stored response, made the most recently used; undefined when unknown, deleted or expired. */
-  get(id: string): StoredResponse | undefined {
-    const entry = this.entries.get(id);
-    if (!entry) return undefined;
-    this.entries.delete(id);
-    if (entry.expiresAt <= this.now()) return undefined;
-    this.entries.set(id, entry);
-    return { response: entry.response, conversation: entry.conversation };
+  save(owner: string, id: string, value: StoredResponse): void {
+    this.cache?.set(keyOf(owner, id), value);
   }
 
-  /** Removes a response; false when there was none (or it had expired). */
-  delete(id: string): boolean {
-    const entry = this.entries.get(id);
-    if (!entry) return false;
-    this.entries.delete(id);
-    return entry.expiresAt > this.now();
+  get(owner: string, id: string): StoredResponse | undefined {
+    const entry = this.cache?.get(keyOf(owner, id));
+    return entry ? { response: entry.response, conversation: entry.conversation } : undefined;
   }
 
-  private sweep(): void {
-    const now = this.now();
-    for (const [id, entry] of this.entries) if (entry.expiresAt <= now) this.entries.delete(id);
+  delete(owner: string, id: string): boolean {
+    const key = keyOf(owner, id);
+    if (!this.cache?.has(key)) return false;
+    return this.cache.delete(key);
   }
 }

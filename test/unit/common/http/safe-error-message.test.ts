@@ -157,6 +157,13 @@ describe('system errors never reach a client with their path (issue 11 item 4)',
     assert.equal(toOllamaError(new TypeError('cannot read /etc/x/y=1')).message, 'cannot read <path>');
   });
 
+  it('paths with spaces: a quoted path ends at its quote, an unquoted one goes on while the next word has a slash', () => {
+    assert.equal(redactServerPaths('open /srv/my models/x.gguf now'), 'open <path> now');
+    assert.equal(redactServerPaths("open '/srv/my models/x.gguf': no such file"), "open '<path>': no such file");
+    assert.equal(redactServerPaths('load "/tmp/a b/c d.gguf" failed'), 'load "<path>" failed');
+    assert.doesNotMatch(redactServerPaths('failed: /srv/my models/x.gguf'), /models|x\.gguf/);
+  });
+
   it('keeps what is not a server path: URLs, single segments, ratios, 4xx client text', () => {
     const kept = [
       'pull model manifest: Get "https://registry.ollama.ai/v2/library/x/manifests/latest": dial tcp 1.2.3.4:443',
