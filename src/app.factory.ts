@@ -2,7 +2,13 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { AppModule, AppOptions } from './app.module';
 import { installJsonBodyParser } from './common/http';
-import { createHttpLogger, createNestLogger, createRootLogger, installHttpObservation } from './observability';
+import {
+  createHttpLogger,
+  createNestLogger,
+  createRootLogger,
+  fastifyRequestIdOptions,
+  installHttpObservation,
+} from './observability';
 import { setupOpenApi } from './openapi';
 import { installRequestGate } from './security';
 
@@ -26,6 +32,8 @@ export interface CreateAppExtras {
  */
 export async function createApp(options: AppOptions, extras: CreateAppExtras = {}): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
+    // One request id: Fastify's request.id honours a sane x-request-id (observability/http-observation.ts).
+    ...fastifyRequestIdOptions(),
     bodyLimit: BODY_LIMIT_BYTES,
     ignoreTrailingSlash: true,
     // Shutdown must not wait for keep-alive sockets (a client may hold an unused one open for minutes).

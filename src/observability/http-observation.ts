@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   REQUEST_ID_HEADER,
@@ -70,6 +70,26 @@ export class HttpObservation {
 
 const observations = new WeakMap<FastifyInstance, HttpObservation>();
 
+/**
+ * The one id of a request: the one Fastify assigned (`request.id`, from the application's `genReqId` — the daemon's
+ * honours a sane incoming `x-request-id`, see {@link fastifyRequestIdOptions}; a host's is its own), else (an id that
+ * is not a non-empty string) the incoming `x-request-id` when sane, else a new UUID.
+ */
+function requestIdOf(request: FastifyRequest): string {
+  const assigned: unknown = request.id;
+  if (typeof assigned === 'string' && assigned !== '') return assigned;
+  return requestIdFrom(request.headers[REQUEST_ID_HEADER]);
+}
+
+/**
+ * Fastify options that make `request.id` the daemon's request id: the client's `x-request-id` when it is sane
+ * (request-context.ts requestIdFrom), else a new UUID. Fastify then logs, and llamad echoes, logs and reports, that
+ * one id.
+ */
+export function fastifyRequestIdOptions(): { genReqId: (req: IncomingMessage) => string } {
+  return { genReqId: (req) => requestIdFrom(req.headers[REQUEST_ID_HEADER]) };
+}
+
 /** The observation installed on this Fastify instance, if any. */
 export function observationOf(fastify: FastifyInstance): HttpObservation | undefined {
   return observations.get(fastify);
@@ -77,18 +97,20 @@ export function observationOf(fastify: FastifyInstance): HttpObservation | undef
 
 /**
  * Installs the HTTP observation hooks on a Fastify instance (once; later calls return the same state):
- * - `onRequest`: takes the request id from `x-request-id` (kept when sane, else a new UUID) and echoes it on the
- *   response; creates the request's {@link RequestContext} (id, method, route pattern); counts the request in flight
+ * - `onRequest`: takes the request's one id (Fastify's `request.id`, see {@link requestIdOf}) and echoes it in
+ *   `x-request-id` on the response; creates the request's {@link RequestContext} (id, method, route pattern); counts the request in flight
  *   until its response ends or its connection closes, then reports it to the sink (method, route pattern, status,
  *   seconds); starts its log line; while draining, answers 503 with `Connection: close`.
  * - `preHandler`: runs the handler inside the request context (AsyncLocalStorage), so services, the generation
  *   hooks and log lines written meanwhile know the request id.
  * Per request: one context object and one close listener; nothing per streamed chunk. Install it before the request
  * gate (src/app.factory.ts) so refused requests are counted and logged as well; routes added later are covered.
+ * `only` limits all of it to the requests it accepts (a host application: llamad's own routes; the host's routes get
+ * no header, no context, no count, no log line and no 503 from llamad); absent, every request.
  */
 export function installHttpObservation(
   fastify: FastifyInstance,
-  options: { logger?: HttpRequestLogger } = {},
+  options: { logger?: HttpRequestLogger; only?: (request: FastifyRequest) => boolean } = {},
 ): HttpObservation {
   const existing = observations.get(fastify);
   if (existing) {
@@ -99,9 +121,14 @@ export function installHttpObservation(
   state.logger = options.logger;
   observations.set(fastify, state);
 
+  const only = options.only;
   fastify.addHook('onRequest', (request, reply, done) => {
+    if (only && !only(request)) {
+      done();
+      return;
+    }
     const raw = reply.raw;
-    const id = requestIdFrom(request.headers[REQUEST_ID_HEADER]);
+    const id = requestIdOf(request);
     raw.setHeader(REQUEST_ID_HEADER, id);
     const route = request.routeOptions.url ?? UNMATCHED_ROUTE;
     const context = new RequestContext(id, request.method, route);

@@ -8,6 +8,7 @@ import { HttpObservation, installHttpObservation } from '../observability';
 import { MetricsController } from './metrics/metrics.controller';
 import { MetricsService } from './metrics/metrics.service';
 import { GracefulShutdownService } from './shutdown/graceful-shutdown.service';
+import { routeMarks } from '../security';
 
 /**
  * The HTTP observation of the application's Fastify instance: the one createApp installed before the request gate,
@@ -16,7 +17,12 @@ import { GracefulShutdownService } from './shutdown/graceful-shutdown.service';
  */
 function observationFor(adapterHost: HttpAdapterHost): HttpObservation {
   const instance = adapterHost.httpAdapter?.getInstance?.() as Partial<FastifyInstance> | undefined;
-  if (instance && typeof instance.addHook === 'function') return installHttpObservation(instance as FastifyInstance);
+  if (instance && typeof instance.addHook === 'function') {
+    // In a host application: llamad's own routes only (createApp, the daemon, installed it first for every route).
+    return installHttpObservation(instance as FastifyInstance, {
+      only: (request) => routeMarks(request).llamadRoute === true,
+    });
+  }
   return new HttpObservation();
 }
 
