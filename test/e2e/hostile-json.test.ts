@@ -76,6 +76,36 @@ describe('hostile JSON keys (FakeBinding)', () => {
     }
   });
 
+  it('a format schema over the size limit is a 400 naming the limit, in each dialect, before any conversion', async () => {
+    const values = Array.from({ length: 50_000 }, (_, i) => `value${i}`);
+    const schema = { type: 'object', properties: { x: { enum: values } }, required: ['x'] };
+    const cases: [string, object, (body: unknown) => string][] = [
+      [
+        '/api/generate',
+        { model: 'tooly', prompt: 'hi', stream: false, format: schema },
+        (b) => (b as { error: string }).error,
+      ],
+      [
+        '/v1/chat/completions',
+        {
+          model: 'tooly',
+          messages: [{ role: 'user', content: 'hi' }],
+          response_format: { type: 'json_schema', json_schema: { name: 'x', schema } },
+        },
+        (b) => (b as { error: { message: string } }).error.message,
+      ],
+    ];
+    for (const [route, body, message] of cases) {
+      const res = await postJson(`${t.baseUrl}${route}`, body);
+      assert.equal(res.status, 400, route);
+      assert.match(
+        message(await res.json()),
+        /the JSON schema is \d+ bytes, more than the limit of 65536 bytes/,
+        route,
+      );
+    }
+  });
+
   it('/api/embed, /api/show, /api/create, /api/copy, /api/delete: odd keys are never a 500', async () => {
     const odd = ODD_KEYS.map((k) => `"${k}":{"a":1}`).join(',');
     for (const [route, body] of [

@@ -2,7 +2,7 @@ import { InvalidRequestError } from '../../common/errors';
 import { ChatMessage, ToolDefinition } from '../generation.types';
 import { RenderedOutputParser } from '../output';
 import { Runner } from '../../runner';
-import { afterThinkingTrigger, formatGrammar } from './format';
+import { afterThinkingTrigger, boundedToGrammar, formatGrammar } from './format';
 import { GoTemplateHandle, GoTemplatesApi, thinkingTags } from './go-template.port';
 import { PreparedPrompt, RenderedPrompt } from './prompt.types';
 import { GoRenderOptions, thinkLevel } from './render-options';
@@ -34,9 +34,14 @@ function forcedToolCallGrammar(
   const syntax = api.inferToolCallSyntax(template);
   let grammar: string | undefined;
   try {
-    grammar = api.buildToolCallGrammar(syntax, tools, (s) => runner.jsonSchemaToGrammar(s), {
-      ...(thinking ? { thinking } : {}),
-    });
+    grammar = api.buildToolCallGrammar(
+      syntax,
+      tools,
+      boundedToGrammar((s) => runner.jsonSchemaToGrammar(s), 'tools'),
+      {
+        ...(thinking ? { thinking } : {}),
+      },
+    );
   } catch (err) {
     throw new InvalidRequestError((err as Error).message, 'tools', { cause: err });
   }
