@@ -2,35 +2,9 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { REPO_ROOT } from '../../src/config';
+import { CLI, cli } from '../utils/cli';
 import { freePort } from '../utils/registry-server';
-
-const CLI = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
-
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the CLI with `input` on a piped (non-TTY) stdin; stdout and stderr are pipes too. */
-function cli(args: string[], env: NodeJS.ProcessEnv, input = ''): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { ...process.env, OLLAMA_NOHISTORY: '1', ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(input);
-  });
-}
 
 const ndjson = (res: ServerResponse, records: unknown[]) => {
   res.writeHead(200, { 'content-type': 'application/x-ndjson' });

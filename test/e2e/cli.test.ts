@@ -1,42 +1,13 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { chmod, copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { REPO_ROOT } from '../../src/config';
 import { FakeBinding } from '../utils/fake-binding';
 import { ensureTestModels, TINY_QWEN2, TINY_QWEN2_TOOLS } from '../utils/models';
+import { cli } from '../utils/cli';
 import { freePort, registryMissing, RegistryServer, startRegistry } from '../utils/registry-server';
 import { createTestApp, TestApp } from '../utils/test-app';
-
-const CLI = join(REPO_ROOT, 'dist', 'src', 'cli', 'main.js');
-
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/**
- * Runs `node dist/src/cli/main.js …` as a subprocess (asynchronously: the daemon under test runs in this process)
- * with `input` piped to its stdin (not a TTY, so progress is printed as plain lines).
- */
-function cli(args: string[], env: NodeJS.ProcessEnv, input = ''): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { ...process.env, OLLAMA_NOHISTORY: '1', ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(input);
-  });
-}
 
 // The `llamad` command line (issue 14; reference/ollama-api.md §14) against a daemon in this process on generated
 // models, with a fake native binding (every answer is "Hello, world").

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { buildOpenApiDocument, LlamadModule, mergeLlamadOpenApi, NATIVE_BINDING, setupOpenApi } from '../../src';
 import { FakeBinding } from '../utils/fake-binding';
+import { openApiRefs } from '../utils/host';
 
 // OpenAPI for a host application (issue 24 §4): llamad's own document for its prefix, and the host's SwaggerModule
 // document completed with llamad's schemas — both valid OpenAPI 3.1 with every `$ref` resolved.
@@ -28,22 +29,10 @@ class NotesController {
   }
 }
 
-/** Every `$ref` anywhere in `node`. */
-function refs(node: unknown, out: string[] = []): string[] {
-  if (Array.isArray(node)) node.forEach((n) => refs(n, out));
-  else if (typeof node === 'object' && node !== null) {
-    for (const [key, value] of Object.entries(node)) {
-      if (key === '$ref' && typeof value === 'string') out.push(value);
-      else refs(value, out);
-    }
-  }
-  return out;
-}
-
 /** The `$ref`s of `doc` that point at no component schema. */
 function unresolved(doc: OpenAPIObject): string[] {
   const schemas = doc.components?.schemas ?? {};
-  return [...new Set(refs(doc))].filter((ref) => !(ref.replace('#/components/schemas/', '') in schemas));
+  return [...new Set(openApiRefs(doc))].filter((ref) => !(ref.replace('#/components/schemas/', '') in schemas));
 }
 
 /** Validation errors of `doc` as OpenAPI 3.1 (empty when valid). */
@@ -72,11 +61,11 @@ describe('OpenAPI in a host application', () => {
       ],
     })
     class HostModule {}
-    app = await NestFactory.create<NestFastifyApplication>(HostModule, new FastifyAdapter(), { logger: false });
+    const adapter = new FastifyAdapter();
+    app = await NestFactory.create<NestFastifyApplication>(HostModule, adapter, { logger: false });
     setupOpenApi(app, '/llm');
     await app.listen(0, '127.0.0.1');
-    const address = app.getHttpServer().address();
-    base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    base = await app.getUrl();
   });
 
   after(async () => {

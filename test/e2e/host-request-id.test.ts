@@ -1,5 +1,4 @@
 import { Controller, Get, Injectable, Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyRequest } from 'fastify';
 import assert from 'node:assert/strict';
@@ -9,6 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { GenerationInfo, LlamadModule, NATIVE_BINDING, REQUEST_HOOKS, RequestHooks } from '../../src';
 import { FakeBinding } from '../utils/fake-binding';
+import { listenHost } from '../utils/host';
 import { writeTinyGguf } from '../utils/gguf-fixtures';
 import { postJson } from '../utils/ndjson';
 
@@ -57,10 +57,7 @@ describe("one request id in a host: the host's Fastify id", () => {
     const adapter = new FastifyAdapter({
       genReqId: (req: { method?: string }) => `host-${++counter}-${String(req.method)}`,
     });
-    app = await NestFactory.create<NestFastifyApplication>(HostModule, adapter, { logger: false });
-    await app.listen(0, '127.0.0.1');
-    const address = app.getHttpServer().address();
-    base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    ({ app, base } = await listenHost(HostModule, adapter));
   });
 
   after(async () => {

@@ -1,6 +1,5 @@
 import { Controller, Get, Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -10,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { GracefulShutdownService, LlamadModule, NATIVE_BINDING } from '../../src';
 import { LlamadHealthIndicator } from '../../src/operations/terminus';
 import { FakeBinding } from '../utils/fake-binding';
+import { listenHost } from '../utils/host';
 
 // Health and shutdown for a host that uses @nestjs/terminus (issue 24 §6): llamad's readiness as a Terminus
 // indicator, down while llamad drains; the drain service injectable from the host.
@@ -48,10 +48,7 @@ describe('LlamadHealthIndicator in a Terminus host', () => {
       providers: [LlamadHealthIndicator],
     })
     class HostModule {}
-    app = await NestFactory.create<NestFastifyApplication>(HostModule, new FastifyAdapter(), { logger: false });
-    await app.listen(0, '127.0.0.1');
-    const address = app.getHttpServer().address();
-    base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    ({ app, base } = await listenHost(HostModule));
   });
 
   after(async () => {
