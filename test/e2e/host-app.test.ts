@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { REPO_ROOT, type RunnerMode } from '../../src/config';
 import { findAddonPath } from '../../src/native/load-binding';
 import { ensureTestModels, TINY_LLAMA_SPM } from '../utils/models';
+import { runnersOf } from '../utils/processes';
 
 // The package as a library (issue 13, first "Done when" bullet): `npm pack` the repository, install the tarball into
 // a copy of examples/host-app by its name (no relative src/ imports), build and start that NestJS application, and
@@ -144,22 +145,6 @@ interface Stats {
 
 const addon = findAddonPath();
 const skipReason = addon ? undefined : 'the native addon is not built (npm run build:native)';
-
-/** Runner processes (the package's runner-child.js) whose parent is `ppid`, from /proc. */
-function runnersOf(ppid: number): number[] {
-  return readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((entry) => {
-      try {
-        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-        const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-        return parent === ppid && readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('runner-child.js');
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
 
 /** The package packed, installed into the host copy and built once for both runner modes (or why not). */
 let prepared: Setup | string | undefined;

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,38 +8,13 @@ import { makeBadHeadsModel } from '../utils/bad-model';
 import { REPO_ROOT } from '../../src/config';
 import { ensureTestModels, TINY_QWEN2 } from '../utils/models';
 import { postJson } from '../utils/ndjson';
+import { alive, runnersOf } from '../utils/processes';
 import { realAddon } from '../utils/real-addon';
 import { freePort } from '../utils/registry-server';
 import { createTestApp, TestApp } from '../utils/test-app';
 
 const addon = realAddon();
 const GGML_ASSERT = 'llama runner process has terminated: GGML_ASSERT(ggml_can_mul_mat(k, q)) failed';
-
-/** Runner processes (runner-child.js) whose parent is `ppid`, from /proc. */
-function runnersOf(ppid: number): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (parent === ppid && cmdline.includes('runner-child.js')) pids.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Reads an NDJSON stream, calling `onRecord` per record; resolves with all records. */
 async function readStream(res: Response, onRecord: (r: Record<string, unknown>) => void = () => undefined) {

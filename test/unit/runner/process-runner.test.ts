@@ -13,6 +13,7 @@ import {
 } from '../../../src/common/errors';
 import { ProcessRunner, ProcessRunnerFactory, RunnerDeath, RunnerRequest, RunnerSpec } from '../../../src/runner';
 import { FakeBinding } from '../../utils/fake-binding';
+import { alive } from '../../utils/processes';
 
 const CHILD = join(__dirname, '..', '..', 'utils', 'fake-runner-child.js');
 const binding = new FakeBinding();
@@ -23,15 +24,6 @@ function spec(modelPath: string): RunnerSpec {
 
 function start(modelPath: string): Promise<ProcessRunner> {
   return ProcessRunner.start(spec(modelPath), { childPath: CHILD, label: modelPath, binding: () => binding });
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 const SAMPLING: RunnerRequest['sampling'] = {
