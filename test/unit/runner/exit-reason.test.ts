@@ -6,7 +6,7 @@ describe('runner exit reasons (Ollama wording)', () => {
   it('picks the GGML_ASSERT line from the marker on, past backtrace noise', () => {
     const lines = [
       'llama_context: n_ctx = 256',
-      '/work/vendor/llama.cpp/ggml/src/ggml.c:2907: GGML_ASSERT(ggml_can_mul_mat(k, q)) failed',
+      '/build/llama.cpp/ggml/src/ggml.c:2907: GGML_ASSERT(ggml_can_mul_mat(k, q)) failed',
       '[New LWP 4242]',
       '#0  0x00007f9 in __GI___wait4 () at ../sysdeps/unix/sysv/linux/wait4.c:30',
       '/lib/libggml-base.so(+0x1a2b3) [0x7f00]',
