@@ -1,6 +1,5 @@
 import { Controller, Get, Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -18,6 +17,7 @@ import {
 } from '../../src';
 import { FakeBinding } from '../utils/fake-binding';
 import { writeTinyGguf } from '../utils/gguf-fixtures';
+import { listenHost } from '../utils/host';
 import { postJson } from '../utils/ndjson';
 
 /** The host's own route under /api: the module's gate must leave it to the host. */
@@ -79,10 +79,7 @@ describe('LlamadModule without a prefix in a host application (FakeBinding)', ()
       controllers: [HostApiController],
     })
     class HostModule {}
-    app = await NestFactory.create<NestFastifyApplication>(HostModule, new FastifyAdapter(), { logger: false });
-    await app.listen(0, '127.0.0.1');
-    const address = app.getHttpServer().address();
-    base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    ({ app, base } = await listenHost(HostModule));
     const gguf = join(dir, 'fake.gguf');
     await writeTinyGguf(gguf, { chatTemplate: '{{ chatml }}' });
     const res = await postJson(
