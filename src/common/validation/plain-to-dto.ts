@@ -46,8 +46,9 @@ function isJsonObject(value: unknown): value is Record<string, unknown> {
 /**
  * A DTO instance holding the own enumerable properties of `plain`, each defined as a data property, except keys that
  * name members of `Object.prototype` (`constructor`, `__proto__`, `toString`, `valueOf`…): no DTO has such a field,
- * so they are unknown fields, dropped as Go drops them (below a field, in free-form JSON, they are kept). Values are kept as they are (shared, not copied), except fields declared with {@link NestedDto}: an object
- * there becomes an instance of its class (recursively), an array has each object element converted; other values
+ * so they are unknown fields, dropped as Go drops them (below a field, in free-form JSON, they are kept). Values are
+ * kept as they are (shared, not copied), except fields declared with {@link NestedDto}: an object there becomes an
+ * instance of its class (recursively), an array has each object element converted; other values
  * (a string where an object was expected) are left for the validator to reject with Go's message.
  * @param cls the DTO class (constructed without arguments).
  * @param plain a JSON object (already checked to be one).
