@@ -3,6 +3,9 @@
  * olekukonko/tablewriter v0.0.5's borderless table (the one cmd/cmd.go `showInfo` renders).
  */
 
+// Go's %.Nf and Ollama's HumanNumber are shared with the server's model details (src/common/format).
+export { goFixed, humanNumber } from '../common/format';
+
 /**
  * Display columns of one code point, as mattn/go-runewidth `RuneWidth` (East Asian wide and fullwidth characters
  * and emoji take 2, combining marks and zero-width characters 0, controls 0). The ranges are the common blocks, not
@@ -157,35 +160,4 @@ export function goTable(rows: string[][], colWidth = 30, padding = '    '): stri
     }
   }
   return out;
-}
-
-/**
- * Go's `%.Nf`: like toFixed, except that an exact tie (a binary value whose decimal expansion ends in 5 right after
- * the last digit kept, e.g. 2.25 at one decimal) rounds half to even (`2.2`) where toFixed rounds up.
- */
-export function goFixed(v: number, decimals: number): string {
-  const shortest = String(Math.abs(v));
-  const m = /^(\d+)\.(\d+)$/.exec(shortest);
-  if (m && m[2].length === decimals + 1 && m[2].endsWith('5')) {
-    const n = BigInt(m[1] + m[2]);
-    if (n % 5n ** BigInt(decimals + 1) === 0n) {
-      // An exact tie: keep the even neighbour.
-      const down = (n - 5n) / 10n;
-      const kept = down % 2n === 0n ? down : down + 1n;
-      const digits = kept.toString().padStart(decimals + 1, '0');
-      const text = decimals > 0 ? `${digits.slice(0, -decimals)}.${digits.slice(-decimals)}` : digits;
-      return v < 0 ? `-${text}` : text;
-    }
-  }
-  return v.toFixed(decimals);
-}
-
-/** Ollama's format/format.go `HumanNumber` (`7B`, `2.8B`, `133.70M`, `512K`). */
-export function humanNumber(n: number): string {
-  const fixed = (v: number, unit: string, decimals: number) =>
-    v === Math.floor(v) ? `${goFixed(v, 0)}${unit}` : `${goFixed(v, decimals)}${unit}`;
-  if (n >= 1e9) return fixed(n / 1e9, 'B', 1);
-  if (n >= 1e6) return fixed(n / 1e6, 'M', 2);
-  if (n >= 1e3) return `${goFixed(n / 1e3, 0)}K`;
-  return String(Math.trunc(n));
 }

@@ -1,5 +1,6 @@
 import type { GgufFile, GgufTensorInfo, GgufValue } from './gguf.types';
 import { FILE_TYPE_NAMES, GGML_TYPES } from './ggml-types';
+import { humanNumber } from '../../common/format';
 
 /**
  * Name of a ggml tensor type: 0 → 'F32', 1 → 'F16', 2 → 'Q4_0', 8 → 'Q8_0', 12 → 'Q4_K', 30 → 'BF16', ...
@@ -20,20 +21,6 @@ export function fileTypeName(fileType: number): string {
 }
 
 /**
- * Go's fmt "%.<d>f" for non-negative x: correctly rounded with exact ties to even (JS toFixed rounds exact ties up).
- * toFixed(60) is the exact decimal expansion of any double ≥ 1, which tells a real tie from a near one.
- */
-function goFixed(x: number, digits: number): string {
-  const exact = x.toFixed(60);
-  const dot = exact.indexOf('.');
-  if (/^50*$/.test(exact.slice(dot + 1 + digits))) {
-    const kept = exact.slice(0, dot) + exact.slice(dot + 1, dot + 1 + digits);
-    if (Number(kept[kept.length - 1]) % 2 === 0) return exact.slice(0, digits > 0 ? dot + 1 + digits : dot);
-  }
-  return x.toFixed(digits);
-}
-
-/**
  * Ollama's human parameter count (format.HumanNumber), used for `details.parameter_size`:
  * ≥ 1e9 → billions with one decimal ('1.0B' for 1.04e9, '8.0B' for 8_030_261_248, whole numbers bare: '7B');
  * ≥ 1e6 → millions with two decimals ('4.39M', '494.03M', whole numbers bare: '567M');
@@ -43,15 +30,7 @@ function goFixed(x: number, digits: number): string {
  */
 export function formatParameterCount(n: number): string {
   if (!Number.isFinite(n) || n < 0) throw new RangeError(`parameter count must be a non-negative number, got ${n}`);
-  const v = Math.trunc(n);
-  const scaled = (unit: number, digits: number, suffix: string): string => {
-    const x = v / unit;
-    return `${x === Math.floor(x) ? x.toFixed(0) : goFixed(x, digits)}${suffix}`;
-  };
-  if (v >= 1e9) return scaled(1e9, 1, 'B');
-  if (v >= 1e6) return scaled(1e6, 2, 'M');
-  if (v >= 1e3) return `${goFixed(v / 1e3, 0)}K`;
-  return String(v);
+  return humanNumber(n);
 }
 
 /** Facts about a model for `/api/show`, `/api/tags` and model creation. */
