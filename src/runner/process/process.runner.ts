@@ -60,7 +60,7 @@ interface PendingCall {
  * The parent side of a runner process (docs/architecture.md "Runner processes"): a Runner whose model lives in a
  * child process (runner-child.ts) started with child_process.fork and `serialization: 'advanced'`.
  * - `info`, `slotContext`, `chatCapabilities()` come from the load handshake; `usage()`/`memory()` return the latest
- *   snapshot the child pushed (after load, with every event batch and every call result);
+ *   snapshot the child pushed (usage with every event batch; usage and memory after load and with every call result);
  * - generate(): one id per generation; events arrive batched per tick and are replayed in order; unsubscribing sends
  *   `cancel`; tokenize/detokenize/applyChatTemplate/embed are request/response messages (embed's AbortSignal sends
  *   `cancel`); errors cross as {name, message} and are rebuilt as the same domain error classes;
@@ -293,7 +293,7 @@ export class ProcessRunner implements Runner {
   private onMessage(message: ChildMessage): void {
     switch (message.t) {
       case 'events':
-        this.snapshot = message.snapshot;
+        this.snapshot = { memory: this.snapshot.memory, usage: message.usage, broken: message.broken };
         for (const record of message.batch) this.onRecord(record);
         break;
       case 'result': {

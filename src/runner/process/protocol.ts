@@ -70,8 +70,11 @@ export type ChildMessage =
       snapshot: RunnerSnapshot;
     }
   | { t: 'loadFailed'; error: WireError }
-  /** The generation events of one tick, in order (`error` ends that generation). */
-  | { t: 'events'; batch: GenerationRecord[]; snapshot: RunnerSnapshot }
+  /**
+   * The generation events of one tick, in order (`error` ends that generation), with the slots' usage after them.
+   * Memory is not repeated per batch: it is fixed once loaded, and changes only with a call (embed's context).
+   */
+  | { t: 'events'; batch: GenerationRecord[]; usage: RunnerUsage; broken?: string }
   | { t: 'result'; id: number; value?: unknown; error?: WireError; snapshot: RunnerSnapshot };
 
 /** One entry of an event batch: an event of generation `id`, or its end with an error. */

@@ -19,6 +19,8 @@ import { LlamaRunner } from '../llama.runner';
 import type { ChildMessage, GenerationRecord, ParentMessage, RunnerCall, RunnerSnapshot } from './protocol';
 import { toWireError } from './protocol';
 
+/** Usage before a model is loaded. */
+const IDLE_USAGE = { slotsBusy: 0, queuedTasks: 0, kvCellsTotal: 0, kvCellsUsed: 0 };
 /** How often the child checks that its parent is still alive, ms (fallback to 'disconnect'). */
 const PARENT_CHECK_MS = 1000;
 
@@ -64,10 +66,7 @@ class RunnerChild {
   private snapshot(): RunnerSnapshot {
     const runner = this.runner;
     if (!runner) {
-      return {
-        usage: { slotsBusy: 0, queuedTasks: 0, kvCellsTotal: 0, kvCellsUsed: 0 },
-        memory: { totalBytes: 0, vramBytes: 0, devices: [] },
-      };
+      return { usage: IDLE_USAGE, memory: { totalBytes: 0, vramBytes: 0, devices: [] } };
     }
     const broken = runner.broken();
     return { usage: runner.usage(), memory: runner.memory(), ...(broken ? { broken } : {}) };
@@ -184,7 +183,8 @@ class RunnerChild {
       this.flushScheduled = false;
       const batch = this.batch;
       this.batch = [];
-      this.send({ t: 'events', batch, snapshot: this.snapshot() });
+      const broken = this.runner?.broken();
+      this.send({ t: 'events', batch, usage: this.runner?.usage() ?? IDLE_USAGE, ...(broken ? { broken } : {}) });
     });
   }
 }
