@@ -17,7 +17,7 @@
 // (how to run it; default: podman, and chroot when podman cannot start a container on this machine).
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync } from 'node:fs';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -134,8 +134,28 @@ function makeStandIns(context) {
   run('npm', ['pack', '--silent', '--pack-destination', context], { cwd: pkg });
 }
 
+/**
+ * Makes `dest` hold what `src` holds, keeping the files whose bytes did not change as they are (with their times),
+ * so that buildah's layer cache of the COPY steps still applies.
+ */
+function syncFolder(src, dest) {
+  mkdirSync(dest, { recursive: true });
+  const wanted = new Set(readdirSync(src));
+  for (const name of readdirSync(dest)) if (!wanted.has(name)) rmSync(join(dest, name), { recursive: true });
+  for (const name of wanted) {
+    const from = join(src, name);
+    const to = join(dest, name);
+    if (statSync(from).isDirectory()) {
+      if (existsSync(to) && !statSync(to).isDirectory()) rmSync(to);
+      syncFolder(from, to);
+    } else if (!existsSync(to) || !readFileSync(from).equals(readFileSync(to))) {
+      copyFileSync(from, to);
+    }
+  }
+}
+
 function prepareContext() {
-  const context = join(cache, 'context');
+  const context = join(cache, 'staging');
   const downloads = join(cache, 'downloads');
   rmSync(context, { recursive: true, force: true });
   mkdirSync(context, { recursive: true });
@@ -165,7 +185,9 @@ function prepareContext() {
   } else {
     makeStandIns(context);
   }
-  return context;
+  syncFolder(context, join(cache, 'context'));
+  rmSync(context, { recursive: true, force: true });
+  return join(cache, 'context');
 }
 
 function buildImage() {
@@ -243,7 +265,8 @@ class PodmanContainer {
     this.how = 'podman run';
   }
   static start(name, { runArgs, port, store, models, envs }) {
-    const args = [...runArgs, '-d', '--name', name, '-p', `127.0.0.1:${port}:11434`];
+    // Read-only root filesystem, as deploy/k8s runs it: the daemon writes only to the models volume and /tmp.
+    const args = [...runArgs, '-d', '--name', name, '--read-only', '--tmpfs', '/tmp', '-p', `127.0.0.1:${port}:11434`];
     args.push('-v', `${store}:/root/.ollama`, '-v', `${models}:/models:ro`);
     for (const [k, v] of Object.entries(envs)) args.push('-e', `${k}=${v}`);
     run('podman', [...args, IMAGE]);
@@ -252,6 +275,9 @@ class PodmanContainer {
   exec(args, envs = {}) {
     const e = Object.entries(envs).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
     return spawnSync('podman', ['exec', ...e, this.name, ...args], { encoding: 'utf8' });
+  }
+  healthcheck() {
+    return spawnSync('podman', ['healthcheck', 'run', this.name], { encoding: 'utf8' });
   }
   signal(sig) {
     run('podman', ['kill', '--signal', sig, this.name]);
@@ -321,6 +347,11 @@ class ChrootContainer {
     const e = Object.entries(all).map(([k, v]) => `${k}=${v}`);
     const cfg = ChrootContainer.imageConfig();
     return spawnSync('env', ['-i', ...e, 'chroot', `--userspec=${cfg.user}`, this.mnt, ...args], { encoding: 'utf8' });
+  }
+  healthcheck() {
+    const test = JSON.parse(capture('podman', ['image', 'inspect', IMAGE]))[0].Config.Healthcheck?.Test ?? [];
+    if (test[0] !== 'CMD') return { status: 1, stderr: `unexpected HEALTHCHECK ${JSON.stringify(test)}` };
+    return this.exec(test.slice(1));
   }
   signal(sig) {
     // unshare --fork: the forked child is the sh that exec'd chroot → tini (PID 1 of the new PID namespace).
@@ -441,6 +472,24 @@ async function runTest() {
     const genBody = await gen.json();
     if (!gen.ok || genBody.done !== true || !(genBody.eval_count > 0)) fail(`generate: ${JSON.stringify(genBody)}`);
     log(`generate: ${genBody.eval_count} tokens, done_reason ${genBody.done_reason}`);
+
+    // The model runs in a runner process (LLAMAD_RUNNER=process, the default) started from the image's package.
+    const runners = readdirSync('/proc')
+      .filter((pid) => /^\d+$/.test(pid))
+      .map((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+        } catch {
+          return '';
+        }
+      })
+      .filter((cmd) => cmd.includes('/app/node_modules/llamad/dist/src/runner/process/runner-child.js'));
+    if (runners.length === 0) fail('no runner process of the image is running after a generation');
+    log(`runner process: ${runners[0].trim()}`);
+
+    const hc = container.healthcheck();
+    if (hc.status !== 0) fail(`HEALTHCHECK: exit ${hc.status} ${hc.stdout ?? ''} ${hc.stderr ?? ''}`);
+    log('HEALTHCHECK: healthy');
 
     // rpc-server from the native package, through `llamad rpc-worker`: still running after 2 s = it started.
     const rpc = container.exec(['timeout', '2', 'llamad', 'rpc-worker', '--host', '127.0.0.1', '--port', '50652']);
