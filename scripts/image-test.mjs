@@ -342,22 +342,26 @@ class ChrootContainer {
     });
     return new ChrootContainer(ctr, mnt, child, all);
   }
+  /** The host PID of the namespace's PID 1 (tini): `unshare --fork` forks it, and the script exec's into it. */
+  initPid() {
+    return Number(capture('pgrep', ['-P', String(this.child.pid)]));
+  }
   exec(args, envs = {}) {
-    const all = { ...this.envs, ...envs };
-    const e = Object.entries(all).map(([k, v]) => `${k}=${v}`);
-    const cfg = ChrootContainer.imageConfig();
-    return spawnSync('env', ['-i', ...e, 'chroot', `--userspec=${cfg.user}`, this.mnt, ...args], { encoding: 'utf8' });
+    // Inside the container's mount and PID namespaces (its volumes are mounted there only), then chroot.
+    const e = Object.entries({ ...this.envs, ...envs }).map(([k, v]) => `${k}=${v}`);
+    const user = `--userspec=${ChrootContainer.imageConfig().user}`;
+    const ns = ['--target', String(this.initPid()), '--mount', '--pid', '--'];
+    return spawnSync('nsenter', [...ns, 'env', '-i', ...e, 'chroot', user, this.mnt, ...args], { encoding: 'utf8' });
   }
   healthcheck() {
-    const test = JSON.parse(capture('podman', ['image', 'inspect', IMAGE]))[0].Config.Healthcheck?.Test ?? [];
+    const test = JSON.parse(capture('podman', ['image', 'inspect', IMAGE]))[0].Healthcheck?.Test ?? [];
     if (test[0] !== 'CMD') return { status: 1, stderr: `unexpected HEALTHCHECK ${JSON.stringify(test)}` };
     return this.exec(test.slice(1));
   }
   signal(sig) {
-    // unshare --fork: the forked child is the sh that exec'd chroot → tini (PID 1 of the new PID namespace).
-    const pid = capture('pgrep', ['-P', String(this.child.pid)]);
+    const pid = this.initPid();
     log(`kill -${sig} ${pid} (tini, PID 1 in the namespace)`);
-    process.kill(Number(pid), sig);
+    process.kill(pid, sig);
   }
   async wait() {
     return await this.exited;
@@ -366,7 +370,16 @@ class ChrootContainer {
     return { stdout: this.output, stderr: '' };
   }
   remove() {
-    if (this.child.exitCode === null) this.child.kill('SIGKILL');
+    if (this.child.exitCode === null) {
+      // Killing PID 1 of the PID namespace ends every process in it (unshare's --kill-child does not reach tini:
+      // chroot --userspec changes the user, which clears the parent-death signal).
+      try {
+        process.kill(this.initPid(), 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      this.child.kill('SIGKILL');
+    }
     spawnSync('buildah', ['rm', this.ctr], { stdio: 'ignore' });
   }
 }
@@ -510,7 +523,10 @@ async function runTest() {
     const last = lines.at(-1);
     if (!last || last.done !== true) fail(`stream did not finish: last line ${JSON.stringify(last)}`);
     log(`stream after SIGTERM: ${lines.length} lines, done_reason ${last.done_reason}`);
-    const code = await Promise.race([container.wait(), sleep(90_000).then(() => 'timeout')]);
+    let timer;
+    const timeout = new Promise((r) => (timer = setTimeout(() => r('timeout (90 s)'), 90_000)));
+    const code = await Promise.race([container.wait(), timeout]);
+    clearTimeout(timer);
     if (code !== 0) fail(`container exit: ${code}`);
     log('container exited 0');
     ok = true;
