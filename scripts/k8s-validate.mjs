@@ -5,7 +5,8 @@
 //      kinds to resources even in client dry-run, so a stub server on loopback answers discovery (and 404 for every
 //      object: nothing exists yet) — it knows nothing else, so kubectl's OpenAPI check is off (--validate=false);
 //   3. each object against the Kubernetes JSON schemas of the npm package `kubernetes-models` (types, enums, required
-//      fields; installed into .cache/k8s-validate on first use). Unknown fields are not reported by these schemas.
+//      fields; installed into .cache/k8s-validate on first use). Unknown fields are not reported by these schemas;
+//   4. every container's image was set by the kustomization's `images:` (no bare `llamad` placeholder left).
 // Usage: node scripts/k8s-validate.mjs   (needs kubectl: Debian's kubernetes-client, or any other)
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -171,6 +172,9 @@ async function main() {
         failed(`${name}: no schema for ${obj.apiVersion} ${obj.kind}`);
         continue;
       }
+      // Every container must get the image of the kustomization's `images:` (not the bare placeholder name).
+      const containers = obj.spec?.template?.spec?.containers ?? [];
+      for (const c of containers) if (!c.image?.includes('/')) failed(`${name}: container ${c.name} image ${c.image}`);
       const mod = await import(pathToFileURL(modPath).href);
       try {
         new mod[obj.kind](obj).validate();
