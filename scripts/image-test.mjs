@@ -7,10 +7,10 @@
 // Needs (Debian 12, root): apt-get install -y buildah podman runc debootstrap. No container registry: the base image
 // is made from Debian's packages with debootstrap the first time (localhost/llamad-debian:bookworm).
 //
-// The packages come from LLAMAD_IMAGE_PACKAGES (default dist-packages/, filled by `npm run pack:all`):
-// llamad-<v>.tgz and llamad-linux-x64-<v>.tgz. When that folder has none, stand-ins are made: `npm pack` of this
-// checkout (run `npm run build` first) and a @llamad/linux-x64 package holding the addon and rpc-server built here
-// (build/<backend>/Release, or LLAMAD_ADDON / LLAMAD_RPC_SERVER).
+// The packages come from LLAMAD_IMAGE_PACKAGES (default build/packages, filled by `npm run pack:all`):
+// llamad-<v>.tgz and llamad-linux-x64[-<backend>]-<v>.tgz. When that folder has none, stand-ins are made: `npm pack`
+// of this checkout (run `npm run build` first) and a @llamad/linux-x64[-<backend>] package holding the addon and
+// rpc-server built here (build/<backend>/Release, or LLAMAD_ADDON / LLAMAD_RPC_SERVER).
 //
 // Other settings: LLAMAD_IMAGE_BACKEND (the image variant: cpu, vulkan or cuda; the packages decide what runs),
 // LLAMAD_IMAGE (tag, default localhost/llamad:<backend>-test), LLAMAD_IMAGE_BASE, LLAMAD_IMAGE_NODE (the
@@ -32,7 +32,9 @@ const IMAGE = env.LLAMAD_IMAGE || `localhost/llamad:${BACKEND}-test`;
 const BASE = env.LLAMAD_IMAGE_BASE || 'localhost/llamad-debian:bookworm';
 const NODE_VERSION = env.LLAMAD_IMAGE_NODE || '22.23.3';
 const NPM_VERSION = env.LLAMAD_IMAGE_NPM || '10.9.9';
-const PACKAGES = resolve(env.LLAMAD_IMAGE_PACKAGES || join(root, 'dist-packages'));
+const PACKAGES = resolve(env.LLAMAD_IMAGE_PACKAGES || join(root, 'build', 'packages'));
+/** The native package of the variant: @llamad/linux-x64 (CPU), @llamad/linux-x64-<backend> (GPU). */
+const NATIVE = `linux-x64${BACKEND === 'cpu' ? '' : `-${BACKEND}`}`;
 const MODEL = join(root, 'test', 'fixtures', 'models', 'tiny-qwen2.gguf');
 const APP_UID = 10001;
 
@@ -125,16 +127,16 @@ function makeStandIns(context) {
   const pkg = join(cache, 'stand-in', 'package');
   rmSync(pkg, { recursive: true, force: true });
   mkdirSync(join(pkg, 'bin'), { recursive: true });
-  copyFileSync(addon, join(pkg, 'llamad.node'));
+  copyFileSync(addon, join(pkg, 'bin', 'llamad.node'));
   copyFileSync(rpc, join(pkg, 'bin', 'rpc-server'));
   chmodSync(join(pkg, 'bin', 'rpc-server'), 0o755);
   const manifest = {
-    name: '@llamad/linux-x64',
+    name: `@llamad/${NATIVE}`,
     version,
     description: 'stand-in made by scripts/image-test.mjs from the addon built on this machine',
     os: ['linux'],
     cpu: ['x64'],
-    files: ['llamad.node', 'bin/'],
+    files: ['bin/'],
   };
   writeFileSync(join(pkg, 'package.json'), JSON.stringify(manifest, null, 2) + '\n');
   run('npm', ['pack', '--silent', '--pack-destination', context], { cwd: pkg });
@@ -184,7 +186,9 @@ function prepareContext() {
   }
   const have = existsSync(PACKAGES) ? readdirSync(PACKAGES) : [];
   const main = have.filter((f) => /^llamad-\d.*\.tgz$/.test(f));
-  const native = have.filter((f) => /^llamad-linux-x64-.*\.tgz$/.test(f));
+  const native = have.filter(
+    (f) => f.startsWith(`llamad-${NATIVE}-`) && /^\d/.test(f.slice(`llamad-${NATIVE}-`.length)),
+  );
   if (main.length === 1 && native.length === 1) {
     log(`packages from ${PACKAGES}: ${main[0]}, ${native[0]}`);
     for (const f of [main[0], native[0]]) copyFileSync(join(PACKAGES, f), join(context, f));
