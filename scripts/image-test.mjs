@@ -122,7 +122,8 @@ function makeStandIns(context) {
   const rpc = env.LLAMAD_RPC_SERVER || findBuilt('rpc-server');
   if (!addon || !rpc) fail('no built addon/rpc-server (npm run build:native), and no packages in ' + PACKAGES);
   log(`stand-in packages: this checkout, and ${addon} + ${rpc}`);
-  run('npm', ['pack', '--silent', '--pack-destination', context], { cwd: root });
+  // --ignore-scripts: a `prepare` script would compile the addon here (as `npm run pack:all` packs it).
+  run('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', context], { cwd: root });
   const version = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version;
   const pkg = join(cache, 'stand-in', 'package');
   rmSync(pkg, { recursive: true, force: true });
