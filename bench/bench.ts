@@ -10,7 +10,8 @@
  *   sections: single (decode, prompt eval, TTFT, overhead, cold start, RSS), multiturn, concurrency, embed; and,
  *   daemon only and not in the default set: event-loop (a stream's longest token gap while other requests work) and
  *   rpc (decode locally vs over two loopback rpc-server workers) and runner (the process runner vs the in-process
- *   runner, bench/runner-modes.ts)
+ *   runner, bench/runner-modes.ts) and prebuilt (the prebuilt package's addon vs the from-source build,
+ *   bench/prebuilt-addon.ts)
  * Backend: LLAMAD_BACKEND (cpu|cuda|...) as for the addon build; on a GPU build both servers offload every layer.
  * What is measured and why: docs/benchmarks.md.
  */
@@ -56,6 +57,7 @@ import {
   type RunningServer,
 } from './servers';
 import { fmt, gaps, median, percentile, ratio } from './stats';
+import { prebuiltAddon } from './prebuilt-addon';
 import { runnerModes } from './runner-modes';
 import { encodePng } from '../test/utils/png';
 
@@ -950,7 +952,7 @@ async function main(): Promise<void> {
   rmSync(DAEMON_LOG, { force: true });
   if (!existsSync(MAIN_JS)) throw new Error('dist/ is missing: run `npm install` first');
 
-  if (!['single', 'multiturn', 'concurrency', 'embed', 'rpc', 'runner'].some((x) => s.sections.has(x))) {
+  if (!['single', 'multiturn', 'concurrency', 'embed', 'rpc', 'runner', 'prebuilt'].some((x) => s.sections.has(x))) {
     // Sections that run the daemon alone (event-loop): no llama-server, no bench models, no bandwidth figure.
     if (s.sections.has('event-loop')) {
       log('event loop: token gaps of a stream while other requests work');
@@ -969,7 +971,9 @@ async function main(): Promise<void> {
     return;
   }
   // rpc is daemon-only too: no llama-server is built when it (with event-loop) is all that was asked for.
-  const peers = [...s.sections].every((x) => ['rpc', 'event-loop', 'runner'].includes(x)) ? [] : buildPeers(s);
+  const peers = [...s.sections].every((x) => ['rpc', 'event-loop', 'runner', 'prebuilt'].includes(x))
+    ? []
+    : buildPeers(s);
   for (const p of peers) rmSync(p.log, { force: true });
   log('making the benchmark models (once)');
   sh(process.execPath, [
@@ -1023,6 +1027,21 @@ async function main(): Promise<void> {
       row: (metric, value, unit, digits = 1) =>
         row({ section: 'runner', metric, ours: value, theirs: peers.map(() => NaN), unit, digits, compare: 'none' }),
       warm: () => warmPageCache(blobs.q4),
+    });
+  }
+  if (s.sections.has('prebuilt')) {
+    log('prebuilt package addon vs from-source addon');
+    const backend = (process.env.LLAMAD_BACKEND ?? 'cpu').toLowerCase();
+    await prebuiltAddon({
+      runs: s.runs,
+      sourceAddon: join(REPO_ROOT, 'build', backend, 'Release', 'llamad.node'),
+      prebuiltAddon: join(REPO_ROOT, 'build', `prebuilt-${backend}`, 'Release', 'llamad.node'),
+      startDaemon: (env) =>
+        startDaemon({ mainJs: MAIN_JS, modelsDir: store, numParallel: 1, threads: s.threads, log: DAEMON_LOG, env }),
+      options: (seed, numCtx, predict) => ollamaOptions(s, seed, numCtx, predict),
+      prompt: (seed, tokens) => Promise.resolve(words(seed, Math.round(tokens * 0.75))),
+      row: (metric, value, unit, digits = 1) =>
+        row({ section: 'prebuilt', metric, ours: value, theirs: peers.map(() => NaN), unit, digits, compare: 'none' }),
     });
   }
 
