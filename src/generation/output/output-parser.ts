@@ -60,8 +60,8 @@ export function parseToolArguments(text: string): Record<string, unknown> {
  * A partial parse that throws releases nothing for that piece.
  *
  * Cost: O(output) per piece, in native code on the JS thread (common_chat_peg_parse has no incremental entry point;
- * measured about 1 ms per token at 4,000 tokens, `npm run bench -- --sections event-loop`). Making it incremental needs
- * an addon API; RenderedOutputParser's parsers are O(piece).
+ * `npm run bench -- --sections event-loop` measures it). Making it incremental needs an addon API;
+ * RenderedOutputParser's parsers are O(piece).
  */
 export class NativeOutputParser implements OutputParser {
   private text: string;
