@@ -208,3 +208,21 @@ describe('ThinkingParser fed token by token', () => {
     assert.deepEqual(split(p, chunks), split(new ThinkingParser('<think>', '</think>'), [text]));
   });
 });
+
+describe('ThinkingParser: a long run of leading whitespace', () => {
+  it('keeps it (as content) or drops it (before the tag) exactly as when parsed whole', () => {
+    const ws = ' \n\t\u00a0\u0085'.repeat(1000);
+    for (const text of [ws + 'Hello', ws + '<think>t</think>c', ws, ws + '<thi', ws + '<thx']) {
+      const whole = new ThinkingParser('<think>', '</think>');
+      const w = whole.add(text);
+      const wf = whole.finish();
+      const p = new ThinkingParser('<think>', '</think>');
+      const out = { thinking: '', content: '' };
+      for (const r of [...(text.match(/[^]{1,3}/g) ?? []).map((c) => p.add(c)), p.finish()]) {
+        out.thinking += r.thinking;
+        out.content += r.content;
+      }
+      assert.deepEqual(out, { thinking: w.thinking + wf.thinking, content: w.content + wf.content });
+    }
+  });
+});
