@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { Logger } from '@nestjs/common';
 import { createApp } from './app.factory';
-import { loadConfig } from './config';
+import { kvCacheSettings, loadConfig } from './config';
 import { findAddon } from './native';
 import { installShutdownSignals } from './operations';
 import { isLoopbackAddress } from './security';
@@ -46,6 +46,9 @@ async function bootstrap(): Promise<void> {
       `parallel: ${config.numParallel})`,
   );
   logAddon(logger);
+  // Ollama warns when OLLAMA_KV_CACHE_TYPE cannot be applied (unknown, or quantized without flash attention).
+  const kv = kvCacheSettings(config);
+  if (kv.warning) logger.warn(kv.warning);
   const keysRequired = config.apiKeys.length > 0 || config.apiKeysFile !== '';
   if (keysRequired) {
     logger.log('API keys are required on every route but /, /api/version, /health, /ready (docs/security.md)');
