@@ -8,9 +8,11 @@
  * Usage: npm run bench -- [--runs N] [--streams 1,4,8,16] [--threads T] [--sections a,b,...] [--peers same,defaults]
  *   [--quick]
  *   sections: single (decode, prompt eval, TTFT, overhead, cold start, RSS), multiturn, concurrency, embed; and,
- *   daemon only and not in the default set: event-loop (a stream's longest token gap while other requests work) and
+ *   daemon only and not in the default set: event-loop (a stream's longest token gap while other requests work, and
+ *   the output parsers' cost per token of a 4,000-token answer with tools, bench/parser-cost.ts) and
  *   rpc (decode locally vs over two loopback rpc-server workers) and runner (the process runner vs the in-process
- *   runner, bench/runner-modes.ts)
+ *   runner, bench/runner-modes.ts) and prebuilt (the prebuilt package's addon vs the from-source build,
+ *   bench/prebuilt-addon.ts)
  * Backend: LLAMAD_BACKEND (cpu|cuda|...) as for the addon build; on a GPU build both servers offload every layer.
  * What is measured and why: docs/benchmarks.md.
  */
@@ -56,7 +58,9 @@ import {
   type RunningServer,
 } from './servers';
 import { fmt, gaps, median, percentile, ratio } from './stats';
+import { prebuiltAddon } from './prebuilt-addon';
 import { runnerModes } from './runner-modes';
+import { ANSWER_TOKENS, chatStreamGaps, parserCost } from './parser-cost';
 import { encodePng } from '../test/utils/png';
 
 const MiB = 1024 * 1024;
@@ -827,6 +831,7 @@ async function eventLoop(settings: Settings): Promise<void> {
     rowOf('nothing else running (500 ms window)', quiet);
     rowOf(`while a second model loads (bench-1b-q4_0, ${EVL_SLOTS} slots × 4096)`, loading);
     rowOf(`while another client sends a ${EVL_IMAGE_SIDE}×${EVL_IMAGE_SIDE} PNG to a vision model`, imaging);
+    await answerWithTools(s, base);
     notes.push(
       `event loop: stream on tiny-qwen2-tools (OLLAMA_NUM_PARALLEL=${EVL_SLOTS}); the disturbing request took ` +
         `${fmt(median(windows[0]), 0)} ms (model load) and ${fmt(median(windows[1]), 0)} ms (image, ` +
@@ -835,6 +840,54 @@ async function eventLoop(settings: Settings): Promise<void> {
   } finally {
     await stopServer(daemon);
   }
+}
+
+/**
+ * The event-loop section's 4,000-token answer with tools (bench/parser-cost.ts): the output parsers' cost per token
+ * in process (rendered and native mode, a synthetic answer ending in a long tool call), then a live /api/chat stream
+ * with tools on the daemon (evl-stream), whose gaps between tokens late in the answer show any per-token cost that
+ * grows with the answer.
+ */
+async function answerWithTools(s: Settings, base: string): Promise<void> {
+  const metric = (what: string) => `${ANSWER_TOKENS}-token answer with tools: ${what}`;
+  const daemonRow = (what: string, value: number, unit: string, digits = 1) =>
+    row({ section: 'event loop', metric: metric(what), ours: value, theirs: [], unit, digits, compare: 'none' });
+  for (const { mode, figures } of await parserCost(join(FIXTURES, 'tiny-qwen2-tools.gguf'), s.runs)) {
+    log(
+      `parser cost, ${mode}: ${figures.firstUs.toFixed(1)} µs/token (first 500), ${figures.lastUs.toFixed(1)} ` +
+        `µs/token (last 500), longest ${figures.longestMs.toFixed(2)} ms, total ${figures.totalMs.toFixed(0)} ms`,
+    );
+    daemonRow(`parser cost per token, first 500 tokens (µs), ${mode}`, figures.firstUs, 'µs');
+    daemonRow(`parser cost per token, last 500 tokens (µs), ${mode}`, figures.lastUs, 'µs');
+    daemonRow(`longest parser call (ms), ${mode}`, figures.longestMs, 'ms', 2);
+  }
+  const streams = [];
+  for (let r = 0; r < Math.max(1, s.runs); r++) {
+    streams.push(await chatStreamGaps(base, 'evl-stream', { ...sampling(r), num_ctx: 8192, num_thread: s.threads }));
+    const g = streams[streams.length - 1];
+    log(
+      `chat stream with tools run ${r}: ${g.tokens} tokens, mean gap ${g.firstMs.toFixed(2)} ms (first 500) → ` +
+        `${g.lastMs.toFixed(2)} ms (last 500), longest ${g.longestMs.toFixed(1)} ms`,
+    );
+  }
+  daemonRow(
+    'mean gap between tokens of a /api/chat stream, first 500 (ms)',
+    median(streams.map((g) => g.firstMs)),
+    'ms',
+    2,
+  );
+  daemonRow(
+    'mean gap between tokens of a /api/chat stream, last 500 (ms)',
+    median(streams.map((g) => g.lastMs)),
+    'ms',
+    2,
+  );
+  daemonRow('longest gap between tokens of a /api/chat stream (ms)', median(streams.map((g) => g.longestMs)), 'ms');
+  notes.push(
+    `event loop: the ${ANSWER_TOKENS}-token answer with tools — parser rows feed a synthetic answer (thinking, text, ` +
+      `one long write_file call) through the daemon's parsers in process; the stream rows are /api/chat on ` +
+      `evl-stream (random weights: about ${fmt(median(streams.map((g) => g.tokens)), 0)} tokens streamed, median)`,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -950,7 +1003,7 @@ async function main(): Promise<void> {
   rmSync(DAEMON_LOG, { force: true });
   if (!existsSync(MAIN_JS)) throw new Error('dist/ is missing: run `npm install` first');
 
-  if (!['single', 'multiturn', 'concurrency', 'embed', 'rpc', 'runner'].some((x) => s.sections.has(x))) {
+  if (!['single', 'multiturn', 'concurrency', 'embed', 'rpc', 'runner', 'prebuilt'].some((x) => s.sections.has(x))) {
     // Sections that run the daemon alone (event-loop): no llama-server, no bench models, no bandwidth figure.
     if (s.sections.has('event-loop')) {
       log('event loop: token gaps of a stream while other requests work');
@@ -969,7 +1022,9 @@ async function main(): Promise<void> {
     return;
   }
   // rpc is daemon-only too: no llama-server is built when it (with event-loop) is all that was asked for.
-  const peers = [...s.sections].every((x) => ['rpc', 'event-loop', 'runner'].includes(x)) ? [] : buildPeers(s);
+  const peers = [...s.sections].every((x) => ['rpc', 'event-loop', 'runner', 'prebuilt'].includes(x))
+    ? []
+    : buildPeers(s);
   for (const p of peers) rmSync(p.log, { force: true });
   log('making the benchmark models (once)');
   sh(process.execPath, [
@@ -1023,6 +1078,21 @@ async function main(): Promise<void> {
       row: (metric, value, unit, digits = 1) =>
         row({ section: 'runner', metric, ours: value, theirs: peers.map(() => NaN), unit, digits, compare: 'none' }),
       warm: () => warmPageCache(blobs.q4),
+    });
+  }
+  if (s.sections.has('prebuilt')) {
+    log('prebuilt package addon vs from-source addon');
+    const backend = (process.env.LLAMAD_BACKEND ?? 'cpu').toLowerCase();
+    await prebuiltAddon({
+      runs: s.runs,
+      sourceAddon: join(REPO_ROOT, 'build', backend, 'Release', 'llamad.node'),
+      prebuiltAddon: join(REPO_ROOT, 'build', `prebuilt-${backend}`, 'Release', 'llamad.node'),
+      startDaemon: (env) =>
+        startDaemon({ mainJs: MAIN_JS, modelsDir: store, numParallel: 1, threads: s.threads, log: DAEMON_LOG, env }),
+      options: (seed, numCtx, predict) => ollamaOptions(s, seed, numCtx, predict),
+      prompt: (seed, tokens) => Promise.resolve(words(seed, Math.round(tokens * 0.75))),
+      row: (metric, value, unit, digits = 1) =>
+        row({ section: 'prebuilt', metric, ours: value, theirs: peers.map(() => NaN), unit, digits, compare: 'none' }),
     });
   }
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "addon_data.h"
+#include "backend_api.h"
 #include "chat_render.h"
 #include "context.h"
 #include "convert.h"
@@ -33,6 +34,7 @@ void AcquireBackend() {
   std::lock_guard<std::mutex> lock(g_backend_mutex);
   if (g_backend_users++ == 0) {
     InstallLogCallback();
+    LoadBackendModules();
     llama_backend_init();
   }
 }

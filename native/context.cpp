@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend_api.h"
 #include "convert.h"
 #include "errors.h"
 #include "model.h"
@@ -134,11 +135,11 @@ bool CpuThreadPools::Attach(llama_context* ctx, int32_t n_threads, int32_t n_thr
   ggml_threadpool_params generation = ggml_threadpool_params_default(n_threads);
   ggml_threadpool_params batch = ggml_threadpool_params_default(n_threads_batch);
   if (!ggml_threadpool_params_match(&generation, &batch)) {
-    batch_ = ggml_threadpool_new(&batch);
+    batch_ = NewCpuThreadpool(&batch);
     if (batch_ == nullptr) return false;
     generation.paused = true;  // the batch pool runs first (prompt); ggml resumes this one on its first graph
   }
-  generation_ = ggml_threadpool_new(&generation);
+  generation_ = NewCpuThreadpool(&generation);
   if (generation_ == nullptr) {
     Free();
     return false;
@@ -148,8 +149,8 @@ bool CpuThreadPools::Attach(llama_context* ctx, int32_t n_threads, int32_t n_thr
 }
 
 void CpuThreadPools::Free() {
-  if (generation_ != nullptr) ggml_threadpool_free(generation_);
-  if (batch_ != nullptr) ggml_threadpool_free(batch_);
+  FreeCpuThreadpool(generation_);
+  FreeCpuThreadpool(batch_);
   generation_ = nullptr;
   batch_ = nullptr;
 }

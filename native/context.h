@@ -14,7 +14,7 @@
 #include "convert.h"
 #include "engine.h"
 #include "event_sink.h"
-#include "ggml-cpu.h"
+#include "ggml.h"
 #include "llama.h"
 #include "memory_breakdown.h"
 

@@ -6,7 +6,7 @@
 #include <new>
 #include <utility>
 
-#include "ggml-rpc.h"
+#include "backend_api.h"
 #include "mtmd-helper.h"
 
 namespace llamad {
@@ -804,7 +804,7 @@ void Engine::HandleDecodeFailure(int32_t rc) {
 std::string Engine::LostRpcServer() {
   llama_synchronize(ctx_);
   for (const std::string& endpoint : rpc_servers_) {
-    if (ggml_backend_rpc_server_broken(endpoint.c_str())) return "rpc server " + endpoint + ": connection lost";
+    if (RpcServerBroken(endpoint)) return "rpc server " + endpoint + ": connection lost";
   }
   return "";
 }

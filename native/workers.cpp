@@ -5,8 +5,8 @@
 #include <thread>
 #include <utility>
 
+#include "backend_api.h"
 #include "errors.h"
-#include "ggml-rpc.h"
 #include "rpc.h"
 
 namespace llamad {
@@ -74,10 +74,10 @@ bool LoadModelWorker::SelectRpcDevices() {
   for (const std::string& endpoint : rpc_servers_) {
     // A model whose worker went away may still be being unloaded (the scheduler unloads it, then the next request
     // loads again): give its release a moment, so that the load probes the worker afresh.
-    for (int i = 0; i < kRpcBrokenWaitSteps && ggml_backend_rpc_server_broken(endpoint.c_str()); ++i) {
+    for (int i = 0; i < kRpcBrokenWaitSteps && RpcServerBroken(endpoint); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    if (ggml_backend_rpc_server_broken(endpoint.c_str())) {  // still held by a loaded model whose worker went away
+    if (RpcServerBroken(endpoint)) {  // still held by a loaded model whose worker went away
       state_->failed = true;
       state_->code = ErrorCode::kModelLoadFailed;
       state_->message = "rpc server " + endpoint + ": connection lost (a loaded model still holds it until unloaded)";

@@ -1,14 +1,14 @@
 #!/usr/bin/env node
 // Builds the Node-API addon (native/) together with the vendored llama.cpp through cmake-js.
 //
-// Backend and CPU switches (LLAMAD_BACKEND, LLAMAD_PORTABLE, LLAMAD_OPENMP, LLAMAD_CUDA_ARCHS, LLAMAD_BUILD_TYPE): see
+// Backend and CPU switches (LLAMAD_BACKEND, LLAMAD_PREBUILT, LLAMAD_PORTABLE, LLAMAD_OPENMP, LLAMAD_CUDA_ARCHS, LLAMAD_BUILD_TYPE): see
 // native-flags.mjs. A GPU backend whose tool chain is missing stops here with what to install, before CMake runs.
 // ccache is used when it is on the PATH (ggml's GGML_CCACHE).
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { missingToolchain, nativeFlags } from './native-flags.mjs';
+import { buildDirName, missingToolchain, nativeFlags } from './native-flags.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 let backend, defines;
@@ -28,7 +28,7 @@ const jobs = process.env.LLAMAD_JOBS ?? String(Math.max(1, (await import('node:o
 const require = createRequire(join(root, 'package.json'));
 const cmakeJs = require.resolve('cmake-js/bin/cmake-js');
 defines.NODE_ADDON_API_DIR = dirname(require.resolve('node-addon-api/package.json'));
-const common = ['--directory', root, '--out', join(root, 'build', backend)];
+const common = ['--directory', root, '--out', join(root, 'build', buildDirName(backend))];
 const generator = spawnSync('ninja', ['--version']).status === 0 ? ['-G', 'Ninja'] : [];
 console.log(
   `build-native: backend=${backend} ${Object.entries(defines)

@@ -1,8 +1,11 @@
 #!/usr/bin/env node
-// `npm install` step, in this repository and in an installed copy of the package (node_modules/llamad):
+// The `prepare` step of a checkout (`npm install` / `npm ci` at the repository root; npm never runs `prepare` for a
+// package installed from the registry or a tarball, so the published package has no install script):
 //   1. vendor/llama.cpp (fetch-llama-cpp.mjs) and the Node-API addon (build-native.mjs), built from source — skipped
-//      when LLAMAD_ADDON names an existing llamad.node built elsewhere (the daemon then loads that one);
+//      when LLAMAD_ADDON names an existing llamad.node built elsewhere (the daemon then loads that one), and under
+//      `npm pack` / `npm publish`, which only need the TypeScript output;
 //   2. the TypeScript build, only in a checkout (src/ and tsconfig.json present): the package ships dist/.
+// An installed package builds its addon with `npx llamad build` when no prebuilt package fits (docs/library.md).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -16,7 +19,10 @@ function step(args) {
 }
 
 const prebuilt = process.env.LLAMAD_ADDON;
-if (prebuilt && existsSync(prebuilt)) {
+const packing = ['pack', 'publish'].includes(process.env.npm_command ?? '');
+if (packing) {
+  console.log(`install: npm ${process.env.npm_command}: not building the addon`);
+} else if (prebuilt && existsSync(prebuilt)) {
   console.log(`install: LLAMAD_ADDON=${prebuilt} exists; not building the addon from source`);
 } else {
   step([join(root, 'scripts', 'fetch-llama-cpp.mjs')]);

@@ -11,7 +11,8 @@ import { existsSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 
 // OpenMP: on, as in llama.cpp's default build (measured: docs/native.md "CPU build"); LLAMAD_OPENMP=0 turns it off.
-// LLAMAD_CUDA_ARCHS sets CMAKE_CUDA_ARCHITECTURES. LLAMAD_BUILD_TYPE=Release|Debug (default Release).
+// LLAMAD_PREBUILT=1 builds the redistributable layout of a prebuilt package into build/prebuilt-<backend>
+// (scripts/pack-prebuilt.mjs). LLAMAD_CUDA_ARCHS sets CMAKE_CUDA_ARCHITECTURES. LLAMAD_BUILD_TYPE=Release|Debug (default Release).
 
 /**
  * Whether the CPU build targets this machine (GGML_NATIVE) rather than a portable instruction set.
@@ -23,6 +24,27 @@ export function isNativeBuild(env = process.env) {
 }
 
 /**
+ * Whether this is the redistributable build of a prebuilt package (LLAMAD_PREBUILT=1): shared libraries, every backend
+ * a dlopen'ed module and all of ggml's CPU variants (CMakeLists.txt LLAMAD_PREBUILT; docs/library.md).
+ * @param {NodeJS.ProcessEnv} env
+ * @returns {boolean}
+ */
+export function isPrebuiltBuild(env = process.env) {
+  return env.LLAMAD_PREBUILT === '1';
+}
+
+/**
+ * The build folder of a backend under build/: `<backend>` for a from-source build, `prebuilt-<backend>` for a
+ * prebuilt package's build (the addon loader looks in both: src/native/addon-candidates.ts).
+ * @param {string} backend
+ * @param {NodeJS.ProcessEnv} env
+ * @returns {string}
+ */
+export function buildDirName(backend, env = process.env) {
+  return isPrebuiltBuild(env) ? `prebuilt-${backend}` : backend;
+}
+
+/**
  * Resolves the backend and the cmake defines shared by all llama.cpp builds of this project.
  * @param {NodeJS.ProcessEnv} env the environment holding the LLAMAD_* switches
  * @returns {{ backend: string, defines: Record<string, string> }}
@@ -30,9 +52,11 @@ export function isNativeBuild(env = process.env) {
  */
 export function nativeFlags(env = process.env) {
   const backend = (env.LLAMAD_BACKEND ?? 'cpu').toLowerCase();
+  const prebuilt = isPrebuiltBuild(env);
   const defines = {
     CMAKE_BUILD_TYPE: env.LLAMAD_BUILD_TYPE ?? 'Release',
-    GGML_NATIVE: isNativeBuild(env) ? 'ON' : 'OFF',
+    GGML_NATIVE: isNativeBuild(env) && !prebuilt ? 'ON' : 'OFF',
+    LLAMAD_PREBUILT: prebuilt ? 'ON' : 'OFF',
     GGML_OPENMP: env.LLAMAD_OPENMP === '0' ? 'OFF' : 'ON',
     GGML_CUDA: 'OFF',
     GGML_VULKAN: 'OFF',

@@ -81,7 +81,8 @@ export { MEMORY_PROBE, SystemMemoryProbe, type MemoryProbe } from './scheduler';
 export { REQUEST_HOOKS, type RequestHooksValue } from './observability';
 export type { GenerationEndInfo, GenerationInfo, GenerationKind, RequestHooks } from './observability';
 export { NATIVE_BINDING, type NativeBindingLoader } from './native/native.tokens';
-export { loadBinding, findAddonPath } from './native/load-binding';
+export { loadBinding, findAddon, findAddonPath, loadedAddon } from './native/load-binding';
+export type { AddonBackend, AddonCandidate, AddonOrigin } from './native/addon-candidates';
 
 // Errors (every error the API raises is a DaemonError with an HTTP status).
 export * from './common/errors';

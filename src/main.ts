@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { Logger } from '@nestjs/common';
 import { createApp } from './app.factory';
-import { loadConfig } from './config';
+import { kvCacheSettings, loadConfig } from './config';
+import { findAddon } from './native';
 import { installShutdownSignals } from './operations';
 import { isLoopbackAddress } from './security';
 
@@ -44,6 +45,10 @@ async function bootstrap(): Promise<void> {
     `listening on ${host}:${config.listen.port} (models: ${config.modelsDir}, keep_alive: ${config.keepAliveMs} ms, ` +
       `parallel: ${config.numParallel})`,
   );
+  logAddon(logger);
+  // Ollama warns when OLLAMA_KV_CACHE_TYPE cannot be applied (unknown, or quantized without flash attention).
+  const kv = kvCacheSettings(config);
+  if (kv.warning) logger.warn(kv.warning);
   const keysRequired = config.apiKeys.length > 0 || config.apiKeysFile !== '';
   if (keysRequired) {
     logger.log('API keys are required on every route but /, /api/version, /health, /ready (docs/security.md)');
@@ -54,6 +59,21 @@ async function bootstrap(): Promise<void> {
       `listening on ${boundAddress.address}, which is not loopback, without API keys: anyone who can reach this ` +
         'port can run and change models. Set LLAMAD_API_KEYS or LLAMAD_API_KEYS_FILE (docs/security.md).',
     );
+  }
+}
+
+/** Says which native addon requests will load (docs/library.md "Prebuilt addons"), or that none was found. */
+function logAddon(logger: Logger): void {
+  try {
+    const addon = findAddon();
+    if (!addon) {
+      logger.warn('no native addon found: models cannot load until one is installed (`npx llamad build`)');
+      return;
+    }
+    const from = addon.origin === 'package' ? `prebuilt package ${addon.packageName}` : addon.origin;
+    logger.log(`native addon: ${addon.path} (${from}, backend ${addon.backend})`);
+  } catch (err) {
+    logger.warn((err as Error).message);
   }
 }
 

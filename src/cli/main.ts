@@ -28,6 +28,7 @@ import {
 import { CliError, errorText } from './errors';
 import { connect } from './host';
 import { launchClaude, launchCodex } from './launch';
+import { buildCommand } from './build';
 import { rpcWorkerCommand } from './rpc-worker';
 import { parseThink, runCommand, RunOptions } from './run';
 
@@ -198,6 +199,15 @@ export function buildProgram(): Command {
   declare(program, 'rm MODEL [MODEL...]', 'Remove a model', { min: 1 }).action(
     action((models: string[]) => rmCommand(connect(), models)),
   );
+
+  program
+    .command('build')
+    .description(
+      'Build the native addon from source (llama.cpp and the addon, for this machine) when no prebuilt package ' +
+        'fits: needs cmake and a C++17 compiler',
+    )
+    .option('--backend <backend>', 'cpu, cuda, vulkan or metal (LLAMAD_BACKEND)')
+    .action(action((o: { backend?: string }) => Promise.resolve(buildCommand(o))));
 
   program
     .command('rpc-worker')

@@ -21,6 +21,15 @@ export type LogLevelName = (typeof LOG_LEVELS)[number];
 /** Values of LLAMAD_RUNNER (see DaemonConfig.runner). */
 export type RunnerMode = 'process' | 'inprocess';
 
+/** OLLAMA_FLASH_ATTENTION as llama.cpp's flash_attn_type: unset → `auto`, a true value → `on`, false → `off`. */
+export type FlashAttentionMode = 'auto' | 'on' | 'off';
+
+/** KV cache element types of OLLAMA_KV_CACHE_TYPE (Ollama's supported set; applied to both K and V). */
+export const KV_CACHE_TYPES = ['f16', 'q8_0', 'q4_0'] as const;
+
+/** One of {@link KV_CACHE_TYPES}. */
+export type KvCacheType = (typeof KV_CACHE_TYPES)[number];
+
 /** LLAMAD_SHUTDOWN_TIMEOUT when unset, ms. */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 
@@ -105,6 +114,20 @@ export class DaemonConfig {
    * binding cannot be carried into a child process).
    */
   runner: RunnerMode = 'process';
+  /**
+   * OLLAMA_FLASH_ATTENTION: flash attention of every context (reference/ollama-api.md §7.6, §13.1 `--flash-attn`).
+   * Unset → `auto` (llama.cpp enables it where the device supports it); otherwise Ollama's bool parsing: `1`, `true`,
+   * `t` … → `on`, `0`, `false`, `f` … → `off`, any other text → `on` (envconfig.Bool treats unparsable as true).
+   */
+  flashAttention: FlashAttentionMode = 'auto';
+  /**
+   * OLLAMA_KV_CACHE_TYPE: KV cache element type requested for every model (K and V; §7.6, §13.1 `--cache-type-k/-v`),
+   * lower-cased; unset or unknown → `f16` (an unknown value is reported by {@link kvCacheSettings}). A quantized type
+   * applies only with flash attention `on`: see kvCacheSettings for what a load really uses.
+   */
+  kvCacheType: KvCacheType = 'f16';
+  /** OLLAMA_KV_CACHE_TYPE as given (lower-cased, trimmed), for the warning about an unknown value; '' when unset. */
+  kvCacheTypeRequested = '';
   /** Whether logging is enabled at all (off in tests: every log line is dropped). Not an environment variable. */
   logging = true;
 }
@@ -209,6 +232,52 @@ function parseDebugLevel(raw: string): number {
 }
 
 /**
+ * Go's strconv.ParseBool as Ollama's envconfig.Bool uses it: `1 t T TRUE true True` → true, `0 f F FALSE false False`
+ * → false; any other non-empty text → true (envconfig returns true when ParseBool fails); '' → undefined (unset).
+ */
+export function parseEnvBool(raw: string): boolean | undefined {
+  if (raw === '') return undefined;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(raw)) return false;
+  return true;
+}
+
+/** The KV cache a load uses, and why it is not what was asked for (a warning to log), from {@link kvCacheSettings}. */
+export interface KvCacheSettings {
+  flashAttention: FlashAttentionMode;
+  kvCacheType: KvCacheType;
+  /** Set when OLLAMA_KV_CACHE_TYPE was not applied as given (unknown type, or quantized without flash attention). */
+  warning?: string;
+}
+
+/**
+ * Ollama's rule for the KV cache type (llm/server.go; reference/ollama-api.md §7.6, §13.1): an unknown type is
+ * ignored with a warning (`f16`); a quantized type (`q8_0`, `q4_0`) needs flash attention — llama.cpp cannot
+ * quantize the V cache without it — so unless OLLAMA_FLASH_ATTENTION is on (not `auto`, not `off`) the cache stays
+ * `f16`, with a warning. Pure.
+ */
+export function kvCacheSettings(
+  config: Pick<DaemonConfig, 'flashAttention' | 'kvCacheType' | 'kvCacheTypeRequested'>,
+): KvCacheSettings {
+  const flashAttention = config.flashAttention;
+  const requested = config.kvCacheTypeRequested;
+  if (requested !== '' && !(KV_CACHE_TYPES as readonly string[]).includes(requested)) {
+    return {
+      flashAttention,
+      kvCacheType: 'f16',
+      warning: `unsupported OLLAMA_KV_CACHE_TYPE "${requested}": using f16 (supported: ${KV_CACHE_TYPES.join(', ')})`,
+    };
+  }
+  if (config.kvCacheType !== 'f16' && flashAttention !== 'on') {
+    return {
+      flashAttention,
+      kvCacheType: 'f16',
+      warning: `OLLAMA_FLASH_ATTENTION must be enabled to use a quantized OLLAMA_KV_CACHE_TYPE (${config.kvCacheType}): using f16`,
+    };
+  }
+  return { flashAttention, kvCacheType: config.kvCacheType };
+}
+
+/**
  * Builds the daemon's configuration from an environment (default: process.env). Unknown or invalid values fall back
  * to Ollama's defaults, as envconfig does.
  */
@@ -237,5 +306,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
   config.allowServerPaths = /^(1|true|yes|on)$/i.test(envVar(env, 'LLAMAD_ALLOW_SERVER_PATHS'));
   config.logLevel = parseLogLevel(envVar(env, 'LLAMAD_LOG_LEVEL'), config.debugLevel);
   config.shutdownTimeoutMs = envDurationMs(env, 'LLAMAD_SHUTDOWN_TIMEOUT', DEFAULT_SHUTDOWN_TIMEOUT_MS);
+  const flash = parseEnvBool(envVar(env, 'OLLAMA_FLASH_ATTENTION'));
+  if (flash !== undefined) config.flashAttention = flash ? 'on' : 'off';
+  config.kvCacheTypeRequested = envVar(env, 'OLLAMA_KV_CACHE_TYPE').toLowerCase();
+  const kv = KV_CACHE_TYPES.find((t) => t === config.kvCacheTypeRequested);
+  if (kv) config.kvCacheType = kv;
   return config;
 }

@@ -3,7 +3,7 @@ import { catchError, defer, from, mergeMap, Observable, of, switchMap, throwErro
 import { ContextLengthExceededError } from '../common/errors';
 import { OptionMap } from '../common/options';
 import { KeepAliveMs } from '../common/time';
-import { DaemonConfig } from '../config';
+import { DaemonConfig, kvCacheSettings } from '../config';
 import { ResolvedModel } from '../models';
 import { GenerationHooksRegistry, GenerationTracker } from '../observability/generation-hooks';
 import { ChatObserver, GenerationEvent, GenerationMetrics, Logprob } from './generation.types';
@@ -80,11 +80,14 @@ export class CompletionService {
 
   /** The effective options and the runner spec a request would use. */
   plan(model: ResolvedModel, options: OptionMap): { options: EffectiveOptions; spec: RunnerSpec } {
+    const kv = kvCacheSettings(this.config);
     const effective = resolveOptions(options, model.params, {
       contextLength: this.config.contextLength,
       threads: this.config.threads,
       rpcServers: this.config.rpcServers,
       trainContext: model.facts.contextLength,
+      flashAttention: kv.flashAttention,
+      kvCacheType: kv.kvCacheType,
     });
     return {
       options: effective,

@@ -1,66 +1,67 @@
+import { dirname, join } from 'node:path';
 import { existsSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
 import type { NativeBinding } from '../../binding';
 import { REPO_ROOT } from '../config';
-
-/** Backends looked for, in order, when LLAMAD_ADDON does not name a file. */
-const BACKENDS = ['cuda', 'vulkan', 'metal', 'cpu'];
+import { type AddonCandidate, chooseAddon, missingAddonMessage, processAddonHost } from './addon-candidates';
 
 /**
- * Finds the compiled addon: $LLAMAD_ADDON if set, else build/<backend>/Release/llamad.node for the first backend
- * that was built (cuda, vulkan, metal, cpu). Returns null when none exists.
+ * The addon this process loads (docs/library.md "Prebuilt addons"): $LLAMAD_ADDON if set, else the best usable of
+ * a from-source build (build/<backend>), a prebuilt layout built here (build/prebuilt-<backend>) and the installed
+ * prebuilt package (`@llamad/<platform>-<arch>[-<backend>]`), trying CUDA, Vulkan, Metal, then the CPU;
+ * `LLAMAD_BACKEND` keeps one backend. Returns null when none exists.
+ * @throws Error when LLAMAD_BACKEND names no known backend
  */
+export function findAddon(): AddonCandidate | null {
+  return chooseAddon(processAddonHost(REPO_ROOT));
+}
+
+/** The path of the addon findAddon() picks, or null. */
 export function findAddonPath(): string | null {
-  const explicit = process.env.LLAMAD_ADDON;
-  if (explicit) return existsSync(explicit) ? resolve(explicit) : null;
-  for (const backend of BACKENDS) {
-    const p = join(REPO_ROOT, 'build', backend, 'Release', 'llamad.node');
-    if (existsSync(p)) return p;
-  }
-  return null;
+  return findAddon()?.path ?? null;
 }
 
 /**
- * Finds the vendored llama.cpp `rpc-server` (built by `npm run build:native` next to the addon): $LLAMAD_RPC_SERVER
- * if set, else `rpc-server` in the folder of the addon that findAddonPath() picks, else in build/<backend>/Release for
- * the first backend that has one. Returns null when none exists.
+ * Finds the vendored llama.cpp `rpc-server` (built next to the addon; a prebuilt package carries it in bin/):
+ * $LLAMAD_RPC_SERVER if set, else `rpc-server` in the folder of the addon that findAddonPath() picks. Returns null
+ * when none exists.
  */
 export function findRpcServerPath(): string | null {
   const name = process.platform === 'win32' ? 'rpc-server.exe' : 'rpc-server';
   const explicit = process.env.LLAMAD_RPC_SERVER;
-  if (explicit) return existsSync(explicit) ? resolve(explicit) : null;
+  if (explicit) return existsSync(explicit) ? explicit : null;
   const addon = findAddonPath();
-  const candidates = [
-    ...(addon ? [join(dirname(addon), name)] : []),
-    ...BACKENDS.map((backend) => join(REPO_ROOT, 'build', backend, 'Release', name)),
-  ];
-  return candidates.find((p) => existsSync(p)) ?? null;
+  const path = addon ? join(dirname(addon), name) : undefined;
+  return path && existsSync(path) ? path : null;
 }
 
 let cached: NativeBinding | undefined;
+let loaded: AddonCandidate | undefined;
 
 /**
  * Loads the native addon once per process (the raw binding described by binding.d.ts).
- * @throws Error with a message that says how to build the addon when it is missing or fails to load.
+ * @throws Error with one line that says what to install or build when no addon is found, or why it failed to load.
  */
 export function loadBinding(): NativeBinding {
   if (cached) return cached;
-  const path = findAddonPath();
-  if (!path) {
-    throw new Error(
-      'native addon not found: build it with `npm run build:native` (or `npm install`); ' +
-        'set LLAMAD_ADDON to the path of a llamad.node built elsewhere',
-    );
-  }
+  const addon = findAddon();
+  if (!addon) throw new Error(missingAddonMessage(processAddonHost(REPO_ROOT)));
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    cached = require(path) as NativeBinding;
+    cached = require(addon.path) as NativeBinding;
+    loaded = addon;
   } catch (err) {
-    throw new Error(
-      `native addon at ${path} failed to load: ${(err as Error).message}; rebuild it with \`npm run build:native\``,
-    );
+    const fix =
+      addon.origin === 'package'
+        ? `reinstall ${addon.packageName}, or build from source with \`npx llamad build\``
+        : 'rebuild it with `npx llamad build` (`npm run build:native` in a checkout)';
+    throw new Error(`native addon at ${addon.path} failed to load: ${(err as Error).message}; ${fix}`);
   }
   return cached;
+}
+
+/** The addon loadBinding() loaded in this process (path, backend, origin), undefined before it ran. */
+export function loadedAddon(): AddonCandidate | undefined {
+  return loaded;
 }
 
 /**

@@ -54,6 +54,18 @@ function eventLogprob(event: Extract<NativeEvent, { type: 'token' }>): RunnerLog
 }
 
 /** The context parameter for the spec's LoRA adapters (none when it has none). */
+/**
+ * Flash attention and KV cache type of a context (OLLAMA_FLASH_ATTENTION, OLLAMA_KV_CACHE_TYPE): only what the spec
+ * sets, so an unset spec keeps the addon's defaults (`auto`, f16). The type applies to K and V, as Ollama's
+ * `--cache-type-k/--cache-type-v`.
+ */
+function kvParams(spec: RunnerSpec): Pick<NativeContextParams, 'flashAttn' | 'typeK' | 'typeV'> {
+  return {
+    ...(spec.flashAttention ? { flashAttn: spec.flashAttention } : {}),
+    ...(spec.kvCacheType ? { typeK: spec.kvCacheType, typeV: spec.kvCacheType } : {}),
+  };
+}
+
 function loraParams(spec: RunnerSpec): Pick<NativeContextParams, 'loraAdapters'> {
   const paths = spec.adapterPaths ?? [];
   return paths.length > 0 ? { loraAdapters: paths.map((path) => ({ path, scale: 1 })) } : {};
@@ -117,6 +129,7 @@ export class LlamaRunner implements Runner {
       nParallel: spec.numParallel,
       embeddings: true,
       ...(spec.numThread > 0 ? { nThreads: spec.numThread } : {}),
+      ...kvParams(spec),
       ...loraParams(spec),
     };
   }
@@ -152,6 +165,7 @@ export class LlamaRunner implements Runner {
               nParallel: spec.numParallel,
               ...(spec.numThread > 0 ? { nThreads: spec.numThread } : {}),
               ...(spec.projectorPath ? { projectorPath: spec.projectorPath } : {}),
+              ...kvParams(spec),
               ...loraParams(spec),
             },
       );

@@ -23,6 +23,17 @@ export interface LoadOptions {
    * LLAMAD_RPC_SERVERS; absent = none (local only). A runner with other workers is another runner (sameSpec).
    */
   rpcServers?: string[];
+  /**
+   * Flash attention of the contexts (OLLAMA_FLASH_ATTENTION; llama.cpp's flash_attn_type); absent = `auto`. A runner
+   * with another setting is another runner (sameSpec).
+   */
+  flashAttention?: 'auto' | 'on' | 'off';
+  /**
+   * KV cache element type of K and V (OLLAMA_KV_CACHE_TYPE after Ollama's rule, config/kvCacheSettings: a quantized
+   * type only with flash attention `on`); absent = `f16`. Sizes the KV cache (f16 2 bytes per element, q8_0 34 and
+   * q4_0 18 bytes per 32 elements); a runner with another type is another runner (sameSpec).
+   */
+  kvCacheType?: 'f16' | 'q8_0' | 'q4_0';
 }
 
 /** What a runner is loaded with; two requests share a runner only when their specs are equal. */

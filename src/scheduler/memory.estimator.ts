@@ -5,8 +5,11 @@ import { freemem, totalmem } from 'node:os';
 import { readGguf } from '../models/gguf';
 import { RunnerSpec } from '../runner';
 
-/** Bytes per KV-cache element (f16 cache, llama.cpp's default). */
-const KV_BYTES_PER_ELEMENT = 2;
+/**
+ * Bytes per KV-cache element by cache type (ggml's type sizes): f16 2; q8_0 a block of 32 in 34 bytes (32 int8 + an
+ * f16 scale); q4_0 32 in 18 (16 bytes of nibbles + an f16 scale). f16 is llama.cpp's default.
+ */
+export const KV_BYTES_PER_ELEMENT = { f16: 2, q8_0: 34 / 32, q4_0: 18 / 32 } as const;
 /** Fixed part of the compute-buffer surcharge, bytes (graph metadata, scratch): 64 MiB. */
 const COMPUTE_BASE_BYTES = 64 * 1024 * 1024;
 
@@ -14,8 +17,8 @@ const COMPUTE_BASE_BYTES = 64 * 1024 * 1024;
 export interface MemoryProbe {
   /**
    * Predicted resident bytes of a runner loaded with `spec`: weights (the GGUF file size) + KV cache
-   * (2 × n_layer × n_ctx_total × n_embd_kv × 2 bytes, n_ctx_total = numCtx × numParallel) + a batch/compute
-   * surcharge. Never rejects: unknown facts count as 0.
+   * (2 × n_layer × n_ctx_total × n_embd_kv × the element size of `spec.kvCacheType`, see KV_BYTES_PER_ELEMENT;
+   * n_ctx_total = numCtx × numParallel) + a batch/compute surcharge. Never rejects: unknown facts count as 0.
    */
   estimate(spec: RunnerSpec): Promise<number>;
   /** Bytes the system can still give to a new runner: free memory, capped by the cgroup limit when there is one. */
@@ -88,7 +91,7 @@ export class SystemMemoryProbe implements MemoryProbe {
   async estimate(spec: RunnerSpec): Promise<number> {
     const f = await this.factsOf(spec.modelPath);
     const nCtxTotal = spec.numCtx * Math.max(1, spec.numParallel);
-    const kv = 2 * f.nLayer * nCtxTotal * f.nEmbdKv * KV_BYTES_PER_ELEMENT;
+    const kv = Math.ceil(2 * f.nLayer * nCtxTotal * f.nEmbdKv * KV_BYTES_PER_ELEMENT[spec.kvCacheType ?? 'f16']);
     // Compute buffers: activations of one batch (n_embd wide, f32) and the logits of one batch (n_vocab wide).
     const compute = COMPUTE_BASE_BYTES + 4 * spec.numBatch * (4 * f.nEmbd + f.nVocab);
     if ((spec.rpcServers?.length ?? 0) > 0 && spec.numGpu < 0) {

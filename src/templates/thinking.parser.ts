@@ -36,6 +36,12 @@ function overlap(s: string, delim: string): number {
 export class ThinkingParser {
   private state: State;
   private acc = '';
+  /**
+   * While looking for the opening tag: the leading whitespace seen so far, moved out of `acc` as it arrives so that
+   * each chunk is trimmed once (a long run of whitespace costs O(chunk) per chunk, not a re-trim of all of it). It is
+   * released with the text only when the output turns out not to start with the tag.
+   */
+  private lead = '';
 
   constructor(
     readonly openTag: string,
@@ -66,9 +72,11 @@ export class ThinkingParser {
     switch (this.state) {
       case State.Thinking:
         return { thinking: acc, content: '' };
-      case State.LookingForOpening:
+      case State.LookingForOpening: {
         this.state = State.ThinkingDone;
-        return { thinking: '', content: trimLeftSpace(acc) === '' ? '' : acc };
+        const trimmed = this.takeLead(acc);
+        return { thinking: '', content: trimmed === '' ? '' : this.lead + trimmed };
+      }
       case State.ThinkingStartedEatingWhitespace:
       case State.ThinkingDoneEatingWhitespace:
       case State.ThinkingDone:
@@ -81,21 +89,34 @@ export class ThinkingParser {
     return this.state === State.ThinkingDone || this.state === State.ThinkingDoneEatingWhitespace;
   }
 
+  /**
+   * `acc` without its leading whitespace, which (while nothing else has been seen) moves to `lead`: once `acc` starts
+   * with other text, `lead` is complete and `acc` is returned unchanged.
+   */
+  private takeLead(acc: string): string {
+    const trimmed = trimLeftSpace(acc);
+    if (trimmed.length !== acc.length) this.lead += acc.slice(0, acc.length - trimmed.length);
+    return trimmed;
+  }
+
   private eat(): [string, string, boolean] {
     switch (this.state) {
       case State.LookingForOpening: {
-        const trimmed = trimLeftSpace(this.acc);
+        const trimmed = this.takeLead(this.acc);
+        this.acc = trimmed;
         if (trimmed.startsWith(this.openTag)) {
           const after = trimLeftSpace(trimmed.split(this.openTag).slice(1).join(this.openTag));
           this.acc = after;
+          this.lead = '';
           this.state = after === '' ? State.ThinkingStartedEatingWhitespace : State.Thinking;
           return ['', '', true];
         }
         if (this.openTag.startsWith(trimmed)) return ['', '', false];
         if (trimmed === '') return ['', '', false];
         this.state = State.ThinkingDone;
-        const untrimmed = this.acc;
+        const untrimmed = this.lead + this.acc;
         this.acc = '';
+        this.lead = '';
         return ['', untrimmed, false];
       }
       case State.ThinkingStartedEatingWhitespace: {

@@ -41,6 +41,10 @@ export interface OptionDefaults {
   rpcServers?: string[];
   /** The model's training context in tokens, when known: num_ctx is clamped to it. */
   trainContext?: number;
+  /** OLLAMA_FLASH_ATTENTION (absent = `auto`); set on the load options when not `auto`. */
+  flashAttention?: LoadOptions['flashAttention'];
+  /** The KV cache type after Ollama's rule (config/kvCacheSettings; absent = `f16`); set on them when not `f16`. */
+  kvCacheType?: LoadOptions['kvCacheType'];
 }
 
 function num(v: OptionValue | undefined, fallback: number): number {
@@ -70,6 +74,8 @@ export function resolveOptions(request: OptionMap, modelParams: OptionMap, defau
   // Modelfile only (decodeOptions drops a request's `rpc`): the model's own list, `none` = [], else the daemon's.
   const rpc = Array.isArray(modelParams.rpc) ? modelParams.rpc : (defaults.rpcServers ?? []);
   if (rpc.length > 0) load.rpcServers = [...rpc];
+  if (defaults.flashAttention && defaults.flashAttention !== 'auto') load.flashAttention = defaults.flashAttention;
+  if (defaults.kvCacheType && defaults.kvCacheType !== 'f16') load.kvCacheType = defaults.kvCacheType;
   const stop = merged.stop;
   const sampling: SamplingOptions = {
     numKeep: num(merged.num_keep, 4),

@@ -58,6 +58,10 @@ export function parseToolArguments(text: string): Record<string, unknown> {
  * re-parsed on every piece (as llama-server does for streaming) and the growth of `content` / `reasoningContent` is
  * released; tool calls are released only by finish() (llama-server's native path sends them on the final chunk, §3.3).
  * A partial parse that throws releases nothing for that piece.
+ *
+ * Cost: O(output) per piece, in native code on the JS thread (common_chat_peg_parse has no incremental entry point;
+ * `npm run bench -- --sections event-loop` measures it). Making it incremental needs an addon API;
+ * RenderedOutputParser's parsers are O(piece).
  */
 export class NativeOutputParser implements OutputParser {
   private text: string;
@@ -116,7 +120,8 @@ function withIds(calls: ToolCall[]): ToolCall[] {
 /**
  * Rendered mode (§8.5, §8.6): the output first goes through the thinking splitter (when the template has thinking
  * tags and thinking is on), then its content through the tool-call parser (when the request has tools). Tool calls
- * are released as soon as each one is complete.
+ * are released as soon as each one is complete. Both parsers keep only what is still ambiguous and resume where they
+ * stopped, so a piece costs O(piece) amortized, however long the output (tests compare with parsing it whole).
  */
 export class RenderedOutputParser implements OutputParser {
   constructor(

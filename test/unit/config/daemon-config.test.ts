@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { loadConfig, parseListenAddress } from '../../../src/config';
+import { kvCacheSettings, loadConfig, parseEnvBool, parseListenAddress } from '../../../src/config';
 
 describe('parseListenAddress (OLLAMA_HOST)', () => {
   const cases: Array<[string, { scheme: string; host: string; port: number }]> = [
@@ -131,5 +131,48 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({ LLAMAD_SHUTDOWN_TIMEOUT: '45' }).shutdownTimeoutMs, 45_000);
     assert.equal(loadConfig({ LLAMAD_SHUTDOWN_TIMEOUT: '0' }).shutdownTimeoutMs, 0);
     assert.equal(loadConfig({ LLAMAD_SHUTDOWN_TIMEOUT: 'later' }).shutdownTimeoutMs, 30_000);
+  });
+});
+
+describe('OLLAMA_FLASH_ATTENTION and OLLAMA_KV_CACHE_TYPE', () => {
+  it('parses bools like Ollama’s envconfig.Bool (ParseBool; unparsable text is true; unset is undefined)', () => {
+    for (const t of ['1', 't', 'T', 'TRUE', 'true', 'True', 'yes', 'on', '2']) assert.equal(parseEnvBool(t), true, t);
+    for (const f of ['0', 'f', 'F', 'FALSE', 'false', 'False']) assert.equal(parseEnvBool(f), false, f);
+    assert.equal(parseEnvBool(''), undefined);
+  });
+
+  it('reads flash attention: unset → auto, true → on, false → off (quotes and spaces trimmed)', () => {
+    assert.equal(loadConfig({}).flashAttention, 'auto');
+    assert.equal(loadConfig({ OLLAMA_FLASH_ATTENTION: '1' }).flashAttention, 'on');
+    assert.equal(loadConfig({ OLLAMA_FLASH_ATTENTION: ' "true" ' }).flashAttention, 'on');
+    assert.equal(loadConfig({ OLLAMA_FLASH_ATTENTION: 'false' }).flashAttention, 'off');
+    assert.equal(loadConfig({ OLLAMA_FLASH_ATTENTION: '0' }).flashAttention, 'off');
+    assert.equal(loadConfig({ OLLAMA_FLASH_ATTENTION: '' }).flashAttention, 'auto');
+  });
+
+  it('reads the KV cache type case-insensitively; unset or unknown is f16', () => {
+    assert.equal(loadConfig({}).kvCacheType, 'f16');
+    assert.equal(loadConfig({ OLLAMA_KV_CACHE_TYPE: 'q8_0' }).kvCacheType, 'q8_0');
+    assert.equal(loadConfig({ OLLAMA_KV_CACHE_TYPE: 'Q4_0' }).kvCacheType, 'q4_0');
+    assert.equal(loadConfig({ OLLAMA_KV_CACHE_TYPE: 'q5_1' }).kvCacheType, 'f16');
+  });
+
+  it('applies a quantized type only with flash attention on, else f16 with a warning (Ollama’s rule)', () => {
+    const env = (fa: string | undefined, kv: string) =>
+      kvCacheSettings(
+        loadConfig({ OLLAMA_KV_CACHE_TYPE: kv, ...(fa === undefined ? {} : { OLLAMA_FLASH_ATTENTION: fa }) }),
+      );
+    assert.deepEqual(env('1', 'q8_0'), { flashAttention: 'on', kvCacheType: 'q8_0' });
+    assert.deepEqual(env('1', 'q4_0'), { flashAttention: 'on', kvCacheType: 'q4_0' });
+    for (const fa of [undefined, '0']) {
+      const s = env(fa, 'q8_0');
+      assert.equal(s.kvCacheType, 'f16');
+      assert.match(s.warning ?? '', /OLLAMA_FLASH_ATTENTION must be enabled to use a quantized OLLAMA_KV_CACHE_TYPE/);
+    }
+    assert.deepEqual(env('0', 'f16'), { flashAttention: 'off', kvCacheType: 'f16' });
+    assert.deepEqual(env(undefined, ''), { flashAttention: 'auto', kvCacheType: 'f16' });
+    const unknown = env('1', 'q5_1');
+    assert.equal(unknown.kvCacheType, 'f16');
+    assert.match(unknown.warning ?? '', /unsupported OLLAMA_KV_CACHE_TYPE "q5_1"/);
   });
 });

@@ -22,6 +22,21 @@ describe('SystemMemoryProbe', () => {
     assert.ok(small > (await stat(TINY_QWEN2)).size);
   });
 
+  it('sizes the KV cache by OLLAMA_KV_CACHE_TYPE: q8_0 34 and q4_0 18 bytes per 32 elements, f16 2 per element', async () => {
+    ensureTestModels();
+    const probe = new SystemMemoryProbe();
+    const base = { modelPath: TINY_QWEN2, numParallel: 2 };
+    const kvOf = async (kvCacheType?: 'f16' | 'q8_0' | 'q4_0') =>
+      (await probe.estimate(spec({ ...base, numCtx: 512, kvCacheType }))) -
+      (await probe.estimate(spec({ ...base, numCtx: 256, kvCacheType })));
+    const f16 = await kvOf();
+    assert.equal(await kvOf('f16'), f16);
+    assert.equal(await kvOf('q8_0'), (f16 / 2) * (34 / 32));
+    assert.equal(await kvOf('q4_0'), (f16 / 2) * (18 / 32));
+    const whole = (kvCacheType?: 'q8_0') => probe.estimate(spec({ ...base, numCtx: 512, kvCacheType }));
+    assert.ok((await whole('q8_0')) < (await whole()));
+  });
+
   it('counts only the local share when every layer is on RPC workers', async () => {
     ensureTestModels();
     const probe = new SystemMemoryProbe();

@@ -413,6 +413,24 @@ describe('SchedulerService', () => {
     assert.ok(!sameSpec(spec(), spec({ numCtx: 1024 })));
   });
 
+  it('treats another KV cache type or flash attention setting as another load', () => {
+    assert.ok(sameSpec(spec(), spec({ kvCacheType: 'f16', flashAttention: 'auto' })));
+    assert.ok(!sameSpec(spec({ kvCacheType: 'q8_0', flashAttention: 'on' }), spec({ flashAttention: 'on' })));
+    assert.ok(
+      !sameSpec(
+        spec({ kvCacheType: 'q8_0', flashAttention: 'on' }),
+        spec({ kvCacheType: 'q4_0', flashAttention: 'on' }),
+      ),
+    );
+    assert.ok(!sameSpec(spec(), spec({ flashAttention: 'off' })));
+    assert.ok(
+      sameSpec(
+        spec({ kvCacheType: 'q4_0', flashAttention: 'on' }),
+        spec({ kvCacheType: 'q4_0', flashAttention: 'on' }),
+      ),
+    );
+  });
+
   it('treats a model served over other RPC workers as another runner', () => {
     const workers = { rpcServers: ['10.0.0.2:50052', '10.0.0.3:50052'] };
     assert.ok(!sameSpec(spec(), spec(workers)));

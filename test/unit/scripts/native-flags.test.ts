@@ -3,11 +3,11 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { pathToFileURL } from 'node:url';
-import { REPO_ROOT } from '../../../src/config';
+import { importScript } from '../../utils/esm';
 
 interface NativeFlagsModule {
   nativeFlags(env: NodeJS.ProcessEnv): { backend: string; defines: Record<string, string> };
+  buildDirName(backend: string, env: NodeJS.ProcessEnv): string;
   missingToolchain(backend: string, env: NodeJS.ProcessEnv, cudaRoots?: string[]): string | undefined;
 }
 
@@ -23,9 +23,7 @@ function fakeTool(bin: string, name: string, output = ''): void {
 
 describe('scripts/native-flags.mjs', () => {
   before(async () => {
-    // A real ES-module import: tsc's CommonJS output would turn `import()` into require(), which cannot load .mjs.
-    const importEsm = new Function('url', 'return import(url)') as (url: string) => Promise<unknown>;
-    flags = (await importEsm(pathToFileURL(join(REPO_ROOT, 'scripts', 'native-flags.mjs')).href)) as NativeFlagsModule;
+    flags = await importScript<NativeFlagsModule>('native-flags.mjs');
     dir = mkdtempSync(join(tmpdir(), 'llamad-flags-'));
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
@@ -35,6 +33,15 @@ describe('scripts/native-flags.mjs', () => {
     assert.equal(backend, 'cpu');
     assert.equal(defines.GGML_NATIVE, 'ON');
     assert.equal(defines.GGML_OPENMP, 'ON');
+  });
+
+  it('LLAMAD_PREBUILT=1 builds the portable prebuilt layout into build/prebuilt-<backend>', () => {
+    const { defines } = flags.nativeFlags({ LLAMAD_PREBUILT: '1' });
+    assert.equal(defines.LLAMAD_PREBUILT, 'ON');
+    assert.equal(defines.GGML_NATIVE, 'OFF', 'ggml refuses GGML_CPU_ALL_VARIANTS with GGML_NATIVE');
+    assert.equal(flags.nativeFlags({}).defines.LLAMAD_PREBUILT, 'OFF');
+    assert.equal(flags.buildDirName('cpu', { LLAMAD_PREBUILT: '1' }), 'prebuilt-cpu');
+    assert.equal(flags.buildDirName('cuda', {}), 'cuda');
   });
 
   it('builds the RPC backend into every build (addon and the bench llama-server builds)', () => {

@@ -172,3 +172,57 @@ describe('ThinkingParser', () => {
     assert.deepEqual(split(p, ['\n  step 1', '</th', 'ink>  done']), { thinking: 'step 1', content: 'done' });
   });
 });
+
+describe('ThinkingParser fed token by token', () => {
+  function split(p: ThinkingParser, chunks: string[]): { thinking: string; content: string } {
+    const out = { thinking: '', content: '' };
+    for (const r of [...chunks.map((c) => p.add(c)), p.finish()]) {
+      out.thinking += r.thinking;
+      out.content += r.content;
+    }
+    return out;
+  }
+  const texts = [
+    '  <think>\n  I should add.\n</think>\n\n The answer.',
+    '<think>a </thi s</think>x</think>y',
+    '  Hello <think>no</think>',
+    '<thin',
+    '<think>never closed </th',
+    '\n\n',
+  ];
+  it('gives the whole text result for every split and character by character', () => {
+    for (const text of texts) {
+      const whole = split(new ThinkingParser('<think>', '</think>'), [text]);
+      assert.deepEqual(split(new ThinkingParser('<think>', '</think>'), chars(text)), whole);
+      for (let i = 1; i < text.length; i++) {
+        const parts = [text.slice(0, i), text.slice(i)];
+        assert.deepEqual(split(new ThinkingParser('<think>', '</think>'), parts), whole, `${text} at ${i}`);
+      }
+    }
+  });
+  it('streams a long thinking section (4,000 chunks) like the whole text', () => {
+    const text = '<think>' + 'step </th and more '.repeat(1000) + '</think> answer';
+    const chunks = text.match(/.{1,4}/gs) ?? [];
+    assert.ok(chunks.length > 4000);
+    const p = new ThinkingParser('<think>', '</think>');
+    assert.deepEqual(split(p, chunks), split(new ThinkingParser('<think>', '</think>'), [text]));
+  });
+});
+
+describe('ThinkingParser: a long run of leading whitespace', () => {
+  it('keeps it (as content) or drops it (before the tag) exactly as when parsed whole', () => {
+    const ws = ' \n\t\u00a0\u0085'.repeat(1000);
+    for (const text of [ws + 'Hello', ws + '<think>t</think>c', ws, ws + '<thi', ws + '<thx']) {
+      const whole = new ThinkingParser('<think>', '</think>');
+      const w = whole.add(text);
+      const wf = whole.finish();
+      const p = new ThinkingParser('<think>', '</think>');
+      const out = { thinking: '', content: '' };
+      for (const r of [...(text.match(/[^]{1,3}/g) ?? []).map((c) => p.add(c)), p.finish()]) {
+        out.thinking += r.thinking;
+        out.content += r.content;
+      }
+      assert.deepEqual(out, { thinking: w.thinking + wf.thinking, content: w.content + wf.content });
+    }
+  });
+});

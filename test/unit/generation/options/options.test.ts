@@ -63,3 +63,16 @@ describe('resolveOptions (request ← Modelfile ← defaults)', () => {
     assert.equal(load.mainGpu, 1);
   });
 });
+
+describe('resolveOptions: flash attention and KV cache type', () => {
+  it('puts non-default settings on the load options only', () => {
+    assert.equal(
+      resolveOptions({}, {}, { ...defaults, flashAttention: 'auto', kvCacheType: 'f16' }).load.kvCacheType,
+      undefined,
+    );
+    const load = resolveOptions({}, {}, { ...defaults, flashAttention: 'on', kvCacheType: 'q8_0' }).load;
+    assert.equal(load.flashAttention, 'on');
+    assert.equal(load.kvCacheType, 'q8_0');
+    assert.equal(resolveOptions({}, {}, { ...defaults, flashAttention: 'off' }).load.flashAttention, 'off');
+  });
+});
