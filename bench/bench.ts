@@ -1086,7 +1086,7 @@ async function main(): Promise<void> {
     await prebuiltAddon({
       runs: s.runs,
       sourceAddon: join(REPO_ROOT, 'build', backend, 'Release', 'llamad.node'),
-      prebuiltAddon: join(REPO_ROOT, 'build', `prebuilt-${backend}`, 'Release', 'llamad.node'),
+      prebuiltAddon: join(REPO_ROOT, 'build', `prebuilt-${backend}`, 'bin', 'llamad.node'),
       startDaemon: (env) =>
         startDaemon({ mainJs: MAIN_JS, modelsDir: store, numParallel: 1, threads: s.threads, log: DAEMON_LOG, env }),
       options: (seed, numCtx, predict) => ollamaOptions(s, seed, numCtx, predict),

@@ -1,5 +1,5 @@
 /**
- * Bench section `prebuilt`: the daemon on the prebuilt package's addon (build/prebuilt-<backend>: shared libraries,
+ * Bench section `prebuilt`: the daemon on the prebuilt package's addon (build/prebuilt-<backend>/bin: shared libraries,
  * ggml's CPU variants loaded at run time, `npm run pack:all`) against the from-source build (build/<backend>:
  * static, -march=native), same model (bench-1b Q4_0), same store, one daemon at a time (issue 24: decode and prompt
  * eval ≥ 0.95× the source build). Rows: prompt eval tok/s (512-token prompt), decode tok/s (128 tokens), time to

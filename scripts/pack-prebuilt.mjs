@@ -4,14 +4,23 @@
 //
 // 1. builds the redistributable layout (LLAMAD_PREBUILT=1 → CMakeLists.txt: shared ggml/llama/mtmd next to
 //    llamad.node with RPATH $ORIGIN, every backend a dlopen'ed module, all of ggml's CPU variants) into
-//    build/prebuilt-<backend>/Release, unless --no-build;
+//    build/prebuilt-<backend>/bin, unless --no-build;
 // 2. stages llamad.node, the shared libraries, the backend modules, rpc-server and (OpenMP builds) the GCC OpenMP
 //    runtime into DIR/<package folder>/bin with a package.json whose os/cpu/libc fields keep npm from installing it
 //    on another platform;
 // 3. `npm pack`s it into DIR (default build/packages) and prints the tarball's path.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import {
+  copyFileSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { buildDirName, nativeFlags } from './native-flags.mjs';
@@ -46,6 +55,19 @@ export function isPackagedFile(name) {
   );
 }
 
+/**
+ * The files of the build folder to package, each once: a shared library is packaged under its SONAME
+ * (`libllama.so.0`, what the dynamic loader asks for), not also as its fully versioned file and its `.so` link.
+ * @param {string} dir
+ * @returns {string[]}
+ */
+function packagedFiles(dir) {
+  const names = readdirSync(dir).filter(isPackagedFile);
+  const links = new Set(names.filter((f) => lstatSync(join(dir, f)).isSymbolicLink()));
+  const behindLinks = new Set([...links].map((f) => basename(realpathSync(join(dir, f)))));
+  return names.filter((f) => (links.has(f) ? /\.so\.\d+$/.test(f) : !behindLinks.has(f)));
+}
+
 /** The GCC OpenMP runtime the CPU modules link (libgomp.so.1), resolved through the compiler; undefined if none. */
 function openmpRuntime() {
   const r = spawnSync(process.env.CXX ?? 'g++', ['-print-file-name=libgomp.so.1'], { encoding: 'utf8' });
@@ -67,7 +89,7 @@ function main() {
     const r = spawnSync(process.execPath, [join(root, 'scripts', 'build-native.mjs')], { stdio: 'inherit', env });
     if (r.status !== 0) process.exit(r.status ?? 1);
   }
-  const built = join(root, 'build', buildDirName(backend, env), 'Release');
+  const built = join(root, 'build', buildDirName(backend, env), 'bin');
   const version = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version;
   const name = packageName(process.platform, process.arch, backend);
   const out = resolve(values.out);
@@ -75,7 +97,7 @@ function main() {
   rmSync(stage, { recursive: true, force: true });
   mkdirSync(join(stage, 'bin'), { recursive: true });
 
-  const files = readdirSync(built).filter(isPackagedFile);
+  const files = packagedFiles(built);
   if (!files.includes('llamad.node')) {
     console.error(`pack-prebuilt: ${built} has no llamad.node (build it first, or drop --no-build)`);
     process.exit(1);

@@ -103,7 +103,7 @@ export function backendUsable(host: AddonHost, backend: AddonBackend): boolean {
 
 /**
  * Every llamad.node this process could load, best first (for each backend in ADDON_BACKENDS order: a from-source
- * build under build/<backend>, a prebuilt layout built here under build/prebuilt-<backend>, then the installed
+ * build under build/<backend>/Release, a prebuilt layout built here in build/prebuilt-<backend>/bin, then the installed
  * prebuilt package), without LLAMAD_ADDON. `LLAMAD_BACKEND` keeps only that backend and skips the usability check.
  * @throws Error when LLAMAD_BACKEND names no known backend
  */
@@ -115,11 +115,10 @@ export function addonCandidates(host: AddonHost): AddonCandidate[] {
   const backends = forced ? [forced as AddonBackend] : ADDON_BACKENDS.filter((b) => backendUsable(host, b));
   const out: AddonCandidate[] = [];
   for (const backend of backends) {
-    for (const [origin, dir] of [
-      ['source-build', backend],
-      ['prebuilt-build', `prebuilt-${backend}`],
+    for (const [origin, path] of [
+      ['source-build', join(host.root, 'build', backend, 'Release', 'llamad.node')],
+      ['prebuilt-build', join(host.root, 'build', `prebuilt-${backend}`, 'bin', 'llamad.node')],
     ] as const) {
-      const path = join(host.root, 'build', dir, 'Release', 'llamad.node');
       if (host.exists(path)) out.push({ path, backend, origin });
     }
     const packageName = prebuiltPackageName(host.platform, host.arch, backend);

@@ -6,7 +6,7 @@ import { type AddonCandidate, chooseAddon, missingAddonMessage, processAddonHost
 
 /**
  * The addon this process loads (docs/library.md "Prebuilt addons"): $LLAMAD_ADDON if set, else the best usable of
- * a from-source build (build/<backend>), a prebuilt layout built here (build/prebuilt-<backend>) and the installed
+ * a from-source build (build/<backend>/Release), a prebuilt layout built here (build/prebuilt-<backend>/bin) and the installed
  * prebuilt package (`@llamad/<platform>-<arch>[-<backend>]`), trying CUDA, Vulkan, Metal, then the CPU;
  * `LLAMAD_BACKEND` keeps one backend. Returns null when none exists.
  * @throws Error when LLAMAD_BACKEND names no known backend
