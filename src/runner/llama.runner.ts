@@ -13,6 +13,7 @@ import type {
 import { DaemonError, InternalError, ModelLoadError, RequestCancelledError } from '../common/errors';
 import { mapNativeError, NATIVE_BINDING, NativeBindingLoader } from '../native';
 import {
+  draftNotUsedWarning,
   Runner,
   RunnerChatMessage,
   RunnerChatRender,
@@ -442,13 +443,8 @@ export class LlamaRunnerFactory implements RunnerFactory {
     } catch (err) {
       throw new ModelLoadError((err as Error).message, { cause: err });
     }
-    if (spec.draftModelPath) {
-      // Ollama speculates with the draft (llama-server --spec-draft-model, llm/llama_server.go); this engine does not.
-      this.logger.warn(
-        `model ${spec.modelPath} has a draft model (draft_num_predict ${spec.draftNumPredict ?? 0}): the draft is ` +
-          'stored but speculative decoding is not implemented by this engine yet; generating without it',
-      );
-    }
+    const draftWarning = draftNotUsedWarning(spec);
+    if (draftWarning) this.logger.warn(draftWarning);
     const started = Date.now();
     const runner = await LlamaRunner.load(binding, spec);
     this.logger.log(

@@ -64,6 +64,19 @@ export interface RunnerSpec extends LoadOptions {
 }
 
 /**
+ * The one warning line a runner factory logs when it loads a model with a draft (RunnerSpec.draftModelPath): Ollama
+ * would speculate with it (llama-server `--spec-draft-model`, llm/llama_server.go); this engine does not yet, so it
+ * generates with the target alone (the output is what it would be without a draft). Undefined without a draft.
+ */
+export function draftNotUsedWarning(spec: RunnerSpec): string | undefined {
+  if (!spec.draftModelPath) return undefined;
+  return (
+    `model ${spec.modelPath} has a draft model (draft_num_predict ${spec.draftNumPredict ?? 0}): the draft is ` +
+    'stored but speculative decoding is not implemented by this engine yet; generating without it'
+  );
+}
+
+/**
  * Sampling parameters of one generation: exactly the addon's NativeSamplingParams (binding.d.ts), which the LlamaRunner
  * passes through unchanged; fakes read the same shape.
  */
