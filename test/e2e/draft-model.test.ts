@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Ollama } from 'ollama';
+import { cli } from '../utils/cli';
 import { FakeBinding } from '../utils/fake-binding';
 import { ensureTestModels, TINY_LLAMA_SPM, TINY_QWEN2 } from '../utils/models';
 import { postJson, readNdjson } from '../utils/ndjson';
@@ -99,6 +101,24 @@ describe('draft models: create, show, push and pull', () => {
     assert.equal(badDigest.status, 400);
   });
 
+  it('llamad create resolves DRAFT relative to the Modelfile; --draft-quantize needs a DRAFT', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'llamad-draft-cli-'));
+    try {
+      const env = { OLLAMA_HOST: t.baseUrl };
+      await writeFile(join(dir, 'Modelfile'), `FROM ${TINY_QWEN2}\nDRAFT ${relative(dir, TINY_LLAMA_SPM)}\n`);
+      const r = await cli(['create', 'drafted-cli', '-f', join(dir, 'Modelfile')], env);
+      assert.equal(r.code, 0, r.stderr);
+      const layers = (await manifestOf('drafted-cli')).layers;
+      assert.equal(layers.find((l) => l.mediaType === DRAFT)?.digest, await fileDigest(TINY_LLAMA_SPM));
+      await writeFile(join(dir, 'Plain'), `FROM ${TINY_QWEN2}\n`);
+      const bad = await cli(['create', 'x', '-f', join(dir, 'Plain'), '--draft-quantize', 'q8_0'], env);
+      assert.equal(bad.code, 1);
+      assert.match(bad.stderr, /Error: --draft-quantize requires a DRAFT model/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it(
     'pushes the draft layer and pulls it back: the pulled model still has its draft',
     { skip: skipRegistry },
@@ -118,7 +138,7 @@ describe('draft models: create, show, push and pull', () => {
       await blob.body?.cancel();
 
       // Remove every local copy, so the pull fetches the draft blob from the registry.
-      for (const model of [name, 'drafted', 'drafted-json']) {
+      for (const model of [name, 'drafted', 'drafted-json', 'drafted-cli']) {
         const res = await fetch(`${t.baseUrl}/api/delete`, {
           method: 'DELETE',
           headers: { 'content-type': 'application/json' },
