@@ -10,8 +10,8 @@ import { GoTemplate } from '../templates';
  */
 
 /**
- * A FROM value that names a file rather than a model: absolute (POSIX or a Windows drive), explicitly relative,
- * home-relative, `.`/`..`/`~`, containing a backslash, or *.gguf.
+ * A FROM (or DRAFT) value that names a file rather than a model: absolute (POSIX or a Windows drive), explicitly
+ * relative, home-relative, `.`/`..`/`~`, containing a backslash, or *.gguf.
  */
 export function looksLikePath(from: string): boolean {
   return (

@@ -56,8 +56,9 @@ export class ModelCreatePlanner {
    *   `template error: …`, `quantization is only supported for F16, BF16 and F32 models`,
    *   `unsupported quantization type X - supported types are …`, an extra FROM that is not a clip projector, bad
    *   parameters, draft errors (model-create.draft.ts: `--draft-quantize requires a DRAFT model`, `draft
-   *   quantization requires an unquantized draft model, got X`, a missing DRAFT file or blob). FROM / `from` / `files` may be a local GGUF, an existing model or an
-   *   uploaded blob (`@sha256:…`, `sha256:…`); `quantize` works with either form.
+   *   quantization requires an unquantized draft model, got X`, a missing DRAFT file or blob). FROM / `from` /
+   *   `files` may be a local GGUF, an existing model or an uploaded blob (`@sha256:…`, `sha256:…`); `quantize` works
+   *   with either form. DRAFT / `draft_files` / `draft_quantize`: see model-create.draft.ts.
    *   For a requester that is not local, a FROM / ADAPTER value that would name a server file gets
    *   SERVER_PATH_REFUSED_MESSAGE without the path being looked at, and other FROM values are model names only.
    * @throws ModelNotFoundError when FROM names a model that is not in the store.
