@@ -145,8 +145,17 @@ export async function pushCommand(conn: Connection, model: string, insecure: boo
   out.write(`\nYou can find your model at:\n\n\t${pushDestination(model)}\n`);
 }
 
-/** `llamad create MODEL [-f Modelfile] [-q QUANT]`. */
-export async function createCommand(conn: Connection, model: string, file: string, quantize: string | undefined) {
+/**
+ * `llamad create MODEL [-f Modelfile] [-q QUANT] [--draft-quantize QUANT]` (Ollama's cmd.CreateHandler; the daemon
+ * answers 400 `--draft-quantize requires a DRAFT model` when the Modelfile has no DRAFT).
+ */
+export async function createCommand(
+  conn: Connection,
+  model: string,
+  file: string,
+  quantize: string | undefined,
+  draftQuantize?: string,
+) {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -160,7 +169,13 @@ export async function createCommand(conn: Connection, model: string, file: strin
   view.update({ status: 'gathering model components' });
   try {
     const modelfile = await prepareModelfile(conn, text, file, view);
-    const request = { model, modelfile, stream: true as const, ...(quantize ? { quantize } : {}) };
+    const request = {
+      model,
+      modelfile,
+      stream: true as const,
+      ...(quantize ? { quantize } : {}),
+      ...(draftQuantize ? { draft_quantize: draftQuantize } : {}),
+    };
     const stream = await conn.client.create(
       request as unknown as Parameters<typeof conn.client.create>[0] & {
         stream: true;

@@ -125,9 +125,10 @@ export function buildProgram(): Command {
   declare(program, 'create MODEL', 'Create a model', { exact: 1 })
     .option('-f, --file <path>', 'Name of the Modelfile (default "Modelfile")')
     .option('-q, --quantize <type>', 'Quantize model to this level (e.g. q4_K_M)')
+    .option('--draft-quantize <type>', 'Quantize draft model to this level')
     .action(
-      action(([model]: string[], o: { file?: string; quantize?: string }) =>
-        createCommand(connect(), model, o.file || 'Modelfile', o.quantize),
+      action(([model]: string[], o: { file?: string; quantize?: string; draftQuantize?: string }) =>
+        createCommand(connect(), model, o.file || 'Modelfile', o.quantize, o.draftQuantize),
       ),
     );
 

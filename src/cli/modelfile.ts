@@ -59,7 +59,7 @@ export async function uploadBlob(conn: Connection, path: string, view?: Progress
 }
 
 /**
- * Prepares a Modelfile for POST /api/create's `modelfile` field: FROM/ADAPTER values that name existing local files
+ * Prepares a Modelfile for POST /api/create's `modelfile` field: FROM/ADAPTER/DRAFT values that name existing local files
  * are resolved relative to the Modelfile's directory; when the server is not on this machine they are uploaded as
  * blobs and replaced by `@sha256:<hex>`. Other lines are sent as written (the server parses the Modelfile).
  */
@@ -74,7 +74,7 @@ export async function prepareModelfile(
   const lines = text.split(/\r?\n/);
   const out: string[] = [];
   for (const line of lines) {
-    const m = /^(\s*)(from|adapter)([ \t]+)(.*?)\s*$/i.exec(line);
+    const m = /^(\s*)(from|adapter|draft)([ \t]+)(.*?)\s*$/i.exec(line);
     if (!m) {
       out.push(line);
       continue;

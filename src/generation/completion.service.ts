@@ -88,6 +88,7 @@ export class CompletionService {
       trainContext: model.facts.contextLength,
       flashAttention: kv.flashAttention,
       kvCacheType: kv.kvCacheType,
+      hasDraft: model.draftPath !== undefined,
     });
     return {
       options: effective,
@@ -97,6 +98,7 @@ export class CompletionService {
         ...effective.load,
         ...(model.projectorPaths.length > 0 ? { projectorPath: model.projectorPaths[0] } : {}),
         ...(model.adapterPaths.length > 0 ? { adapterPaths: model.adapterPaths } : {}),
+        ...(model.draftPath !== undefined ? { draftModelPath: model.draftPath } : {}),
       },
     };
   }

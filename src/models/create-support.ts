@@ -1,4 +1,6 @@
 import type { NativeQuantType } from '../../binding';
+import { homedir } from 'node:os';
+import { isAbsolute } from 'node:path';
 import { InvalidRequestError } from '../common/errors';
 import { GoTemplate } from '../templates';
 
@@ -6,6 +8,30 @@ import { GoTemplate } from '../templates';
  * Small pure helpers of /api/create and /api/blobs (reference/ollama-api.md §3.9, §3.10): digest validation,
  * quantization type names, template checking.
  */
+
+/**
+ * A FROM (or DRAFT) value that names a file rather than a model: absolute (POSIX or a Windows drive), explicitly
+ * relative, home-relative, `.`/`..`/`~`, containing a backslash, or *.gguf.
+ */
+export function looksLikePath(from: string): boolean {
+  return (
+    isAbsolute(from) ||
+    from === '.' ||
+    from === '..' ||
+    from === '~' ||
+    from.startsWith('./') ||
+    from.startsWith('../') ||
+    from.startsWith('~/') ||
+    from.includes('\\') ||
+    /^[A-Za-z]:[\\/]/.test(from) ||
+    /\.gguf$/i.test(from)
+  );
+}
+
+/** `~` and `~/…` → the home directory. */
+export function expandHome(p: string): string {
+  return p === '~' || p.startsWith('~/') ? homedir() + p.slice(1) : p;
+}
 
 /** `^sha256[:-][0-9a-fA-F]{64}$` (§3.10). */
 const DIGEST = /^sha256[:-]([0-9a-fA-F]{64})$/;

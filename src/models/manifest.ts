@@ -52,9 +52,20 @@ export interface ModelConfig {
   renderer?: string;
   parser?: string;
   requires?: string;
+  /** The draft model of speculative decoding, when the manifest has a draft layer (§10.3). */
+  draft?: DraftConfig;
   architecture: string;
   os: string;
   [extra: string]: unknown;
+}
+
+/**
+ * The config's `draft` object (Ollama's `model.Draft`, types/model/config.go; reference/ollama-api.md §10.3):
+ * `{"model_format":"gguf","architecture":"<draft GGUF general.architecture>"}`, both omitted when empty.
+ */
+export interface DraftConfig {
+  model_format?: string;
+  architecture?: string;
 }
 
 /**
@@ -91,7 +102,7 @@ export function buildManifest(config: ManifestLayer, layers: ManifestLayer[]): M
  */
 export function ggufModelConfig(
   facts: Pick<GgufModelDetails, 'architecture' | 'parameterCount' | 'fileType'>,
-  extra: { renderer?: string; parser?: string; requires?: string } = {},
+  extra: { renderer?: string; parser?: string; requires?: string; draft?: DraftConfig } = {},
 ): ModelConfig {
   return buildModelConfig({
     format: 'gguf',
@@ -113,6 +124,7 @@ export function buildModelConfig(fields: {
   renderer?: string;
   parser?: string;
   requires?: string;
+  draft?: DraftConfig;
 }): ModelConfig {
   const config: ModelConfig = {
     model_format: fields.format,
@@ -123,19 +135,29 @@ export function buildModelConfig(fields: {
     architecture: 'amd64',
     os: 'linux',
   };
-  // Go struct order puts renderer/parser/requires before architecture/os: rebuild in that order.
-  if (fields.renderer || fields.parser || fields.requires) {
+  // Go struct order puts renderer/parser/requires/draft before architecture/os: rebuild in that order.
+  if (fields.renderer || fields.parser || fields.requires || fields.draft) {
     const { architecture, os, ...head } = config;
     return {
       ...head,
       ...(fields.renderer ? { renderer: fields.renderer } : {}),
       ...(fields.parser ? { parser: fields.parser } : {}),
       ...(fields.requires ? { requires: fields.requires } : {}),
+      ...(fields.draft ? { draft: fields.draft } : {}),
       architecture,
       os,
     };
   }
   return config;
+}
+
+/**
+ * A config with its `draft` object set (replacing any), placed where Go's ConfigV2 writes it: after the other fields,
+ * just before `architecture` and `os` (types/model/config.go).
+ */
+export function withDraftConfig(config: ModelConfig, draft: DraftConfig): ModelConfig {
+  const { architecture, os, draft: _old, ...head } = config;
+  return { ...head, draft, architecture, os };
 }
 
 /** Whether a string is a `sha256:<64 hex>` digest (the form used inside manifests). */

@@ -11,6 +11,7 @@ import {
   manifestDigestsOf,
   MediaType,
   ModelConfig,
+  withDraftConfig,
 } from './manifest';
 import { ModelCreateQuantizer } from './model-create.quantizer';
 import { CreateAdapter, CreateEmit, CreatePlan, CreateProgress } from './model-create.types';
@@ -57,8 +58,11 @@ export class ModelCreateExecutor {
           emit('parsing modelfile');
           emit(`looking for base model ${plan.baseLabel}`);
           emit('copying layers');
-          const { layers, config } = await this.baseLayers(plan, emit, pin);
+          const base = await this.baseLayers(plan, emit, pin);
+          const { layers } = base;
+          let { config } = base;
           if (plan.adapter) await this.applyAdapter(plan.adapter, layers, pin);
+          if (plan.draft) config = await this.applyDraft(plan, layers, config, emit, pin);
           if (plan.projectors) await this.applyProjectors(plan.projectors, layers, pin);
           emit('setting system instructions');
           await this.applyOverrides(this.withAutodetectedTemplate(plan), layers, pin);
@@ -159,6 +163,40 @@ export class ModelCreateExecutor {
     layers.splice(at + 1, 0, { mediaType: MediaType.ADAPTER, ...blob });
   }
 
+  /**
+   * Stores the draft model (`application/vnd.ollama.image.draft`; imported, an uploaded blob used as is, or quantized
+   * with `draft_quantize` through the same quantizer and progress records as the weights) after the model and adapter
+   * layers, as Ollama's create appends draft layers after adapters; replaces an inherited draft. Sets the config's
+   * `draft` object (`{model_format: "gguf", architecture}`, server/create.go). Mutates `layers`.
+   * @returns `config` with its `draft` object.
+   */
+  private async applyDraft(
+    plan: CreatePlan,
+    layers: ManifestLayer[],
+    config: ModelConfig,
+    emit: CreateEmit,
+    pin: BlobPin,
+  ): Promise<ModelConfig> {
+    const draft = plan.draft!;
+    const { source } = draft;
+    let blob: StoredBlob;
+    if (draft.quantize) {
+      const path = source.kind === 'file' ? source.path : this.store.blobPath(source.digest);
+      ({ blob } = await this.quantizer.quantizeInto(path, plan, emit, pin, draft.quantize, `draft ${draft.label}`));
+    } else {
+      blob =
+        source.kind === 'file'
+          ? await this.store.importFile(source.path, pin)
+          : { digest: source.digest, size: source.size };
+    }
+    for (let i = layers.length - 1; i >= 0; i--) if (layers[i].mediaType === MediaType.DRAFT) layers.splice(i, 1);
+    let at = layers.findIndex((l) => l.mediaType === MediaType.MODEL);
+    while (at + 1 < layers.length && layers[at + 1].mediaType === MediaType.ADAPTER) at++;
+    layers.splice(at + 1, 0, { mediaType: MediaType.DRAFT, ...blob });
+    const architecture = modelDetails(draft.gguf).architecture;
+    return withDraftConfig(config, { model_format: 'gguf', ...(architecture ? { architecture } : {}) });
+  }
+
   /** Stores the projector blobs after the model layer (`application/vnd.ollama.image.projector`), replacing inherited ones. */
   private async applyProjectors(projectors: CreateAdapter[], layers: ManifestLayer[], pin: BlobPin): Promise<void> {
     for (let i = layers.length - 1; i >= 0; i--) if (layers[i].mediaType === MediaType.PROJECTOR) layers.splice(i, 1);
@@ -223,5 +261,6 @@ function planDigests(plan: CreatePlan): string[] {
   if (plan.base.kind === 'model') out.push(...manifestDigestsOf(plan.base.model.manifest));
   if (plan.base.kind === 'blob') out.push(plan.base.digest);
   for (const a of [plan.adapter, ...(plan.projectors ?? [])]) if (a?.kind === 'blob') out.push(a.digest);
+  if (plan.draft?.source.kind === 'blob') out.push(plan.draft.source.digest);
   return out;
 }

@@ -1,7 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { stat } from 'node:fs/promises';
-import { homedir } from 'node:os';
-import { isAbsolute, resolve as resolvePath } from 'node:path';
+import { resolve as resolvePath } from 'node:path';
 import type { NativeQuantType } from '../../binding';
 import { InvalidRequestError, ModelNotFoundError } from '../common/errors';
 import { decodeOptions, formatParams } from '../common/options';
@@ -9,14 +8,18 @@ import {
   blobReference,
   checkGoTemplate,
   checkQuantizableSource,
+  expandHome,
+  looksLikePath,
   parseQuantizeType,
   requireDigest,
 } from './create-support';
 import { GgufFile, GgufFormatError, isGgufFile, modelDetails, readGguf } from './gguf';
+import { DraftLookup, resolveDraftFiles, resolveDraftValue, withDraftQuantize } from './model-create.draft';
 import { ModelCreateQuantizer } from './model-create.quantizer';
 import {
   CreateAdapter,
   CreateBase,
+  CreateDraft,
   CreateModelCommand,
   CreatePlan,
   CreateRequester,
@@ -29,29 +32,6 @@ import { ModelResolverService } from './model-resolver.service';
 import { MODEL_STORE, ModelStore } from './model-store';
 import { parseModelfile } from './modelfile.parser';
 import { describeIoError } from './store-errors';
-
-/**
- * A FROM value that names a file rather than a model: absolute (POSIX or a Windows drive), explicitly relative,
- * home-relative, `.`/`..`/`~`, containing a backslash, or *.gguf.
- */
-function looksLikePath(from: string): boolean {
-  return (
-    isAbsolute(from) ||
-    from === '.' ||
-    from === '..' ||
-    from === '~' ||
-    from.startsWith('./') ||
-    from.startsWith('../') ||
-    from.startsWith('~/') ||
-    from.includes('\\') ||
-    /^[A-Za-z]:[\\/]/.test(from) ||
-    /\.gguf$/i.test(from)
-  );
-}
-
-function expandHome(p: string): string {
-  return p === '~' || p.startsWith('~/') ? homedir() + p.slice(1) : p;
-}
 
 /**
  * The first half of /api/create: validates a request and finds its base, before any progress is streamed, so that
@@ -74,9 +54,11 @@ export class ModelCreatePlanner {
    *   `neither 'from' or 'files' was specified`, `invalid digest format`, `blob "sha256:…" not found`,
    *   `supplied file was not in GGUF format`, a missing FROM/ADAPTER file, `only one adapter is currently supported`,
    *   `template error: …`, `quantization is only supported for F16, BF16 and F32 models`,
-   *   `unsupported quantization type X - supported types are …`, unsupported commands (DRAFT, an extra FROM that
-   *   is not a clip projector), bad parameters. FROM / `from` / `files` may be a local GGUF, an existing model or an
-   *   uploaded blob (`@sha256:…`, `sha256:…`); `quantize` works with either form.
+   *   `unsupported quantization type X - supported types are …`, an extra FROM that is not a clip projector, bad
+   *   parameters, draft errors (model-create.draft.ts: `--draft-quantize requires a DRAFT model`, `draft
+   *   quantization requires an unquantized draft model, got X`, a missing DRAFT file or blob). FROM / `from` /
+   *   `files` may be a local GGUF, an existing model or an uploaded blob (`@sha256:…`, `sha256:…`); `quantize` works
+   *   with either form. DRAFT / `draft_files` / `draft_quantize`: see model-create.draft.ts.
    *   For a requester that is not local, a FROM / ADAPTER value that would name a server file gets
    *   SERVER_PATH_REFUSED_MESSAGE without the path being looked at, and other FROM values are model names only.
    * @throws ModelNotFoundError when FROM names a model that is not in the store.
@@ -91,6 +73,7 @@ export class ModelCreatePlanner {
     let from: string;
     let files: Record<string, string> | undefined;
     let adapter: string | undefined;
+    let draft: CreateDraft | undefined;
     const plan: Omit<CreatePlan, 'base' | 'baseLabel'> = {
       name,
       form: cmd.modelfile !== undefined ? 'modelfile' : 'json',
@@ -99,7 +82,7 @@ export class ModelCreatePlanner {
       const file = parseModelfile(cmd.modelfile);
       if (file.adapters.length > 1) throw new InvalidRequestError('only one adapter is currently supported');
       adapter = file.adapters[0];
-      if (file.draft !== undefined) throw new InvalidRequestError('DRAFT is not supported yet');
+      if (file.draft !== undefined) draft = await resolveDraftValue(file.draft, local, this.draftLookup());
       if (file.extraFrom.length > 0) {
         plan.projectors = [];
         for (const extra of file.extraFrom) plan.projectors.push(await this.resolveProjector(extra, local));
@@ -129,6 +112,12 @@ export class ModelCreatePlanner {
       const adapters = Object.values(cmd.adapters ?? {});
       if (adapters.length > 1) throw new InvalidRequestError('only one adapter is currently supported');
       if (adapters.length === 1) adapter = blobReference(adapters[0]) ?? requireDigest(adapters[0], 'adapters');
+      draft = await resolveDraftFiles(cmd.draftFiles, this.draftLookup());
+    }
+    draft = withDraftQuantize(draft, cmd.draftQuantize);
+    if (draft) {
+      plan.draft = draft;
+      if (draft.quantize) this.quantizer.nativeBinding(); // fail before any progress when the addon cannot load
     }
     if (plan.template !== undefined) checkGoTemplate(plan.template);
     this.resolver.checkRpcParams(plan.parameters);
@@ -143,6 +132,11 @@ export class ModelCreatePlanner {
       return this.withQuantize({ ...plan, baseLabel: fileName, base }, quantizeType);
     }
     return this.withQuantize({ ...plan, baseLabel: from, base: await this.resolveBase(from, local) }, quantizeType);
+  }
+
+  /** What the draft checks (model-create.draft.ts) need from this planner. */
+  private draftLookup(): DraftLookup {
+    return { store: this.store, resolver: this.resolver, readCreateGguf: (p, l) => this.readCreateGguf(p, l) };
   }
 
   /** Adds the quantization step after checking the source's file type and that the addon can be loaded. */

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { rm, stat } from 'node:fs/promises';
-import type { NativeBinding } from '../../binding';
+import type { NativeBinding, NativeQuantType } from '../../binding';
 import { DaemonError, InternalError } from '../common/errors';
 import { mapNativeError, NATIVE_BINDING, NativeBindingLoader } from '../native';
 import { estimateQuantizedSize, QUANTIZE_PROGRESS_DIGEST, quantizeCompleted } from './create-support';
@@ -49,6 +49,8 @@ export class ModelCreateQuantizer {
    * total = the source size, completed = total × output size so far / estimated output size, polled every
    * QUANTIZE_POLL_MS since llama_model_quantize has no progress callback): one with completed 0 first, changed
    * values while it runs, and one with completed = total when it finished; then `verifying conversion`.
+   * @param q the quantization (default `plan.quantize`; the draft's for `draft_quantize`).
+   * @param label what the log line names (default `plan.baseLabel`).
    * @throws InternalError when the addon cannot be loaded or llama.cpp fails (LLAMA_QUANTIZE_FAILED).
    */
   async quantizeInto(
@@ -56,8 +58,9 @@ export class ModelCreateQuantizer {
     plan: CreatePlan,
     emit: CreateEmit,
     pin: BlobPin,
+    q: { type: NativeQuantType; from: string } = plan.quantize!,
+    label: string = plan.baseLabel,
   ): Promise<{ blob: StoredBlob; fileType: string }> {
-    const q = plan.quantize!;
     const status = `quantizing ${q.from} model to ${q.type}`;
     const binding = this.nativeBinding();
     const tmp = await this.store.newTempBlobPath();
@@ -99,7 +102,7 @@ export class ModelCreateQuantizer {
       throw new InternalError(`quantized model cannot be read: ${describeIoError(err)}`, { cause: err });
     }
     const blob = await this.store.adoptTempFile(tmp, pin);
-    this.logger.log(`quantized ${plan.baseLabel} to ${q.type} (${blob.digest})`);
+    this.logger.log(`quantized ${label} to ${q.type} (${blob.digest})`);
     return { blob, fileType };
   }
 

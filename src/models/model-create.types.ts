@@ -23,6 +23,13 @@ export interface CreateModelCommand {
   adapters?: Record<string, string>;
   /** Quantization target (`q4_K_M`, `Q8_0`, …; case-insensitive); accepted with both forms. */
   quantize?: string;
+  /**
+   * Draft model of speculative decoding, JSON form (`draft_files`): file name → `sha256:<hex>` of an uploaded GGUF
+   * blob (one file). The Modelfile form uses `DRAFT`.
+   */
+  draftFiles?: Record<string, string>;
+  /** Quantization target of the draft (`draft_quantize`); needs a draft. Accepted with both forms. */
+  draftQuantize?: string;
 }
 
 /**
@@ -60,6 +67,19 @@ export type CreateBase =
 /** A LoRA adapter (or a vision projector) to store as a layer: a server file to import, or an uploaded blob. */
 export type CreateAdapter = { kind: 'file'; path: string } | { kind: 'blob'; digest: string; size: number };
 
+/**
+ * A validated draft model: the GGUF to store (a server file to import, an uploaded blob, or the weights blob of an
+ * existing model), its parsed header (for the config's `draft` object) and an optional quantization.
+ */
+export interface CreateDraft {
+  source: { kind: 'file'; path: string } | { kind: 'blob'; digest: string; size: number };
+  /** How the client named it (the DRAFT value or the `draft_files` file name), for logs. */
+  label: string;
+  gguf: GgufFile;
+  /** Re-quantize the draft to this type (the source is F16/BF16/F32, checked). */
+  quantize?: { type: NativeQuantType; from: string };
+}
+
 /** A validated create request: every check that can fail with 4xx has run. */
 export interface CreatePlan {
   name: ModelName;
@@ -79,6 +99,11 @@ export interface CreatePlan {
   adapter?: CreateAdapter;
   /** Vision projectors (Modelfile FROM lines after the first, GGUF `general.architecture` "clip"); replace inherited ones. */
   projectors?: CreateAdapter[];
+  /**
+   * The speculative-decoding draft model (Modelfile DRAFT / `draft_files`): stored as an
+   * `application/vnd.ollama.image.draft` layer, replacing an inherited one; `quantize` re-quantizes it first.
+   */
+  draft?: CreateDraft;
   /** Re-quantize the weights to this type (the source is F16/BF16/F32, checked). */
   quantize?: { type: NativeQuantType; from: string };
   /** Which request form: the JSON form gets Ollama's quantization records, the spec's keeps its fixed list. */

@@ -165,6 +165,7 @@ export class ModelResolverService {
     const adapterPaths = manifest.layers
       .filter((l) => l.mediaType === MediaType.ADAPTER)
       .map((l) => this.store.blobPath(l.digest));
+    const draftLayer = manifest.layers.find((l) => l.mediaType === MediaType.DRAFT);
     return {
       name: stored.name,
       shortName: stored.name.toShortString(),
@@ -176,6 +177,7 @@ export class ModelResolverService {
       modelPath,
       projectorPaths,
       adapterPaths,
+      ...(draftLayer ? { draftPath: this.store.blobPath(draftLayer.digest) } : {}),
       config,
       template,
       system,

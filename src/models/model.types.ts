@@ -46,6 +46,11 @@ export interface ResolvedModel {
   projectorPaths: string[];
   /** Absolute paths of adapter blobs. */
   adapterPaths: string[];
+  /**
+   * Absolute path of the speculative-decoding draft model blob (`application/vnd.ollama.image.draft` layer; the
+   * first when there are several), or undefined when the model has none.
+   */
+  draftPath?: string;
   config: ModelConfig;
   /** Modelfile TEMPLATE (a Go template), when the model has a template layer. */
   template?: string;

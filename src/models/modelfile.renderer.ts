@@ -54,6 +54,8 @@ export interface ModelfileRenderInput {
   /** Absolute path of the weights blob. */
   modelPath: string;
   adapterPaths?: string[];
+  /** Absolute path of the draft model blob, if any. */
+  draftPath?: string;
   projectorPaths?: string[];
   template?: string;
   system?: string;
@@ -64,13 +66,14 @@ export interface ModelfileRenderInput {
 
 /**
  * Renders /api/show's `modelfile` field exactly in Ollama's layout (reference/ollama-api.md §10.6): the three-line
- * header, a blank line, then one command per line (each line ends with `\n`): FROM, ADAPTER, FROM (projectors),
+ * header, a blank line, then one command per line (each line ends with `\n`): FROM, ADAPTER, DRAFT, FROM (projectors),
  * TEMPLATE, SYSTEM, PARAMETER (one per value), LICENSE (one per license), MESSAGE.
  */
 export function renderModelfile(input: ModelfileRenderInput): string {
   const lines: string[] = [];
   lines.push(`FROM ${input.modelPath}`);
   for (const p of input.adapterPaths ?? []) lines.push(`ADAPTER ${quoteModelfileValue(p)}`);
+  if (input.draftPath) lines.push(`DRAFT ${quoteModelfileValue(input.draftPath)}`);
   for (const p of input.projectorPaths ?? []) lines.push(`FROM ${p}`);
   if (input.template) lines.push(`TEMPLATE ${quoteModelfileValue(input.template)}`);
   if (input.system) lines.push(`SYSTEM ${quoteModelfileValue(input.system)}`);

@@ -13,6 +13,7 @@ import type {
 import { DaemonError, InternalError, ModelLoadError, RequestCancelledError } from '../common/errors';
 import { mapNativeError, NATIVE_BINDING, NativeBindingLoader } from '../native';
 import {
+  draftNotUsedWarning,
   Runner,
   RunnerChatMessage,
   RunnerChatRender,
@@ -442,6 +443,8 @@ export class LlamaRunnerFactory implements RunnerFactory {
     } catch (err) {
       throw new ModelLoadError((err as Error).message, { cause: err });
     }
+    const draftWarning = draftNotUsedWarning(spec);
+    if (draftWarning) this.logger.warn(draftWarning);
     const started = Date.now();
     const runner = await LlamaRunner.load(binding, spec);
     this.logger.log(

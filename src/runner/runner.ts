@@ -34,6 +34,11 @@ export interface LoadOptions {
    * q4_0 18 bytes per 32 elements); a runner with another type is another runner (sameSpec).
    */
   kvCacheType?: 'f16' | 'q8_0' | 'q4_0';
+  /**
+   * Speculative decoding draft length, tokens (Ollama's `draft_num_predict`: request > Modelfile > 4; reference §4.1);
+   * set only for a model with a draft (`draftModelPath`), absent = 0 = no speculation. Part of sameSpec.
+   */
+  draftNumPredict?: number;
 }
 
 /** What a runner is loaded with; two requests share a runner only when their specs are equal. */
@@ -50,6 +55,25 @@ export interface RunnerSpec extends LoadOptions {
    * the load (ModelLoadError).
    */
   adapterPaths?: string[];
+  /**
+   * Absolute path of the speculative-decoding draft model blob (GGUF, manifest layer
+   * `application/vnd.ollama.image.draft`); absent = none. Carried for an engine that speculates: LlamaRunner does not
+   * yet (it logs a warning and decodes normally, so the output is what it would be without a draft). Part of sameSpec.
+   */
+  draftModelPath?: string;
+}
+
+/**
+ * The one warning line a runner factory logs when it loads a model with a draft (RunnerSpec.draftModelPath): Ollama
+ * would speculate with it (llama-server `--spec-draft-model`, llm/llama_server.go); this engine does not yet, so it
+ * generates with the target alone (the output is what it would be without a draft). Undefined without a draft.
+ */
+export function draftNotUsedWarning(spec: RunnerSpec): string | undefined {
+  if (!spec.draftModelPath) return undefined;
+  return (
+    `model ${spec.modelPath} has a draft model (draft_num_predict ${spec.draftNumPredict ?? 0}): the draft is ` +
+    'stored but speculative decoding is not implemented by this engine yet; generating without it'
+  );
 }
 
 /**

@@ -111,7 +111,9 @@ export function sameSpec(a: RunnerSpec, b: RunnerSpec, acceptLargerContext = fal
     (a.adapterPaths ?? []).join('\n') === (b.adapterPaths ?? []).join('\n') &&
     (a.rpcServers ?? []).join(',') === (b.rpcServers ?? []).join(',') &&
     (a.flashAttention ?? 'auto') === (b.flashAttention ?? 'auto') &&
-    (a.kvCacheType ?? 'f16') === (b.kvCacheType ?? 'f16')
+    (a.kvCacheType ?? 'f16') === (b.kvCacheType ?? 'f16') &&
+    (a.draftModelPath ?? '') === (b.draftModelPath ?? '') &&
+    (a.draftNumPredict ?? 0) === (b.draftNumPredict ?? 0)
   );
 }
 

@@ -12,7 +12,7 @@ const MESSAGE_ROLES = new Set(['system', 'user', 'assistant']);
 
 /**
  * CreateRequestDto → CreateModelCommand (reference/ollama-api.md §3.9). `name` is accepted for `model`, `quantization`
- * for `quantize`; `files` and `adapters` values must be non-empty strings (their format is checked by the service).
+ * for `quantize`; `files`, `adapters` and `draft_files` values must be non-empty strings (their format is checked by the service).
  * @throws InvalidRequestError bad message roles, non-string digests (`invalid digest format`), a non-string
  *   `quantization`.
  */
@@ -28,6 +28,7 @@ export function fromCreateRequest(dto: CreateRequestDto): CreateModelCommand {
   };
   const files = digests(dto.files, 'files');
   const adapters = digests(dto.adapters, 'adapters');
+  const draftFiles = digests(dto.draft_files, 'draft_files');
   if (dto.quantization !== undefined && dto.quantization !== null && typeof dto.quantization !== 'string') {
     throw new InvalidRequestError('quantization must be a string', 'quantize');
   }
@@ -54,6 +55,8 @@ export function fromCreateRequest(dto: CreateRequestDto): CreateModelCommand {
     license: dto.license,
     adapters,
     quantize,
+    draftFiles,
+    draftQuantize: dto.draft_quantize || undefined,
   };
 }
 
@@ -96,6 +99,7 @@ export function toShowResponseWire(
       shortName: model.shortName,
       modelPath: model.modelPath,
       adapterPaths: model.adapterPaths,
+      draftPath: model.draftPath,
       projectorPaths: model.projectorPaths,
       template: model.template,
       system,

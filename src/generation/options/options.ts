@@ -45,7 +45,12 @@ export interface OptionDefaults {
   flashAttention?: LoadOptions['flashAttention'];
   /** The KV cache type after Ollama's rule (config/kvCacheSettings; absent = `f16`); set on them when not `f16`. */
   kvCacheType?: LoadOptions['kvCacheType'];
+  /** Whether the model has a draft layer: only then is `draft_num_predict` (default 4) set on the load options. */
+  hasDraft?: boolean;
 }
+
+/** Ollama's default `draft_num_predict` for a model with a draft (api.DefaultOptions; reference §4.1). */
+export const DEFAULT_DRAFT_NUM_PREDICT = 4;
 
 function num(v: OptionValue | undefined, fallback: number): number {
   return typeof v === 'number' ? v : fallback;
@@ -55,6 +60,9 @@ function num(v: OptionValue | undefined, fallback: number): number {
  * Merges options like Ollama (reference/ollama-api.md §4.1): each key from the request wins over the model's params
  * layer (Modelfile PARAMETER), which wins over the defaults. Unknown keys were already dropped by decodeOptions.
  * num_ctx: request > Modelfile > OLLAMA_CONTEXT_LENGTH > 4096, clamped to the training context, at least 4.
+ * draft_num_predict (models with a draft only, `defaults.hasDraft`): request > Modelfile > 4, negative → 0 (Ollama's
+ * `DraftNumPredict <= 0` = no speculation); for a model without a draft it is not set (Ollama's 0 when unset; a set
+ * value has nothing to act on).
  */
 export function resolveOptions(request: OptionMap, modelParams: OptionMap, defaults: OptionDefaults): EffectiveOptions {
   const merged: OptionMap = { ...modelParams, ...request };
@@ -76,6 +84,9 @@ export function resolveOptions(request: OptionMap, modelParams: OptionMap, defau
   if (rpc.length > 0) load.rpcServers = [...rpc];
   if (defaults.flashAttention && defaults.flashAttention !== 'auto') load.flashAttention = defaults.flashAttention;
   if (defaults.kvCacheType && defaults.kvCacheType !== 'f16') load.kvCacheType = defaults.kvCacheType;
+  if (defaults.hasDraft) {
+    load.draftNumPredict = Math.max(0, Math.trunc(num(merged.draft_num_predict, DEFAULT_DRAFT_NUM_PREDICT)));
+  }
   const stop = merged.stop;
   const sampling: SamplingOptions = {
     numKeep: num(merged.num_keep, 4),

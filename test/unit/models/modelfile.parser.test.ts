@@ -75,6 +75,13 @@ describe('parseModelfile commands', () => {
     assert.deepEqual(file.adapters, ['./lora.gguf']);
     assert.equal(file.draft, './small.gguf');
   });
+
+  it('reads DRAFT case-insensitively, quoted or naming a model or blob', () => {
+    assert.equal(parseModelfile('FROM a\ndraft "./my draft.gguf"').draft, './my draft.gguf');
+    assert.equal(parseModelfile('FROM a\nDraft qwen2:0.5b').draft, 'qwen2:0.5b');
+    assert.equal(parseModelfile(`FROM a\nDRAFT @sha256:${'0'.repeat(64)}`).draft, `@sha256:${'0'.repeat(64)}`);
+    assert.equal(parseModelfile('FROM a').draft, undefined);
+  });
 });
 
 describe('parseModelfile create-time values', () => {

@@ -78,4 +78,19 @@ describe('renderModelfile (§10.6)', () => {
     assert.deepEqual(file.parameters.get('stop'), ['<|im_end|>']);
     assert.deepEqual(file.messages, [{ role: 'user', content: 'hi there ' }]);
   });
+
+  it('writes DRAFT after ADAPTER and before projector FROMs, and parses back', () => {
+    const text = renderModelfile({
+      shortName: 'd:latest',
+      modelPath: '/b/sha256-m',
+      adapterPaths: ['/b/sha256-a'],
+      draftPath: '/b/sha256-d',
+      projectorPaths: ['/b/sha256-p'],
+      params: {},
+      licenses: [],
+      messages: [],
+    });
+    assert.ok(text.endsWith('FROM /b/sha256-m\nADAPTER /b/sha256-a\nDRAFT /b/sha256-d\nFROM /b/sha256-p\n'), text);
+    assert.equal(parseModelfile(text).draft, '/b/sha256-d');
+  });
 });

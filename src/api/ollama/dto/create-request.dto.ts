@@ -45,6 +45,16 @@ export class CreateRequestDto {
   @GoNestedArray(S, '[]api.Message', () => CreateMessageDto) messages?: CreateMessageDto[];
   /** Quantization target, case-insensitive (`q4_K_M`, `Q8_0`, …); also accepted with `modelfile`. */
   @GoString(S, { description: 'Quantization target (`q4_K_M`, `Q8_0`, …), case-insensitive.' }) quantize?: string;
+  /** Speculative-decoding draft model: file name → `sha256:<hex>` of an uploaded GGUF blob (one file). */
+  @GoMap(S, {
+    description:
+      'Draft model for speculative decoding (Modelfile `DRAFT`): file name → `sha256:<hex>` of an uploaded GGUF blob. ' +
+      'Stored as an `application/vnd.ollama.image.draft` layer; not used for decoding yet.',
+  })
+  draft_files?: Record<string, unknown>;
+  /** Quantization target of the draft model (needs a draft), case-insensitive. */
+  @GoString(S, { description: 'Quantization target of the draft model (`q4_K_M`, `Q8_0`, …); needs a draft.' })
+  draft_quantize?: string;
   /** Deprecated alias of `quantize`. */
   @GoAny({ type: 'string', deprecated: true }) quantization?: unknown;
 }

@@ -36,6 +36,7 @@ describe('formatParams (Modelfile PARAMETER typing)', () => {
     ['num_ctx', '1.5', 'invalid int value [1.5]'],
     ['temperature', 'hot', 'invalid float value [hot]'],
     ['use_mmap', 'maybe', 'invalid bool value [maybe]'],
+    ['draft_num_predict', 'four', 'invalid int value [four]'],
   ];
   for (const [key, value, message] of errors) {
     it(`rejects ${key} ${value}`, () => {
@@ -55,6 +56,11 @@ describe('decodeOptions (request options)', () => {
     );
   });
 
+  it('accepts draft_num_predict as an integer (truncated), in requests and Modelfile PARAMETERs', () => {
+    assert.deepEqual(decodeOptions({ draft_num_predict: 6.7 }), { draft_num_predict: 6 });
+    assert.deepEqual(formatParams(new Map([['draft_num_predict', ['3']]])).params, { draft_num_predict: 3 });
+  });
+
   it('accepts absent options', () => {
     assert.deepEqual(decodeOptions(undefined), {});
     assert.deepEqual(decodeOptions(null), {});
@@ -64,6 +70,7 @@ describe('decodeOptions (request options)', () => {
     [{ num_ctx: '4096' }, 'option "num_ctx" must be of type integer'],
     [{ temperature: 'hot' }, 'option "temperature" must be of type float32'],
     [{ use_mmap: 1 }, 'option "use_mmap" must be of type boolean'],
+    [{ draft_num_predict: '4' }, 'option "draft_num_predict" must be of type integer'],
     [{ stop: 'x' }, 'option "stop" must be of type array'],
     [{ stop: ['x', 1] }, 'option "stop" must be of an array of strings'],
   ];

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULT_NUM_CTX, resolveOptions } from '../../../../src/generation/options/options';
+import { DEFAULT_DRAFT_NUM_PREDICT, DEFAULT_NUM_CTX, resolveOptions } from '../../../../src/generation/options/options';
 
 const defaults = { contextLength: 0, threads: 0 };
 
@@ -74,5 +74,18 @@ describe('resolveOptions: flash attention and KV cache type', () => {
     assert.equal(load.flashAttention, 'on');
     assert.equal(load.kvCacheType, 'q8_0');
     assert.equal(resolveOptions({}, {}, { ...defaults, flashAttention: 'off' }).load.flashAttention, 'off');
+  });
+});
+
+describe('resolveOptions: draft_num_predict (speculative decoding draft length)', () => {
+  it('defaults to 4 for a model with a draft, request > Modelfile; negative is 0; unset without a draft', () => {
+    const draft = { ...defaults, hasDraft: true };
+    assert.equal(resolveOptions({}, {}, draft).load.draftNumPredict, DEFAULT_DRAFT_NUM_PREDICT);
+    assert.equal(DEFAULT_DRAFT_NUM_PREDICT, 4);
+    assert.equal(resolveOptions({}, { draft_num_predict: 6 }, draft).load.draftNumPredict, 6);
+    assert.equal(resolveOptions({ draft_num_predict: 2 }, { draft_num_predict: 6 }, draft).load.draftNumPredict, 2);
+    assert.equal(resolveOptions({ draft_num_predict: -3 }, {}, draft).load.draftNumPredict, 0);
+    assert.equal(resolveOptions({}, {}, defaults).load.draftNumPredict, undefined);
+    assert.equal(resolveOptions({ draft_num_predict: 8 }, {}, defaults).load.draftNumPredict, undefined);
   });
 });

@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { CompletionService } from '../../../src/generation/completion.service';
+import { PromptService } from '../../../src/generation/prompt/prompt.service';
+import { writeTinyGguf } from '../../utils/gguf-fixtures';
+import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
+
+// The runner spec of a model with a speculative-decoding draft (reference/ollama-api.md §4.1 draft_num_predict):
+// the draft's path and length are carried for an engine that speculates; none without a draft.
+describe('CompletionService.plan: the draft model', () => {
+  let bed: InferenceTestbed;
+  let completion: CompletionService;
+
+  beforeEach(async () => {
+    bed = await createInferenceTestbed();
+    completion = new CompletionService(bed.config, bed.scheduler, new PromptService());
+    const draft = join(bed.dir, 'draft.gguf');
+    await writeTinyGguf(draft, { architecture: 'qwen2' });
+    await bed.createModel('plain');
+    await bed.createModel('drafted', `DRAFT ${draft}\n`);
+    await bed.createModel('drafted-two', `DRAFT ${draft}\nPARAMETER draft_num_predict 2\n`);
+  });
+  afterEach(() => bed.close());
+
+  it('carries draftModelPath and draftNumPredict (4 by default; Modelfile, then request) only with a draft', async () => {
+    const drafted = await bed.models.resolve('drafted');
+    assert.ok(drafted.draftPath);
+    let { spec } = completion.plan(drafted, {});
+    assert.equal(spec.draftModelPath, drafted.draftPath);
+    assert.equal(spec.draftNumPredict, 4);
+    assert.equal(completion.plan(drafted, { draft_num_predict: 7 }).spec.draftNumPredict, 7);
+    assert.equal(completion.plan(await bed.models.resolve('drafted-two'), {}).spec.draftNumPredict, 2);
+    ({ spec } = completion.plan(await bed.models.resolve('plain'), { draft_num_predict: 7 }));
+    assert.equal(spec.draftModelPath, undefined);
+    assert.equal(spec.draftNumPredict, undefined);
+  });
+});
