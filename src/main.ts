@@ -42,7 +42,7 @@ async function bootstrap(): Promise<void> {
   await app.listen(config.listen.port, host);
   logger.log(
     `listening on ${host}:${config.listen.port} (models: ${config.modelsDir}, keep_alive: ${config.keepAliveMs} ms, ` +
-      `parallel: ${config.numParallel})`,
+      `parallel: ${config.numParallel > 0 ? config.numParallel : 'auto'})`,
   );
   const keysRequired = config.apiKeys.length > 0 || config.apiKeysFile !== '';
   if (keysRequired) {

@@ -14,7 +14,8 @@ const COMPUTE_BASE_BYTES = 64 * 1024 * 1024;
 export interface MemoryProbe {
   /**
    * Predicted resident bytes of a runner loaded with `spec`: weights (the GGUF file size) + KV cache
-   * (2 × n_layer × n_ctx_total × n_embd_kv × 2 bytes, n_ctx_total = numCtx × numParallel) + a batch/compute
+   * (2 × n_layer × n_ctx_total × n_embd_kv × 2 bytes, n_ctx_total = numCtx × numParallel, or numCtx when the slots
+   * share the cache: kvUnified) + a batch/compute
    * surcharge. Never rejects: unknown facts count as 0.
    */
   estimate(spec: RunnerSpec): Promise<number>;
@@ -87,7 +88,7 @@ export class SystemMemoryProbe implements MemoryProbe {
   /** @inheritdoc */
   async estimate(spec: RunnerSpec): Promise<number> {
     const f = await this.factsOf(spec.modelPath);
-    const nCtxTotal = spec.numCtx * Math.max(1, spec.numParallel);
+    const nCtxTotal = spec.kvUnified ? spec.numCtx : spec.numCtx * Math.max(1, spec.numParallel);
     const kv = 2 * f.nLayer * nCtxTotal * f.nEmbdKv * KV_BYTES_PER_ELEMENT;
     // Compute buffers: activations of one batch (n_embd wide, f32) and the logits of one batch (n_vocab wide).
     const compute = COMPUTE_BASE_BYTES + 4 * spec.numBatch * (4 * f.nEmbd + f.nVocab);

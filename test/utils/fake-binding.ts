@@ -528,10 +528,18 @@ export class FakeContextHandle implements NativeContext {
     );
   }
 
+  /** Threads set by setThreads (the last call), else params.nThreads, else 0. */
+  threads = 0;
+
+  setThreads(nThreads: number): void {
+    if (this.disposed) throw Object.assign(new Error('context is disposed'), { code: 'LLAMA_DISPOSED' });
+    this.threads = nThreads;
+  }
+
   stats(): NativeContextStats {
     return {
       nCtx: this.params.nCtx,
-      nCtxSlot: Math.floor(this.params.nCtx / this.slots),
+      nCtxSlot: this.params.kvUnified ? this.params.nCtx : Math.floor(this.params.nCtx / this.slots),
       nParallel: this.slots,
       activeSlots: this.active.size,
       queuedTasks: this.queue.filter((t) => !t.done).length,
@@ -539,6 +547,11 @@ export class FakeContextHandle implements NativeContext {
       decodeSteps: 0,
       graphsReused: 0,
       kvSize: 0,
+      kvUnified: this.params.kvUnified ?? false,
+      kvCellsUsed: 0,
+      kvCellsCached: 0,
+      pausedSlots: 0,
+      nThreads: this.threads || (this.params.nThreads ?? 0),
     };
   }
 

@@ -71,6 +71,7 @@ export class ProcessRunnerFactory implements RunnerFactory {
       runner = await ProcessRunner.start(spec, {
         ...this.seams,
         label,
+        ...(options.threads !== undefined ? { threads: options.threads } : {}),
         binding: this.loadBinding,
         log: (line) => log.log(line),
       });
