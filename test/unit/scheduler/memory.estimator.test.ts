@@ -20,6 +20,10 @@ describe('SystemMemoryProbe', () => {
     const big = await probe.estimate(spec({ modelPath: TINY_QWEN2, numCtx: 512, numParallel: 2 }));
     assert.equal(big - small, 2 * nLayer * 512 * nEmbdKv * 2);
     assert.ok(small > (await stat(TINY_QWEN2)).size);
+    // Slots sharing one cache (OLLAMA_NUM_PARALLEL unset) need num_ctx cells in all, not num_ctx per slot.
+    const shared = await probe.estimate(spec({ modelPath: TINY_QWEN2, numCtx: 512, numParallel: 4, kvUnified: true }));
+    const one = await probe.estimate(spec({ modelPath: TINY_QWEN2, numCtx: 512, numParallel: 1 }));
+    assert.equal(shared, one);
   });
 
   it('counts only the local share when every layer is on RPC workers', async () => {
