@@ -243,7 +243,8 @@ export interface NativeContextParams {
    * all nCtx cells, and the engine shares them out — a task starts when its prompt fits the cells the running tasks
    * do not hold; a running task short of cells takes them from the most recently started one, which pauses (keeps its
    * output, loses its KV) and is resumed by re-evaluating its tokens; the oldest task is never paused
-   * (docs/native.md "Parallel slots"). Default false: nCtx / nParallel cells per slot.
+   * (docs/native.md "Parallel slots"). On an embedding context (always one stream, cleared per batch) it lets an
+   * input use all nCtx tokens. Default false: nCtx / nParallel cells per slot.
    */
   kvUnified?: boolean;
   /** Flash attention: 'auto' (default), 'on', 'off'. */

@@ -140,6 +140,7 @@ export class LlamaRunner implements Runner {
       nUbatch: batch,
       nParallel: spec.numParallel,
       embeddings: true,
+      ...(spec.kvUnified ? { kvUnified: true } : {}),
       ...threadParams(spec, threads),
       ...loraParams(spec),
     };
