@@ -80,7 +80,8 @@ export class ProcessRunnerFactory implements RunnerFactory {
       throw err;
     }
     this.logger.log(
-      `loaded ${key} in runner process ${runner.pid} (num_ctx ${spec.numCtx} × ${spec.numParallel} slots) in ` +
+      `loaded ${key} in runner process ${runner.pid} (num_ctx ${spec.numCtx}${spec.kvUnified ? ' shared by' : ' ×'} ` +
+        `${spec.numParallel} slots) in ` +
         `${Date.now() - started} ms`,
     );
     runner.onDeath((death) => {
