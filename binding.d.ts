@@ -218,7 +218,10 @@ export interface NativeModel {
 
 /** Parameters of `new Context(model, params)`. */
 export interface NativeContextParams {
-  /** Total KV cache size in tokens over all slots (llama n_ctx); each slot gets nCtx / nParallel. */
+  /**
+   * Total KV cache size in tokens over all slots (llama n_ctx); each slot gets nCtx / nParallel, or with `kvUnified`
+   * the slots share all nCtx cells.
+   */
   nCtx: number;
   /** Logical batch size in tokens (n_batch, default 512). */
   nBatch?: number;
@@ -230,6 +233,20 @@ export interface NativeContextParams {
   nThreads?: number;
   /** Threads for prompt processing (default: nThreads). */
   nThreadsBatch?: number;
+  /**
+   * Size of the CPU thread pools: the most threads setThreads() may ask for later (default: the larger of nThreads
+   * and nThreadsBatch).
+   */
+  nThreadsMax?: number;
+  /**
+   * One KV cache stream shared by all slots (llama `kv_unified`, llama-server's `-np -1` auto mode): any slot may use
+   * all nCtx cells, and the engine shares them out — a task starts when its prompt fits the cells the running tasks
+   * do not hold; a running task short of cells takes them from the most recently started one, which pauses (keeps its
+   * output, loses its KV) and is resumed by re-evaluating its tokens; the oldest task is never paused
+   * (docs/native.md "Parallel slots"). On an embedding context (always one stream, cleared per batch) it lets an
+   * input use all nCtx tokens. Default false: nCtx / nParallel cells per slot.
+   */
+  kvUnified?: boolean;
   /** Flash attention: 'auto' (default), 'on', 'off'. */
   flashAttn?: 'auto' | 'on' | 'off';
   /** Embedding context (llama `embeddings`): only embed() is allowed on it, submit() throws LLAMA_INVALID_ARGUMENT. */
@@ -441,6 +458,16 @@ export interface NativeContextStats {
   graphsReused: number;
   /** Bytes of the KV cache. */
   kvSize: number;
+  /** Whether the slots share one KV stream (params.kvUnified). */
+  kvUnified: boolean;
+  /** KV cells held by the tasks in the slots (their prompt and generated tokens), after the last decode step. */
+  kvCellsUsed: number;
+  /** KV cells idle slots keep for prefix reuse (dropped first when a shared cache runs short). */
+  kvCellsCached: number;
+  /** Slots whose task waits for KV cells (shared cache only; counted in activeSlots). */
+  pausedSlots: number;
+  /** Threads of the next generation decode (setThreads). */
+  nThreads: number;
 }
 
 /**
@@ -493,6 +520,12 @@ export interface NativeContext {
   stats(): NativeContextStats;
   /** Where the context's memory lives, per buffer type (entries with a non-zero size). Throws LLAMA_DISPOSED. */
   memory(): NativeMemoryEntry[];
+  /**
+   * Threads of the following decodes (llama_set_n_threads, applied before the next step; clamped by ggml to the
+   * thread pool size, params.nThreadsMax). `nThreadsBatch` defaults to `nThreads`. Throws LLAMA_INVALID_ARGUMENT
+   * (not an integer in [1, 1024]), LLAMA_DISPOSED.
+   */
+  setThreads(nThreads: number, nThreadsBatch?: number): void;
   /**
    * Embeds inputs (token ids) on the decode thread of an embedding context, packing as many inputs per
    * llama_encode/llama_decode as fit n_batch (one sequence each, up to max(nParallel, 64) sequences per batch, over one

@@ -11,8 +11,9 @@
  *   daemon only and not in the default set: event-loop (a stream's longest token gap while other requests work, and
  *   the output parsers' cost per token of a 4,000-token answer with tools, bench/parser-cost.ts) and
  *   rpc (decode locally vs over two loopback rpc-server workers) and runner (the process runner vs the in-process
- *   runner, bench/runner-modes.ts) and prebuilt (the prebuilt package's addon vs the from-source build,
- *   bench/prebuilt-addon.ts)
+ *   runner, bench/runner-modes.ts), prebuilt (the prebuilt package's addon vs the from-source build,
+ *   bench/prebuilt-addon.ts) and parallel (4 clients against the daemon's default slots,
+ *   OLLAMA_NUM_PARALLEL=1 and llama-server's `-np -1`, bench/parallel-default.ts)
  * Backend: LLAMAD_BACKEND (cpu|cuda|...) as for the addon build; on a GPU build both servers offload every layer.
  * What is measured and why: docs/benchmarks.md.
  */
@@ -61,6 +62,7 @@ import { fmt, gaps, median, percentile, ratio } from './stats';
 import { prebuiltAddon } from './prebuilt-addon';
 import { runnerModes } from './runner-modes';
 import { ANSWER_TOKENS, chatStreamGaps, parserCost } from './parser-cost';
+import { parallelDefault } from './parallel-default';
 import { encodePng } from '../test/utils/png';
 
 const MiB = 1024 * 1024;
@@ -1003,7 +1005,11 @@ async function main(): Promise<void> {
   rmSync(DAEMON_LOG, { force: true });
   if (!existsSync(MAIN_JS)) throw new Error('dist/ is missing: run `npm install` first');
 
-  if (!['single', 'multiturn', 'concurrency', 'embed', 'rpc', 'runner', 'prebuilt'].some((x) => s.sections.has(x))) {
+  if (
+    !['single', 'multiturn', 'concurrency', 'embed', 'rpc', 'runner', 'prebuilt', 'parallel'].some((x) =>
+      s.sections.has(x),
+    )
+  ) {
     // Sections that run the daemon alone (event-loop): no llama-server, no bench models, no bandwidth figure.
     if (s.sections.has('event-loop')) {
       log('event loop: token gaps of a stream while other requests work');
@@ -1054,6 +1060,21 @@ async function main(): Promise<void> {
   if (s.sections.has('concurrency')) {
     log(`concurrency at ${s.streams.join(', ')} streams`);
     await concurrency(s, peers, store);
+  }
+  if (s.sections.has('parallel')) {
+    log('4 clients: default slots vs OLLAMA_NUM_PARALLEL=1 vs llama-server -np -1');
+    await parallelDefault({
+      runs: s.runs,
+      peerCount: peers.length,
+      startDaemon: (n) =>
+        startDaemon({ mainJs: MAIN_JS, modelsDir: store, numParallel: n, threads: s.threads, log: DAEMON_LOG }),
+      startPeers: (slots, total) =>
+        startPeers(peers, { ...serverOptions(s, blobs.q4, 1, total, ''), slots, ctx: total }),
+      ollamaOptions: (seed, numCtx, predict) => ollamaOptions(s, seed, numCtx, predict),
+      llamaOptions: (seed, predict) => llamaOptions(seed, predict),
+      row: (metric, ours, theirs, unit, compare) =>
+        row({ section: 'parallel', metric, ours, theirs, unit, compare, digits: unit === '×' ? 2 : 1 }),
+    });
   }
   if (s.sections.has('embed')) {
     log('embeddings');

@@ -62,6 +62,7 @@ async function waitReady(server: RunningServer, url: string, timeoutMs: number, 
 export interface DaemonOptions {
   mainJs: string;
   modelsDir: string;
+  /** OLLAMA_NUM_PARALLEL; 0 leaves it unset (the daemon's default: 4 slots sharing one num_ctx). */
   numParallel: number;
   threads: number;
   log: string;
@@ -75,7 +76,7 @@ export interface DaemonOptions {
  */
 export async function startDaemon(opts: DaemonOptions): Promise<RunningServer> {
   const port = await freePort();
-  const env = {
+  const env: NodeJS.ProcessEnv = {
     ...process.env,
     OLLAMA_HOST: `127.0.0.1:${port}`,
     OLLAMA_MODELS: opts.modelsDir,
@@ -84,6 +85,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<RunningServer> {
     LLAMAD_THREADS: String(opts.threads),
     ...opts.env,
   };
+  if (opts.numParallel <= 0) delete env.OLLAMA_NUM_PARALLEL;
   const spawnedAt = performance.now();
   const child = spawnLogged('daemon', process.execPath, [opts.mainJs], env, opts.log);
   const server = { name: 'daemon', base: `http://127.0.0.1:${port}`, child, spawnedAt };
@@ -97,6 +99,7 @@ export interface LlamaServerOptions {
   model: string;
   /** Total context (tokens): slot context × slots. */
   ctx: number;
+  /** -np; -1 is llama-server's auto mode (4 slots over a unified cache of `ctx`). */
   slots: number;
   threads: number;
   batch: number;

@@ -124,6 +124,7 @@ Napi::Function Context::Init(Napi::Env env) {
                          InstanceMethod<&Context::Cancel>("cancel"),
                          InstanceMethod<&Context::Stats>("stats"),
                          InstanceMethod<&Context::Memory>("memory"),
+                         InstanceMethod<&Context::SetThreads>("setThreads"),
                          InstanceMethod<&Context::Embed>("embed"),
                          InstanceMethod<&Context::Dispose>("dispose"),
                          StaticMethod<&Context::Create>("create"),
@@ -204,8 +205,10 @@ ContextPlan Context::Plan(Napi::Env env, const std::shared_ptr<AddonData>& data,
   cp.flash_attn_type = params.flash_attn;
   cp.type_k = params.type_k;
   cp.type_v = params.type_v;
-  // Generation: one KV stream per slot, each slot gets n_ctx / n_parallel cells.
-  cp.kv_unified = params.embeddings;
+  // Generation: one KV stream per slot, each slot gets n_ctx / n_parallel cells; or (kvUnified, llama-server's
+  // `-np -1` auto mode) one stream of n_ctx cells that the slots share, handed out by the engine (Engine's cell
+  // budget, docs/native.md "Parallel slots").
+  cp.kv_unified = params.embeddings || params.kv_unified;
   cp.no_perf = true;
   return plan;
 }
@@ -222,7 +225,14 @@ std::unique_ptr<ContextParts> Context::Build(const ContextPlan& plan) {
   }
   // Best effort: without pools ggml still computes, with a thread start-up per graph.
   parts->pools = std::make_unique<CpuThreadPools>();
-  parts->pools->Attach(parts->ctx, cp.n_threads, cp.n_threads_batch);
+  if (params.n_threads_max.has_value()) {
+    // Pools sized for the most threads setThreads may ask for; each graph then runs on the current count.
+    const int32_t pool = std::max({*params.n_threads_max, cp.n_threads, cp.n_threads_batch});
+    parts->pools->Attach(parts->ctx, pool, pool);
+    llama_set_n_threads(parts->ctx, cp.n_threads, cp.n_threads_batch);
+  } else {
+    parts->pools->Attach(parts->ctx, cp.n_threads, cp.n_threads_batch);
+  }
   if (!params.lora_adapters.empty()) {
     // Load (or reuse the model's cached) adapters, then attach them to this context only.
     std::vector<llama_adapter_lora*> adapters;
@@ -282,10 +292,13 @@ void Context::Adopt(Napi::Env env, Napi::Object model_object, const ContextPlan&
         [this](Napi::Env e) { OnSinkFinalized(e); });
     sink_->Unref(env);
     std::shared_ptr<EventSink> sink = sink_;
+    // A unified cache lets every slot grow to the whole context; the engine shares its cells out (shared_cells). An
+    // embedding context clears its cache per batch: its inputs may then use all n_ctx, nothing to share out.
+    const bool shared_cells = params.kv_unified && !params.embeddings;
     engine_ = std::make_unique<Engine>(
-        parts->ctx, static_cast<int32_t>(params.n_ctx / params.n_parallel),
+        parts->ctx, static_cast<int32_t>(params.kv_unified ? params.n_ctx : params.n_ctx / params.n_parallel),
         [sink](std::vector<EngineEvent>&& events) { sink->Post(std::move(events)); }, parts->mtmd,
-        plan.model->rpc_servers());
+        plan.model->rpc_servers(), shared_cells);
     parts->mtmd = nullptr;  // owned by the engine now
   } catch (...) {
     if (sink_) {
@@ -536,7 +549,29 @@ Napi::Value Context::Stats(const Napi::CallbackInfo& info) {
   out.Set("decodeSteps", stats.decode_steps);
   out.Set("graphsReused", stats.graphs_reused);
   out.Set("kvSize", static_cast<double>(kv_bytes_));
+  out.Set("kvUnified", engine_->shared_cells());
+  out.Set("kvCellsUsed", stats.cells_used);
+  out.Set("kvCellsCached", stats.cells_cached);
+  out.Set("pausedSlots", stats.paused_slots);
+  out.Set("nThreads", stats.n_threads);
   return out;
+}
+
+Napi::Value Context::SetThreads(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RequireActive(env);
+  const auto read = [&](size_t index, const char* name) -> int32_t {
+    if (!info[index].IsNumber()) ThrowError(env, ErrorCode::kInvalidArgument, std::string(name) + " must be a number");
+    const double value = info[index].As<Napi::Number>().DoubleValue();
+    if (!(value >= 1 && value <= 1024) || value != static_cast<double>(static_cast<int32_t>(value))) {
+      ThrowError(env, ErrorCode::kInvalidArgument, std::string(name) + " must be an integer in [1, 1024]");
+    }
+    return static_cast<int32_t>(value);
+  };
+  const int32_t n_threads = read(0, "nThreads");
+  const int32_t n_threads_batch = info[1].IsUndefined() ? n_threads : read(1, "nThreadsBatch");
+  engine_->SetThreads(n_threads, n_threads_batch);
+  return env.Undefined();
 }
 
 Napi::Value Context::Memory(const Napi::CallbackInfo& info) {

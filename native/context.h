@@ -110,6 +110,7 @@ class Context : public Napi::ObjectWrap<Context> {
   Napi::Value Cancel(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
   Napi::Value Memory(const Napi::CallbackInfo& info);
+  Napi::Value SetThreads(const Napi::CallbackInfo& info);
   Napi::Value Embed(const Napi::CallbackInfo& info);
   void StartEmbed(const Napi::CallbackInfo& info, Napi::Promise::Deferred& deferred);
   Napi::Value Dispose(const Napi::CallbackInfo& info);

@@ -133,6 +133,8 @@ ContextParams ToContextParams(Napi::Env env, Napi::Value value) {
   params.n_parallel = OptionalInt<uint32_t>(env, obj, "nParallel", p, 1, 256).value_or(1);
   params.n_threads = OptionalInt<int32_t>(env, obj, "nThreads", p, 1, 1024);
   params.n_threads_batch = OptionalInt<int32_t>(env, obj, "nThreadsBatch", p, 1, 1024);
+  params.n_threads_max = OptionalInt<int32_t>(env, obj, "nThreadsMax", p, 1, 1024);
+  params.kv_unified = ToOptionalBool(env, obj.Get("kvUnified"), "params.kvUnified", false);
   Napi::Value flash = obj.Get("flashAttn");
   if (!IsMissing(flash)) {
     const std::string mode = ToString(env, flash, "params.flashAttn");

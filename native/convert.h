@@ -37,6 +37,12 @@ struct ContextParams {
   uint32_t n_parallel = 1;
   std::optional<int32_t> n_threads;
   std::optional<int32_t> n_threads_batch;
+  // Size of the CPU thread pools (default: the larger of n_threads and n_threads_batch): the most threads a later
+  // Context.setThreads may ask for.
+  std::optional<int32_t> n_threads_max;
+  // One KV stream shared by every slot (n_ctx cells in all, each slot may use all of them) instead of n_ctx /
+  // n_parallel cells per slot.
+  bool kv_unified = false;
   llama_flash_attn_type flash_attn = LLAMA_FLASH_ATTN_TYPE_AUTO;
   ggml_type type_k = GGML_TYPE_F16;
   ggml_type type_v = GGML_TYPE_F16;

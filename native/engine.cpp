@@ -41,7 +41,7 @@ CaughtError DescribeCaught(std::exception_ptr error, const std::string& what) {
 }  // namespace
 
 Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, mtmd_context* mtmd,
-               std::vector<std::string> rpc_servers)
+               std::vector<std::string> rpc_servers, bool shared_cells)
     : ctx_(ctx),
       mtmd_(mtmd),
       rpc_servers_(std::move(rpc_servers)),
@@ -56,7 +56,9 @@ Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, mtmd_co
       encoder_only_(llama_model_has_encoder(model_) && !llama_model_has_decoder(model_)),
       n_embd_out_(pooling_ == LLAMA_POOLING_TYPE_RANK ? static_cast<int32_t>(llama_model_n_cls_out(model_))
                                                       : llama_model_n_embd_out(model_)),
-      can_shift_(memory_ != nullptr && llama_memory_can_shift(memory_)) {
+      can_shift_(memory_ != nullptr && llama_memory_can_shift(memory_)),
+      shared_cells_(shared_cells) {
+  threads_now_.store(llama_n_threads(ctx));
   const uint32_t n_seq = llama_n_seq_max(ctx);
   slots_.reserve(n_seq);
   for (uint32_t i = 0; i < n_seq; ++i) slots_.emplace_back(static_cast<llama_seq_id>(i));
@@ -318,6 +320,7 @@ void Engine::RunEmbedJobSafely(const EmbedJob& job) {
 }
 
 void Engine::RunEmbedJob(const EmbedJob& job) {
+  ApplyThreads();
   EngineEvent result;
   result.type = EngineEvent::Type::kEmbed;
   result.task_id = job.id;
@@ -432,6 +435,11 @@ EngineStats Engine::Stats() const {
   stats.embed_jobs = static_cast<int32_t>(live_embeds_.size());
   stats.decode_steps = decode_steps_.load();
   stats.graphs_reused = graphs_reused_.load();
+  stats.cells_used = cells_used_.load();
+  stats.cells_cached = cells_cached_.load();
+  stats.paused_slots = paused_slots_.load();
+  const int32_t wanted = threads_wanted_.load();
+  stats.n_threads = wanted > 0 ? wanted : threads_now_.load();
   return stats;
 }
 
@@ -493,7 +501,11 @@ void Engine::Run() {
           ++it;
         }
       }
+      int32_t starting_cells = 0;
       for (size_t idle = idle_slots(); idle > 0 && !queue_.empty(); --idle) {
+        // Shared cells: first come, first served; the front task waits (and those behind it) until its prompt fits.
+        if (!stopping && !CanAdmit(*queue_.front(), starting_cells)) break;
+        starting_cells += static_cast<int32_t>(queue_.front()->params.tokens.size()) + 1;
         starting.push_back(std::move(queue_.front()));
         queue_.pop_front();
         active_slots_.fetch_add(1);  // counted here so that active + queued never dips in Stats()
@@ -562,6 +574,7 @@ void Engine::Run() {
         Fail(slot, code, message);
       }
     }
+    UpdateCellStats();
     FlushEvents();
     if (stopping) break;
   }
@@ -596,6 +609,9 @@ void Engine::StartTask(std::unique_ptr<Task> task) {
     slot->timings.prompt_total = static_cast<int32_t>(prompt.size());
     slot->timings.prompt_n = static_cast<int32_t>(prompt.size());
     slot->prompt_started = false;
+    slot->start_seq = next_start_++;
+    slot->cell_grant = 0;
+    slot->resume_tokens.clear();
     slot->task = std::move(task);
     slot->state = Slot::State::kPrefill;
     return;
@@ -628,6 +644,9 @@ void Engine::StartTask(std::unique_ptr<Task> task) {
   slot.timings.prompt_total = static_cast<int32_t>(prompt.size());
   slot.timings.prompt_n = static_cast<int32_t>(prompt.size() - keep);
   slot.prompt_started = false;
+  slot.start_seq = next_start_++;
+  slot.cell_grant = 0;
+  slot.resume_tokens.clear();
   slot.task = std::move(task);
   slot.state = Slot::State::kPrefill;
 }
@@ -651,7 +670,7 @@ int32_t Engine::BuildBatch() {
   // (llm_graph_params::allow_reuse compares the sequence ids); a rotating order rebuilt it at every step.
   for (size_t k = 0; k < n && batch_.n_tokens < n_batch_; ++k) {
     Slot& slot = slots_[k];
-    if (slot.state != Slot::State::kGenerate) continue;
+    if (slot.state != Slot::State::kGenerate || (shared_cells_ && slot.cell_grant < 1)) continue;
     slot.batch_first = add(slot.pending, static_cast<llama_pos>(slot.cache.size()), slot.seq_id, true);
     slot.batch_count = 1;
     slot.output_index = slot.batch_first;
@@ -660,9 +679,14 @@ int32_t Engine::BuildBatch() {
   // Then prompt chunks in the remaining room, starting from a rotating slot so that no prompt starves.
   for (size_t k = 0; k < n && batch_.n_tokens < n_batch_; ++k) {
     Slot& slot = slots_[(rotation_ + k) % n];
-    if (slot.state != Slot::State::kPrefill) continue;
-    const std::vector<llama_token>& prompt = slot.task->params.tokens;
-    const size_t take = std::min(prompt.size() - slot.n_prompt_done, static_cast<size_t>(n_batch_ - batch_.n_tokens));
+    if (slot.state != Slot::State::kPrefill && slot.state != Slot::State::kResume) continue;
+    if (shared_cells_ && slot.cell_grant < 1) continue;
+    // A resuming slot re-evaluates what it held when it was paused (its position is its cache size).
+    const bool resume = slot.state == Slot::State::kResume;
+    const std::vector<llama_token>& prompt = resume ? slot.resume_tokens : slot.task->params.tokens;
+    const size_t done = resume ? slot.cache.size() : slot.n_prompt_done;
+    size_t take = std::min(prompt.size() - done, static_cast<size_t>(n_batch_ - batch_.n_tokens));
+    if (shared_cells_) take = std::min(take, static_cast<size_t>(slot.cell_grant));
     if (!slot.prompt_started) {
       slot.prompt_started = true;
       slot.prompt_start = Clock::now();
@@ -671,7 +695,7 @@ int32_t Engine::BuildBatch() {
     slot.batch_count = static_cast<int32_t>(take);
     slot.output_index = -1;
     for (size_t j = 0; j < take; ++j) {
-      const size_t p = slot.n_prompt_done + j;
+      const size_t p = done + j;
       const bool last = p + 1 == prompt.size();
       const int32_t i = add(prompt[p], static_cast<llama_pos>(p), slot.seq_id, last);
       if (last) slot.output_index = i;
@@ -731,9 +755,14 @@ void Engine::Step(bool stopping) {
     if (slot.task && (stopping || slot.task->cancelled.load())) Finish(slot, StopReason::kCancelled);
   }
   if (stopping) return;
+  ApplyThreads();
+  if (shared_cells_) PlanCells();
   // Media prompts first, one slot at a time, outside the shared batch (mtmd decodes image embeddings itself).
   for (Slot& slot : slots_) {
-    if (slot.state == Slot::State::kPrefill && slot.task && slot.task->params.media) EvalMedia(slot);
+    if (slot.state == Slot::State::kPrefill && slot.task && slot.task->params.media &&
+        (!shared_cells_ || slot.cell_grant > 0)) {
+      EvalMedia(slot);
+    }
   }
   if (BuildBatch() == 0) return;
 
@@ -761,6 +790,14 @@ void Engine::Step(bool stopping) {
   for (Slot* slot : batch_slots_) {
     for (int32_t k = 0; k < slot->batch_count; ++k) slot->cache.push_back(batch_.token[slot->batch_first + k]);
     const TaskParams& params = slot->task->params;
+    if (slot->state == Slot::State::kResume) {
+      // Back where it was paused: the next step decodes its pending token.
+      if (slot->cache.size() >= slot->resume_tokens.size()) {
+        slot->state = Slot::State::kGenerate;
+        slot->resume_tokens.clear();
+      }
+      continue;
+    }
     if (slot->state == Slot::State::kPrefill) {
       slot->n_prompt_done += static_cast<size_t>(slot->batch_count);
       if (slot->n_prompt_done < params.tokens.size()) continue;
@@ -789,6 +826,9 @@ void Engine::Step(bool stopping) {
 void Engine::HandleDecodeFailure(int32_t rc) {
   RepairAfterPartialDecode();
   if (rc == 2) return;  // aborted: every task in the batch was cancelled (or the engine stops); the next step ends them
+  // No room in a shared cache (the cell budget is conservative, so only with unusual memory layouts): the youngest
+  // task gives its cells up and the others retry at the next step.
+  if (rc == 1 && shared_cells_ && PauseYoungest()) return;
   std::string message = "llama_decode failed with status " + std::to_string(rc);
   if (rc == 1) message += " (no KV cache slot for the batch)";
   if (rc == -1) message += " (invalid batch)";
@@ -939,6 +979,9 @@ void Engine::ReleaseSlot(Slot& slot) {
   slot.task.reset();
   slot.stream.reset();
   slot.state = Slot::State::kIdle;
+  slot.last_used = next_use_++;
+  slot.cell_grant = 0;
+  slot.resume_tokens.clear();
   slot.pending = -1;
   slot.output_index = -1;
   active_slots_.fetch_sub(1);

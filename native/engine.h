@@ -63,6 +63,10 @@ struct EngineStats {
   int32_t embed_jobs = 0;     // embed jobs queued or running
   int32_t decode_steps = 0;   // llama_decode calls of generation steps
   int32_t graphs_reused = 0;  // of their ubatches, how many reused the previous compute graph
+  int32_t cells_used = 0;     // KV cells held by the sequences of active slots (after the last step)
+  int32_t cells_cached = 0;   // KV cells idle slots keep for prefix reuse
+  int32_t paused_slots = 0;   // active slots waiting for KV cells (shared cells only)
+  int32_t n_threads = 0;      // threads of the next generation step (llama_n_threads)
 };
 
 // Owns the decode thread of a llama_context (not the context itself). After construction every llama call on `ctx`
@@ -81,8 +85,15 @@ class Engine {
   //
   // `rpc_servers`: the RPC workers the model's layers live on (NativeModelParams.rpcServers): after each decode the
   // engine checks that none of their connections broke (vendor/patches/0001) and fails the batch if one did.
+  //
+  // `shared_cells`: the context has one unified KV stream (kv_unified) that all slots share. Each slot may then grow
+  // to n_ctx_slot cells, and the engine keeps the sum within n_ctx_slot cells (docs/native.md "Parallel slots"): a
+  // queued task starts only when its prompt fits the cells not held by running tasks; when a running task needs a cell
+  // and none is free, idle slots' prefix caches are dropped first, then the most recently started task is paused
+  // (its KV dropped, its output held) and resumed, by re-evaluating its tokens, once the cells are free again. The
+  // oldest running task is never paused: a lone request always has the whole context.
   Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, mtmd_context* mtmd = nullptr,
-         std::vector<std::string> rpc_servers = {});
+         std::vector<std::string> rpc_servers = {}, bool shared_cells = false);
   ~Engine();  // RequestStop() + Join(), then mtmd_free
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -90,6 +101,11 @@ class Engine {
   // Per-slot context in tokens.
   int32_t n_ctx_slot() const { return n_ctx_slot_; }
   int32_t n_slots() const { return static_cast<int32_t>(slots_.size()); }
+  bool shared_cells() const { return shared_cells_; }
+
+  // Any thread. Threads of the following decodes (llama_set_n_threads, applied on the decode thread before its next
+  // llama_decode); at most the size of the context's thread pools (larger counts are clamped by ggml). Both >= 1.
+  void SetThreads(int32_t n_threads, int32_t n_threads_batch);
 
   // Any thread. Validates `params`, builds its sampler and queues it; returns the task id (> 0).
   // Throws LlamaError: kInvalidArgument (empty prompt, token out of range, bad grammar, a media task on an engine
@@ -155,6 +171,23 @@ class Engine {
   void Finish(Slot& slot, StopReason reason, const std::string& stop_string = std::string());
   void Fail(Slot& slot, ErrorCode code, const std::string& message);
   void ReleaseSlot(Slot& slot);
+  // Shared cells (engine_cells.cpp). KV cells of every sequence, idle slots' caches included; cells the active slots
+  // hold or will hold; whether a queued task may start now (`starting`: cells of the tasks starting with it).
+  int32_t CellsHeld() const;
+  int32_t CellsCommitted() const;
+  bool CanAdmit(const Task& task, int32_t starting) const;
+  // Resumes paused slots that fit again and grants each active slot the cells of its next batch, oldest first.
+  void PlanCells();
+  // Drops the prefix cache of the idle slot released longest ago; false when no idle slot holds cells.
+  bool EvictIdleCache();
+  // Frees cells until `budget` >= `need`: idle caches first, then pausing tasks younger than `for_slot`.
+  bool MakeRoom(const Slot& for_slot, int32_t need, int32_t& budget);
+  void PauseSlot(Slot& slot);
+  // After llama_decode status 1: pauses the youngest running task (never the oldest); false when none.
+  bool PauseYoungest();
+  void UpdateCellStats();
+  // Applies a thread count set by SetThreads (decode thread, before a decode).
+  void ApplyThreads();
   void EmitCancelledQueued(const Task& task);
   void FlushEvents();
   std::string TokenToPiece(llama_token token, bool special = false);
@@ -178,6 +211,9 @@ class Engine {
   bool encoder_only_;
   int32_t n_embd_out_;
   bool can_shift_;  // llama_memory_can_shift: the KV positions of a sequence can be moved (context shift)
+  bool shared_cells_;
+  uint64_t next_start_ = 1;  // start order of tasks (Slot::start_seq), decode thread
+  uint64_t next_use_ = 1;    // release order of slots (Slot::last_used), decode thread
 
   // Decode-thread state.
   std::vector<Slot> slots_;
@@ -208,6 +244,12 @@ class Engine {
   std::atomic<int32_t> active_slots_{0};
   std::atomic<int32_t> decode_steps_{0};
   std::atomic<int32_t> graphs_reused_{0};
+  std::atomic<int32_t> cells_used_{0};
+  std::atomic<int32_t> cells_cached_{0};
+  std::atomic<int32_t> paused_slots_{0};
+  std::atomic<int32_t> threads_wanted_{0};        // 0: unchanged since the last ApplyThreads
+  std::atomic<int32_t> threads_batch_wanted_{0};
+  std::atomic<int32_t> threads_now_{0};
 
   std::once_flag eog_once_;
   std::vector<llama_token> eog_tokens_;

@@ -84,7 +84,9 @@ struct Task {
 
 // One sequence (seq_id) of the llama_context. Owned and used only by the decode thread.
 struct Slot {
-  enum class State { kIdle, kPrefill, kGenerate };
+  // kPaused (shared cells only): the task gave its KV cells up and waits for them; kResume: it re-evaluates
+  // `resume_tokens` (its prompt and the tokens it generated) and then generates on from `pending`.
+  enum class State { kIdle, kPrefill, kGenerate, kPaused, kResume };
 
   explicit Slot(llama_seq_id id) : seq_id(id) {}
 
@@ -107,6 +109,14 @@ struct Slot {
   int32_t batch_first = 0;
   int32_t batch_count = 0;
   int32_t output_index = -1;
+
+  // Shared cells (Engine shared_cells): start order of the task (lower = older, never paused for a younger one),
+  // release order of an idle slot (its cache is dropped first when lower), the cells this step may add, and what a
+  // paused task re-evaluates (empty: it was paused during its prompt, which is evaluated again from the start).
+  uint64_t start_seq = 0;
+  uint64_t last_used = 0;
+  int32_t cell_grant = 0;
+  std::vector<llama_token> resume_tokens;
 
   Timings timings;
   bool prompt_started = false;

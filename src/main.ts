@@ -43,7 +43,7 @@ async function bootstrap(): Promise<void> {
   await app.listen(config.listen.port, host);
   logger.log(
     `listening on ${host}:${config.listen.port} (models: ${config.modelsDir}, keep_alive: ${config.keepAliveMs} ms, ` +
-      `parallel: ${config.numParallel})`,
+      `parallel: ${config.numParallel > 0 ? config.numParallel : 'auto'})`,
   );
   logAddon(logger);
   // Ollama warns when OLLAMA_KV_CACHE_TYPE cannot be applied (unknown, or quantized without flash attention).

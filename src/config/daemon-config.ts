@@ -30,6 +30,25 @@ export const KV_CACHE_TYPES = ['f16', 'q8_0', 'q4_0'] as const;
 /** One of {@link KV_CACHE_TYPES}. */
 export type KvCacheType = (typeof KV_CACHE_TYPES)[number];
 
+/** Slots per loaded model when OLLAMA_NUM_PARALLEL is unset (llama-server's `-np -1` auto mode: 4). */
+export const AUTO_PARALLEL_SLOTS = 4;
+
+/** How a runner's slots use its KV cache, from OLLAMA_NUM_PARALLEL (see DaemonConfig.numParallel). */
+export interface ParallelPlan {
+  /** Slots (sequences decoded together). */
+  numParallel: number;
+  /** true: the slots share one cache of num_ctx cells; false: num_ctx cells per slot. */
+  kvUnified: boolean;
+}
+
+/**
+ * The slots of a runner: OLLAMA_NUM_PARALLEL=N → N slots of num_ctx cells each (Ollama's meaning); unset (0) →
+ * {@link AUTO_PARALLEL_SLOTS} slots sharing one num_ctx cache (llama-server's auto mode, `-np -1` with kv_unified).
+ */
+export function parallelPlan(numParallel: number): ParallelPlan {
+  return numParallel > 0 ? { numParallel, kvUnified: false } : { numParallel: AUTO_PARALLEL_SLOTS, kvUnified: true };
+}
+
 /** LLAMAD_SHUTDOWN_TIMEOUT when unset, ms. */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 
@@ -44,8 +63,12 @@ export class DaemonConfig {
   modelsDir: string = join(homedir(), '.ollama', 'models');
   /** OLLAMA_KEEP_ALIVE: default keep-alive of a new load, ms (Infinity = forever). */
   keepAliveMs: KeepAliveMs = DEFAULT_KEEP_ALIVE_MS;
-  /** OLLAMA_NUM_PARALLEL: slots per loaded model (>= 1). */
-  numParallel = 1;
+  /**
+   * OLLAMA_NUM_PARALLEL: slots per loaded model, each with its own num_ctx of KV cache (Ollama's meaning); 0 (unset,
+   * or 0) = automatic: {@link AUTO_PARALLEL_SLOTS} slots sharing one cache of num_ctx cells, so one client still gets
+   * its whole num_ctx and concurrent clients wait for cells when it is full (docs/native.md "Parallel slots").
+   */
+  numParallel = 0;
   /** OLLAMA_CONTEXT_LENGTH: default num_ctx in tokens; 0 = unset (the daemon then uses 4096). */
   contextLength = 0;
   /** OLLAMA_MAX_LOADED_MODELS: cap on resident models; 0 = automatic (3 on CPU), enforced by SchedulerService. */
@@ -88,7 +111,10 @@ export class DaemonConfig {
   allowServerPaths = false;
   /** OLLAMA_DEBUG: 0 = info, 1 = debug, 2 = trace. */
   debugLevel = 0;
-  /** LLAMAD_THREADS: threads per llama context; 0 = the addon's default (hardware concurrency). */
+  /**
+   * LLAMAD_THREADS: threads per llama context; 0 = automatic: the physical cores (not hyper-threads), split between
+   * the models decoding at the same time (src/scheduler/thread-split.ts).
+   */
   threads = 0;
   /**
    * LLAMAD_RPC_SERVERS: llama.cpp RPC workers (`host:port,host:port`, e.g. `llamad rpc-worker` on other machines) that
@@ -287,7 +313,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
   if (host !== '') config.listen = parseListenAddress(host);
   config.modelsDir = envPath(env, 'OLLAMA_MODELS') ?? config.modelsDir;
   config.keepAliveMs = parseKeepAliveEnv(envVar(env, 'OLLAMA_KEEP_ALIVE'));
-  config.numParallel = Math.max(1, envUint(env, 'OLLAMA_NUM_PARALLEL', 1));
+  config.numParallel = envUint(env, 'OLLAMA_NUM_PARALLEL', 0);
   config.contextLength = envUint(env, 'OLLAMA_CONTEXT_LENGTH', 0);
   config.maxLoadedModels = envUint(env, 'OLLAMA_MAX_LOADED_MODELS', 0);
   config.maxQueue = envUint(env, 'OLLAMA_MAX_QUEUE', 512);

@@ -3,7 +3,7 @@ import { catchError, defer, from, mergeMap, Observable, of, switchMap, throwErro
 import { ContextLengthExceededError } from '../common/errors';
 import { OptionMap } from '../common/options';
 import { KeepAliveMs } from '../common/time';
-import { DaemonConfig, kvCacheSettings } from '../config';
+import { DaemonConfig, kvCacheSettings, parallelPlan } from '../config';
 import { ResolvedModel } from '../models';
 import { GenerationHooksRegistry, GenerationTracker } from '../observability/generation-hooks';
 import { ChatObserver, GenerationEvent, GenerationMetrics, Logprob } from './generation.types';
@@ -94,7 +94,7 @@ export class CompletionService {
       options: effective,
       spec: {
         modelPath: model.modelPath,
-        numParallel: this.config.numParallel,
+        ...parallelPlan(this.config.numParallel),
         ...effective.load,
         ...(model.projectorPaths.length > 0 ? { projectorPath: model.projectorPaths[0] } : {}),
         ...(model.adapterPaths.length > 0 ? { adapterPaths: model.adapterPaths } : {}),

@@ -1,3 +1,4 @@
 export * from './runner';
+export * from './cpu-threads';
 export * from './llama.runner';
 export * from './process';

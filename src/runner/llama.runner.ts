@@ -22,12 +22,14 @@ import {
   RunnerLogprob,
   RunnerMemory,
   RunnerTokenLogprob,
+  RunnerCreateOptions,
   RunnerFactory,
   RunnerModelInfo,
   RunnerRequest,
   RunnerSpec,
   RunnerUsage,
 } from './runner';
+import { physicalCores } from './cpu-threads';
 
 /** A failure while loading is a load error unless the addon said something more specific (e.g. out of memory). */
 function asLoadError(err: unknown): DaemonError {
@@ -52,6 +54,25 @@ function eventLogprob(event: Extract<NativeEvent, { type: 'token' }>): RunnerLog
     ...toTokenLogprob({ token: event.token, bytes: event.bytes, logprob: event.logprob }),
     topLogprobs: (event.topLogprobs ?? []).map(toTokenLogprob),
   };
+}
+
+/** KV cells of a runner's context: numCtx shared by the slots (kvUnified), else numCtx per slot. */
+function totalCells(spec: RunnerSpec): number {
+  return spec.kvUnified ? spec.numCtx : spec.numCtx * spec.numParallel;
+}
+
+/**
+ * Thread parameters of a context: an explicit num_thread as asked; otherwise `threads` (the scheduler's share of the
+ * cores, default all physical cores) with thread pools sized for all physical cores, so that setThreads() can give it
+ * more later.
+ */
+function threadParams(
+  spec: RunnerSpec,
+  threads: number | undefined,
+): Pick<NativeContextParams, 'nThreads' | 'nThreadsMax'> {
+  if (spec.numThread > 0) return { nThreads: spec.numThread };
+  const cores = physicalCores();
+  return { nThreads: Math.min(cores, Math.max(1, threads ?? cores)), nThreadsMax: cores };
 }
 
 /** The context parameter for the spec's LoRA adapters (none when it has none). */
@@ -89,7 +110,8 @@ function rerankInfo(model: NativeModel): { reranker?: boolean; rerankTemplate?: 
 }
 
 /**
- * A Runner over the native addon: one Model and one Context with `numParallel` slots (n_ctx = numCtx × numParallel),
+ * A Runner over the native addon: one Model and one Context with `numParallel` slots (n_ctx = numCtx × numParallel,
+ * or numCtx shared by the slots with `kvUnified`),
  * with the spec's LoRA adapters (`adapterPaths`) attached to every context it creates.
  * For an embedding model (GGUF `pooling_type`) that context is an embedding context (batch = ubatch = numCtx so an
  * input of a full slot fits one ubatch); a generation model asked to embed gets a second, embedding context on first
@@ -109,6 +131,8 @@ export class LlamaRunner implements Runner {
   private cellsInFlight = 0;
   /** Set once an RPC worker's connection broke (the engine's error text): see {@link broken}. */
   private lostWorker: string | undefined;
+  /** Threads the contexts were last given (setThreads), for an embedding context created later. */
+  private threads: number | undefined;
 
   private constructor(
     readonly spec: RunnerSpec,
@@ -121,15 +145,16 @@ export class LlamaRunner implements Runner {
   }
 
   /** Parameters of an embedding context for `spec`. */
-  private static embeddingParams(spec: RunnerSpec): NativeContextParams {
+  private static embeddingParams(spec: RunnerSpec, threads: number | undefined): NativeContextParams {
     const batch = Math.max(spec.numBatch, spec.numCtx);
     return {
-      nCtx: spec.numCtx * spec.numParallel,
+      nCtx: totalCells(spec),
       nBatch: batch,
       nUbatch: batch,
       nParallel: spec.numParallel,
       embeddings: true,
-      ...(spec.numThread > 0 ? { nThreads: spec.numThread } : {}),
+      ...(spec.kvUnified ? { kvUnified: true } : {}),
+      ...threadParams(spec, threads),
       ...kvParams(spec),
       ...loraParams(spec),
     };
@@ -137,10 +162,11 @@ export class LlamaRunner implements Runner {
 
   /**
    * Loads the weights and creates the context.
+   * @param threads threads to start with when spec.numThread is 0 (default: the physical cores).
    * @throws ModelLoadError (unloadable file, unknown architecture, context creation failure, missing addon),
    *   InsufficientMemoryError.
    */
-  static async load(binding: NativeBinding, spec: RunnerSpec): Promise<LlamaRunner> {
+  static async load(binding: NativeBinding, spec: RunnerSpec, threads?: number): Promise<LlamaRunner> {
     let model: NativeModel;
     try {
       model = new binding.Model(spec.modelPath, {
@@ -159,12 +185,13 @@ export class LlamaRunner implements Runner {
       const context = await binding.Context.create(
         model,
         embeddingModel
-          ? LlamaRunner.embeddingParams(spec)
+          ? LlamaRunner.embeddingParams(spec, threads)
           : {
-              nCtx: spec.numCtx * spec.numParallel,
+              nCtx: totalCells(spec),
               nBatch: spec.numBatch,
               nParallel: spec.numParallel,
-              ...(spec.numThread > 0 ? { nThreads: spec.numThread } : {}),
+              ...(spec.kvUnified ? { kvUnified: true } : {}),
+              ...threadParams(spec, threads),
               ...(spec.projectorPath ? { projectorPath: spec.projectorPath } : {}),
               ...kvParams(spec),
               ...loraParams(spec),
@@ -180,7 +207,9 @@ export class LlamaRunner implements Runner {
         embeddingModel,
         ...rerankInfo(model),
       };
-      return new LlamaRunner(spec, info, binding, model, context);
+      const runner = new LlamaRunner(spec, info, binding, model, context);
+      runner.threads = threads;
+      return runner;
     } catch (err) {
       await model.dispose().catch(() => undefined);
       throw asLoadError(err);
@@ -274,19 +303,40 @@ export class LlamaRunner implements Runner {
   }
 
   /**
-   * Slots and queue from the context's own stats; KV cells used as tracked here (the addon has no KV-cell query): the
-   * prompt and generated tokens of the generations that are generating, not what idle slots keep for prefix reuse.
+   * Slots, queue, KV cells and threads from the context's own stats. KV cells used: those the engine counts for the
+   * tasks in its slots after its last step (prompt and generated tokens; what idle slots keep for prefix reuse is not
+   * counted), else as tracked here from the events. Total: numCtx × slots, or numCtx when the slots share the cache.
    */
   usage(): RunnerUsage {
-    const total = this.spec.numCtx * this.spec.numParallel;
+    const total = totalCells(this.spec);
     if (this.closed) return { slotsBusy: 0, queuedTasks: 0, kvCellsTotal: total, kvCellsUsed: 0 };
     const stats = this.context.stats();
+    const used = typeof stats.kvCellsUsed === 'number' ? stats.kvCellsUsed : this.cellsInFlight;
+    const embedding = this.info.embeddingModel === true;
     return {
-      slotsBusy: this.info.embeddingModel ? 0 : stats.activeSlots,
-      queuedTasks: this.info.embeddingModel ? 0 : stats.queuedTasks,
-      kvCellsTotal: stats.nCtx,
-      kvCellsUsed: Math.min(stats.nCtx, this.cellsInFlight),
+      slotsBusy: embedding ? 0 : stats.activeSlots,
+      queuedTasks: embedding ? 0 : stats.queuedTasks,
+      kvCellsTotal: total,
+      kvCellsUsed: embedding ? 0 : Math.min(total, used),
+      ...(!embedding && stats.pausedSlots > 0 ? { slotsWaiting: stats.pausedSlots } : {}),
+      ...(typeof stats.nThreads === 'number' ? { threads: stats.nThreads } : {}),
     };
+  }
+
+  /**
+   * Threads of the following decodes of every context of this runner (the scheduler's new split of the cores);
+   * ignored when the spec has an explicit numThread, or once closed.
+   */
+  setThreads(threads: number): void {
+    if (this.spec.numThread > 0 || this.closed) return;
+    const n = Math.max(1, Math.min(physicalCores(), Math.floor(threads)));
+    this.threads = n;
+    try {
+      this.context.setThreads(n);
+      if (this.embedContextReady && this.embedContextReady !== this.context) this.embedContextReady.setThreads(n);
+    } catch {
+      // disposed meanwhile: nothing left to tune
+    }
   }
 
   /**
@@ -363,7 +413,7 @@ export class LlamaRunner implements Runner {
     if (this.closed) throw new InternalError('model was unloaded while in use');
     if (signal?.aborted) throw new RequestCancelledError();
     if (inputs.length === 0) return [];
-    this.embedContext ??= this.binding.Context.create(this.model, LlamaRunner.embeddingParams(this.spec));
+    this.embedContext ??= this.binding.Context.create(this.model, LlamaRunner.embeddingParams(this.spec, this.threads));
     let context: NativeContext;
     try {
       context = await this.embedContext;
@@ -436,7 +486,7 @@ export class LlamaRunnerFactory implements RunnerFactory {
 
   constructor(@Inject(NATIVE_BINDING) private readonly loadBinding: NativeBindingLoader) {}
 
-  async create(spec: RunnerSpec): Promise<Runner> {
+  async create(spec: RunnerSpec, options: RunnerCreateOptions = {}): Promise<Runner> {
     let binding: NativeBinding;
     try {
       binding = this.loadBinding();
@@ -446,9 +496,10 @@ export class LlamaRunnerFactory implements RunnerFactory {
     const draftWarning = draftNotUsedWarning(spec);
     if (draftWarning) this.logger.warn(draftWarning);
     const started = Date.now();
-    const runner = await LlamaRunner.load(binding, spec);
+    const runner = await LlamaRunner.load(binding, spec, options.threads);
     this.logger.log(
-      `loaded ${spec.modelPath} (num_ctx ${spec.numCtx} × ${spec.numParallel} slots) in ${Date.now() - started} ms`,
+      `loaded ${spec.modelPath} (num_ctx ${spec.numCtx}${spec.kvUnified ? ' shared by' : ' ×'} ${spec.numParallel} ` +
+        `slots) in ${Date.now() - started} ms`,
     );
     return runner;
   }

@@ -16,7 +16,10 @@ export interface LoadOptions {
   numGpu: number;
   mainGpu?: number;
   useMmap?: boolean;
-  /** Threads; 0 = the addon's default. */
+  /**
+   * Threads (num_thread, else LLAMAD_THREADS); 0 = automatic: the physical cores, split between the runners that
+   * decode at the same time (RunnerCreateOptions.threads, Runner.setThreads).
+   */
   numThread: number;
   /**
    * llama.cpp RPC workers (`host:port`) that hold the layers (beyond Ollama): Modelfile `PARAMETER rpc`, else
@@ -45,8 +48,17 @@ export interface LoadOptions {
 export interface RunnerSpec extends LoadOptions {
   /** Absolute path of the GGUF weights blob. */
   modelPath: string;
-  /** Slots (sequences decoded together); the KV cache holds numCtx × numParallel tokens. */
+  /**
+   * Slots (sequences decoded together); the KV cache holds numCtx × numParallel tokens, numCtx per slot — or, with
+   * `kvUnified`, numCtx tokens that the slots share.
+   */
   numParallel: number;
+  /**
+   * The slots share one KV cache of numCtx cells (OLLAMA_NUM_PARALLEL unset: llama-server's `-np -1` auto mode), so a
+   * lone request still has its whole num_ctx; a request whose prompt does not fit the cells the others hold waits in
+   * the runner's queue (binding.d.ts NativeContextParams.kvUnified). Absent/false: numCtx cells per slot.
+   */
+  kvUnified?: boolean;
   /** Absolute path of a vision projector blob (mmproj GGUF, manifest layer `application/vnd.ollama.image.projector`). */
   projectorPath?: string;
   /**
@@ -195,6 +207,10 @@ export interface RunnerUsage {
   kvCellsTotal: number;
   /** KV cells held by the generations in flight: their prompt tokens plus the tokens generated so far. */
   kvCellsUsed: number;
+  /** Of the busy slots, those waiting for KV cells of a shared cache (paused; absent: none or unknown). */
+  slotsWaiting?: number;
+  /** Threads of the runner's next decode (absent: unknown). */
+  threads?: number;
 }
 
 /**
@@ -289,12 +305,19 @@ export interface Runner {
   usage?(): RunnerUsage;
   /** Measured memory (optional: without it /api/ps shows the scheduler's estimate and `size_vram` 0). */
   memory?(): RunnerMemory;
+  /**
+   * Threads of the following decodes (the scheduler's split of the CPU cores between runners decoding at the same
+   * time); a runner loaded with an explicit numThread ignores it. Optional: fakes may leave it out.
+   */
+  setThreads?(threads: number): void;
 }
 
 /** What the scheduler tells a factory about a load besides the spec (labels only; never part of the spec). */
 export interface RunnerCreateOptions {
   /** The model's short name (`tiny:latest`) the load is for, for log labels. */
   modelName?: string;
+  /** Threads to start with when spec.numThread is 0 (the scheduler's share of the cores; absent: all of them). */
+  threads?: number;
 }
 
 /**

@@ -18,7 +18,8 @@ export interface MemoryProbe {
   /**
    * Predicted resident bytes of a runner loaded with `spec`: weights (the GGUF file size) + KV cache
    * (2 × n_layer × n_ctx_total × n_embd_kv × the element size of `spec.kvCacheType`, see KV_BYTES_PER_ELEMENT;
-   * n_ctx_total = numCtx × numParallel) + a batch/compute surcharge. Never rejects: unknown facts count as 0.
+   * n_ctx_total = numCtx × numParallel, or numCtx when the slots share the cache: kvUnified) + a batch/compute
+   * surcharge. Never rejects: unknown facts count as 0.
    */
   estimate(spec: RunnerSpec): Promise<number>;
   /** Bytes the system can still give to a new runner: free memory, capped by the cgroup limit when there is one. */
@@ -90,7 +91,7 @@ export class SystemMemoryProbe implements MemoryProbe {
   /** @inheritdoc */
   async estimate(spec: RunnerSpec): Promise<number> {
     const f = await this.factsOf(spec.modelPath);
-    const nCtxTotal = spec.numCtx * Math.max(1, spec.numParallel);
+    const nCtxTotal = spec.kvUnified ? spec.numCtx : spec.numCtx * Math.max(1, spec.numParallel);
     const kv = Math.ceil(2 * f.nLayer * nCtxTotal * f.nEmbdKv * KV_BYTES_PER_ELEMENT[spec.kvCacheType ?? 'f16']);
     // Compute buffers: activations of one batch (n_embd wide, f32) and the logits of one batch (n_vocab wide).
     const compute = COMPUTE_BASE_BYTES + 4 * spec.numBatch * (4 * f.nEmbd + f.nVocab);

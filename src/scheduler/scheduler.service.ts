@@ -19,6 +19,7 @@ import {
   SchedulerStats,
 } from './scheduler.types';
 import { schedulerStats } from './scheduler.stats';
+import { ThreadBalancer } from './thread-split';
 
 export * from './scheduler.types';
 
@@ -88,6 +89,8 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   readonly runnerEvents$: Observable<RunnerLifecycleEvent> = this.runnerEvents.asObservable();
   /** The subscription to model deletions (see onModuleInit). */
   private deletions?: Subscription;
+  /** Splits the cores between the runners decoding at the same time (thread-split.ts). */
+  private readonly threads = new ThreadBalancer();
 
   constructor(
     private readonly config: DaemonConfig,
@@ -143,6 +146,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       entry = await this.queue.enqueue(request, signal);
     }
     if (request.modelName) entry.name = request.modelName;
+    this.threads.rebalance(this.runners.values());
     return this.lease(entry, started);
   }
 
@@ -191,7 +195,9 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     const name = modelName ?? key;
     let runner: Runner;
     try {
-      runner = await this.factory.create(spec, { modelName: name });
+      const threads = this.threads.forLoad(this.runners.values());
+      runner = await this.factory.create(spec, { modelName: name, threads });
+      this.threads.loaded(runner, threads);
     } catch (err) {
       if (err instanceof RunnerTerminatedError && err.death) {
         this.crashed.add(key);
@@ -334,6 +340,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   loaded(): LoadedRunnerInfo[] {
     return [...this.runners.values()].map((e) => {
       const measured = e.runner.memory?.();
+      const usage = e.runner.usage?.();
       return {
         spec: e.runner.spec,
         refCount: e.refCount,
@@ -342,6 +349,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
         sizeBytes: measured?.totalBytes ?? e.sizeBytes,
         sizeVramBytes: measured?.vramBytes ?? 0,
         ...(measured ? { devices: measured.devices } : {}),
+        ...(usage ? { usage } : {}),
         expired: e.expired,
         ...(e.name !== undefined && e.name !== e.key ? { name: e.name } : {}),
       };
@@ -420,6 +428,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     }
     entry.refCount = Math.max(0, entry.refCount - 1);
     if (entry.refCount > 0) return;
+    this.threads.rebalance(this.runners.values());
     this.afterIdle(entry);
   }
 

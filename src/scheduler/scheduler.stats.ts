@@ -13,7 +13,7 @@ export interface RunnerHolding {
 /**
  * The gauges of GET /metrics at scrape time (SchedulerService.stats): requests waiting for a load or a slot (`queued`),
  * requests holding a slot (`running`), and per runner its slots and KV cache cells (from the runner's own usage
- * report when it has one, else estimated from its reference count and n_ctx × slots).
+ * report when it has one, else estimated from its reference count and n_ctx × slots, or n_ctx for a shared cache).
  * @param pendingLoads requests waiting for a load, including the one loading now
  */
 export function schedulerStats(pendingLoads: number, entries: Iterable<RunnerHolding>): SchedulerStats {
@@ -32,8 +32,10 @@ export function schedulerStats(pendingLoads: number, entries: Iterable<RunnerHol
       model: e.name,
       slotsTotal,
       slotsBusy: usage?.slotsBusy ?? Math.min(e.refCount, slotsTotal),
-      kvCellsTotal: usage?.kvCellsTotal ?? spec.numCtx * slotsTotal,
+      slotsWaiting: usage?.slotsWaiting ?? 0,
+      kvCellsTotal: usage?.kvCellsTotal ?? (spec.kvUnified ? spec.numCtx : spec.numCtx * slotsTotal),
       kvCellsUsed: usage?.kvCellsUsed ?? 0,
+      kvUnified: spec.kvUnified ?? false,
     });
   }
   return { queued, running: Math.max(0, holding), runners };

@@ -1,4 +1,4 @@
-import type { Runner, RunnerSpec } from '../runner';
+import type { Runner, RunnerSpec, RunnerUsage } from '../runner';
 
 /* The scheduler's public shapes and constants (SchedulerService, scheduler.service.ts). */
 
@@ -35,18 +35,21 @@ export interface AcquireRequest {
 export interface RunnerStats {
   /** The model name it was last acquired under (the weights path when none was given). */
   model: string;
-  /** Slots of the runner (OLLAMA_NUM_PARALLEL at load). */
+  /** Slots of the runner (OLLAMA_NUM_PARALLEL at load; 4 when unset). */
   slotsTotal: number;
   /** Slots decoding a generation now. */
   slotsBusy: number;
-  /** KV cache size, cells (tokens over all slots: num_ctx × slots). */
+  /** Of those, slots whose generation waits for KV cells of the shared cache (OLLAMA_NUM_PARALLEL unset). */
+  slotsWaiting: number;
+  /** KV cache size, cells (tokens over all slots: num_ctx × slots, or num_ctx when the slots share the cache). */
   kvCellsTotal: number;
   /**
-   * KV cells held by generations in flight (prompt + tokens generated so far), as tracked by the runner: the addon
-   * has no KV-cell query, so cells an idle slot keeps for prefix reuse are not counted. 0 for runners that do not
-   * report usage.
+   * KV cells held by generations in flight (prompt + tokens generated so far), as the runner's engine counts them;
+   * cells an idle slot keeps for prefix reuse are not counted. 0 for runners that do not report usage.
    */
   kvCellsUsed: number;
+  /** Whether the slots share one KV cache (RunnerSpec.kvUnified). */
+  kvUnified: boolean;
 }
 
 /** The scheduler's load at one instant (GET /metrics gauges). */
@@ -89,6 +92,8 @@ export interface LoadedRunnerInfo {
   devices?: { name: string; bytes: number; endpoint?: string }[];
   /** The model name it was last acquired under (absent when none was given). */
   name?: string;
+  /** Slots and KV cells in use now (the runner's usage(); absent when it reports none). */
+  usage?: RunnerUsage;
   /** Whether it is marked to unload once idle. */
   expired: boolean;
 }
@@ -102,6 +107,7 @@ export function sameSpec(a: RunnerSpec, b: RunnerSpec, acceptLargerContext = fal
     a.modelPath === b.modelPath &&
     (a.numCtx === b.numCtx || (acceptLargerContext && a.numCtx > b.numCtx)) &&
     a.numParallel === b.numParallel &&
+    (a.kvUnified ?? false) === (b.kvUnified ?? false) &&
     a.numBatch === b.numBatch &&
     a.numThread === b.numThread &&
     (a.numGpu === b.numGpu || a.numGpu < 0 || b.numGpu < 0) &&

@@ -344,6 +344,8 @@ interface FakeTask {
   onEvent: (e: NativeEvent) => void;
   timer?: NodeJS.Timeout;
   done: boolean;
+  /** Tokens emitted so far (the fake's KV cells: prompt + emitted). */
+  emitted?: number;
 }
 
 /**
@@ -382,6 +384,11 @@ export class FakeContextHandle implements NativeContext {
     readonly model: NativeModel,
     readonly params: NativeContextParams,
   ) {}
+
+  /** Tokens a slot may hold: nCtx shared by the slots (kvUnified), else nCtx / slots. */
+  private get slotContext(): number {
+    return this.params.kvUnified ? this.params.nCtx : Math.floor(this.params.nCtx / this.slots);
+  }
 
   private get slots(): number {
     return this.params.nParallel ?? 1;
@@ -424,7 +431,7 @@ export class FakeContextHandle implements NativeContext {
     await Promise.resolve();
     if (this.disposed) throw nativeError('LLAMA_DISPOSED', 'context is disposed');
     if (!this.params.embeddings) throw nativeError('LLAMA_INVALID_ARGUMENT', 'not an embedding context');
-    const slotCtx = Math.floor(this.params.nCtx / this.slots);
+    const slotCtx = this.slotContext;
     for (const input of inputs) {
       if (input.length === 0) throw nativeError('LLAMA_INVALID_ARGUMENT', 'empty input');
       if (input.length > slotCtx || input.length > (this.params.nUbatch ?? this.params.nBatch ?? 512)) {
@@ -438,7 +445,7 @@ export class FakeContextHandle implements NativeContext {
   submit(params: NativeTaskParams, onEvent: (event: NativeEvent) => void): number {
     if (this.disposed) throw nativeError('LLAMA_DISPOSED', 'context is disposed');
     if (this.params.embeddings) throw nativeError('LLAMA_INVALID_ARGUMENT', 'embedding context cannot generate');
-    const slotCtx = Math.floor(this.params.nCtx / this.slots);
+    const slotCtx = this.slotContext;
     const promptLength = fakePromptLength(params);
     if (promptLength === 0) throw nativeError('LLAMA_INVALID_ARGUMENT', 'empty prompt');
     if (promptLength >= slotCtx) {
@@ -467,6 +474,7 @@ export class FakeContextHandle implements NativeContext {
     const step = () => {
       if (task.done) return;
       if (i < script.pieces.length && i < limit) {
+        task.emitted = i + 1;
         task.onEvent({
           type: 'token',
           taskId: task.id,
@@ -528,10 +536,18 @@ export class FakeContextHandle implements NativeContext {
     );
   }
 
+  /** Threads set by setThreads (the last call), else params.nThreads, else 0. */
+  threads = 0;
+
+  setThreads(nThreads: number): void {
+    if (this.disposed) throw Object.assign(new Error('context is disposed'), { code: 'LLAMA_DISPOSED' });
+    this.threads = nThreads;
+  }
+
   stats(): NativeContextStats {
     return {
       nCtx: this.params.nCtx,
-      nCtxSlot: Math.floor(this.params.nCtx / this.slots),
+      nCtxSlot: this.slotContext,
       nParallel: this.slots,
       activeSlots: this.active.size,
       queuedTasks: this.queue.filter((t) => !t.done).length,
@@ -539,6 +555,11 @@ export class FakeContextHandle implements NativeContext {
       decodeSteps: 0,
       graphsReused: 0,
       kvSize: 0,
+      kvUnified: this.params.kvUnified ?? false,
+      kvCellsUsed: [...this.active.values()].reduce((sum, t) => sum + fakePromptLength(t.params) + (t.emitted ?? 0), 0),
+      kvCellsCached: 0,
+      pausedSlots: 0,
+      nThreads: this.threads || (this.params.nThreads ?? 0),
     };
   }
 

@@ -57,6 +57,20 @@ export async function listProcessModels(
             })),
           }
         : {}),
+      ...(runner.usage
+        ? {
+            parallel: {
+              slots: runner.spec.numParallel,
+              slots_busy: runner.usage.slotsBusy,
+              slots_waiting: runner.usage.slotsWaiting ?? 0,
+              queued: runner.usage.queuedTasks,
+              kv_shared: runner.spec.kvUnified ?? false,
+              kv_cells: runner.usage.kvCellsTotal,
+              kv_cells_used: runner.usage.kvCellsUsed,
+              ...(runner.usage.threads !== undefined ? { threads: runner.usage.threads } : {}),
+            },
+          }
+        : {}),
     });
   }
   return { models };

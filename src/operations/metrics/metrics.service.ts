@@ -222,8 +222,21 @@ export class MetricsService implements HttpRequestSink, OnModuleDestroy {
         'prefix reuse are not counted).',
       (r) => r.kvCellsUsed,
     );
-    perModel('llamad_kv_cache_cells_total', 'KV cache size, cells (num_ctx × slots).', (r) => r.kvCellsTotal);
+    perModel(
+      'llamad_kv_cache_cells_total',
+      'KV cache size, cells (num_ctx × slots; num_ctx when the slots share one cache, OLLAMA_NUM_PARALLEL unset).',
+      (r) => r.kvCellsTotal,
+    );
     perModel('llamad_slots_busy', 'Slots decoding a generation.', (r) => r.slotsBusy);
-    perModel('llamad_slots_total', 'Slots of the loaded model (OLLAMA_NUM_PARALLEL at load).', (r) => r.slotsTotal);
+    perModel(
+      'llamad_slots_waiting',
+      'Busy slots whose generation waits for cells of the shared KV cache (paused until running ones finish).',
+      (r) => r.slotsWaiting,
+    );
+    perModel(
+      'llamad_slots_total',
+      'Slots of the loaded model (OLLAMA_NUM_PARALLEL at load; 4 sharing one KV cache when unset).',
+      (r) => r.slotsTotal,
+    );
   }
 }

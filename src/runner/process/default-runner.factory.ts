@@ -43,6 +43,6 @@ export class DefaultRunnerFactory implements RunnerFactory {
         return Promise.reject(new ModelLoadError((err as Error).message, { cause: err }));
       }
     }
-    return this.inProcess.create(spec);
+    return this.inProcess.create(spec, options);
   }
 }

@@ -74,6 +74,7 @@ export class ProcessRunnerFactory implements RunnerFactory {
       runner = await ProcessRunner.start(spec, {
         ...this.seams,
         label,
+        ...(options.threads !== undefined ? { threads: options.threads } : {}),
         binding: this.loadBinding,
         log: (line) => log.log(line),
       });
@@ -82,7 +83,8 @@ export class ProcessRunnerFactory implements RunnerFactory {
       throw err;
     }
     this.logger.log(
-      `loaded ${key} in runner process ${runner.pid} (num_ctx ${spec.numCtx} × ${spec.numParallel} slots) in ` +
+      `loaded ${key} in runner process ${runner.pid} (num_ctx ${spec.numCtx}${spec.kvUnified ? ' shared by' : ' ×'} ` +
+        `${spec.numParallel} slots) in ` +
         `${Date.now() - started} ms`,
     );
     runner.onDeath((death) => {

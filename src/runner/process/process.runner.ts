@@ -48,6 +48,8 @@ export interface ProcessRunnerOptions {
   log?: (line: string) => void;
   /** close(): how long to wait for the exit before SIGKILL, ms. */
   closeTimeoutMs?: number;
+  /** Threads to load with when spec.numThread is 0 (RunnerCreateOptions.threads). */
+  threads?: number;
 }
 
 interface PendingCall {
@@ -133,7 +135,11 @@ export class ProcessRunner implements Runner {
       void exited.then(({ code, signal, lines }) =>
         reject(new RunnerTerminatedError(exitReason(code, signal, lines), crashCause(code, signal, lines))),
       );
-      child.send({ t: 'load', spec } satisfies ParentMessage);
+      child.send({
+        t: 'load',
+        spec,
+        ...(options.threads !== undefined ? { threads: options.threads } : {}),
+      } satisfies ParentMessage);
     }).catch(async (err: unknown) => {
       child.removeAllListeners('message');
       if (child.exitCode === null && child.signalCode === null) {
@@ -229,6 +235,11 @@ export class ProcessRunner implements Runner {
   usage(): RunnerUsage {
     if (this.death) return { ...this.snapshot.usage, slotsBusy: 0, queuedTasks: 0, kvCellsUsed: 0 };
     return this.snapshot.usage;
+  }
+
+  /** Sends the child the new thread count (it applies it before its next decode step). */
+  setThreads(threads: number): void {
+    if (!this.death) this.send({ t: 'threads', threads });
   }
 
   memory(): RunnerMemory {

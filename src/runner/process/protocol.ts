@@ -52,7 +52,10 @@ export interface RunnerSnapshot {
 
 /** Parent → child. */
 export type ParentMessage =
-  | { t: 'load'; spec: RunnerSpec }
+  /** `threads`: RunnerCreateOptions.threads (the daemon's share of the cores when spec.numThread is 0). */
+  | { t: 'load'; spec: RunnerSpec; threads?: number }
+  /** Runner.setThreads: the daemon split the cores anew (another runner started or stopped decoding). */
+  | { t: 'threads'; threads: number }
   | { t: 'generate'; id: number; request: RunnerRequest }
   | ({ t: 'call'; id: number } & RunnerCall)
   /** Cancels a generation or an embed job by its id (unsubscribe, AbortSignal). */

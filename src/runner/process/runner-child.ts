@@ -46,7 +46,10 @@ class RunnerChild {
   handle(message: ParentMessage): void {
     switch (message.t) {
       case 'load':
-        void this.load(message.spec);
+        void this.load(message.spec, message.threads);
+        break;
+      case 'threads':
+        this.runner?.setThreads(message.threads);
         break;
       case 'generate':
         this.generate(message.id, message);
@@ -72,7 +75,7 @@ class RunnerChild {
     return { usage: runner.usage(), memory: runner.memory(), ...(broken ? { broken } : {}) };
   }
 
-  private async load(spec: Extract<ParentMessage, { t: 'load' }>['spec']): Promise<void> {
+  private async load(spec: Extract<ParentMessage, { t: 'load' }>['spec'], threads?: number): Promise<void> {
     try {
       let binding: NativeBinding;
       try {
@@ -80,7 +83,7 @@ class RunnerChild {
       } catch (err) {
         throw new ModelLoadError((err as Error).message, { cause: err });
       }
-      const runner = await LlamaRunner.load(binding, spec);
+      const runner = await LlamaRunner.load(binding, spec, threads);
       this.runner = runner;
       let capabilities = { tools: false, thinking: false };
       try {

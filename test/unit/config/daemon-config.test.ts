@@ -28,7 +28,7 @@ describe('loadConfig', () => {
     assert.deepEqual(c.listen, { scheme: 'http', host: '127.0.0.1', port: 11434 });
     assert.equal(c.modelsDir, join(homedir(), '.ollama', 'models'));
     assert.equal(c.keepAliveMs, 300_000);
-    assert.equal(c.numParallel, 1);
+    assert.equal(c.numParallel, 0);
     assert.equal(c.contextLength, 0);
     assert.equal(c.maxQueue, 512);
     assert.deepEqual(c.origins, []);
@@ -70,7 +70,7 @@ describe('loadConfig', () => {
   it('expands ~ in OLLAMA_MODELS and ignores invalid numbers', () => {
     const c = loadConfig({ OLLAMA_MODELS: '~/m', OLLAMA_NUM_PARALLEL: 'many', OLLAMA_MAX_QUEUE: '-1' });
     assert.equal(c.modelsDir, join(homedir(), 'm'));
-    assert.equal(c.numParallel, 1);
+    assert.equal(c.numParallel, 0);
     assert.equal(c.maxQueue, 512);
   });
 

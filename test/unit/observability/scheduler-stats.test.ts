@@ -35,7 +35,17 @@ describe('SchedulerService stats() and abortAll()', () => {
     assert.deepEqual(idle, {
       queued: 0,
       running: 0,
-      runners: [{ model: 'tiny:latest', slotsTotal: 2, slotsBusy: 0, kvCellsTotal: 512, kvCellsUsed: 0 }],
+      runners: [
+        {
+          model: 'tiny:latest',
+          slotsTotal: 2,
+          slotsBusy: 0,
+          slotsWaiting: 0,
+          kvCellsTotal: 512,
+          kvCellsUsed: 0,
+          kvUnified: false,
+        },
+      ],
     });
   });
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { beforeEach, describe, it } from 'node:test';
 import { ContextLengthExceededError, InvalidRequestError } from '../../../src/common/errors';
+import { physicalCores } from '../../../src/runner/cpu-threads';
 import { LlamaRunner } from '../../../src/runner/llama.runner';
 import { FakeBinding } from '../../utils/fake-binding';
 import { spec } from '../../utils/fake-runner';
@@ -16,13 +17,10 @@ describe('LlamaRunner embeddings, grammar, render', () => {
     binding.poolingType = 1;
     const runner = await LlamaRunner.load(binding, spec({ numCtx: 1024, numParallel: 2, numBatch: 512 }));
     assert.equal(runner.info.embeddingModel, true);
-    assert.deepEqual(binding.contextParams[0], {
-      nCtx: 2048,
-      nBatch: 1024,
-      nUbatch: 1024,
-      nParallel: 2,
-      embeddings: true,
-    });
+    const { nThreads, nThreadsMax, ...rest } = binding.contextParams[0];
+    assert.deepEqual(rest, { nCtx: 2048, nBatch: 1024, nUbatch: 1024, nParallel: 2, embeddings: true });
+    assert.equal(nThreads, physicalCores(), 'automatic threads: the physical cores');
+    assert.equal(nThreadsMax, physicalCores());
     const vectors = await runner.embed([[1, 2], [3]]);
     assert.equal(vectors.length, 2);
     assert.equal(binding.embedCalls.length, 1);

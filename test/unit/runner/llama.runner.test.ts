@@ -7,6 +7,7 @@ import {
   ModelLoadError,
   RequestCancelledError,
 } from '../../../src/common/errors';
+import { physicalCores } from '../../../src/runner/cpu-threads';
 import { LlamaRunner, LlamaRunnerFactory } from '../../../src/runner/llama.runner';
 import { RunnerEvent, RunnerRequest } from '../../../src/runner/runner';
 import { FakeBinding, nativeError } from '../../utils/fake-binding';
@@ -47,6 +48,29 @@ describe('LlamaRunner over the binding', () => {
     await runner.close();
     assert.equal(binding.contexts[0].disposed, true);
     assert.equal(binding.models[0].disposed, true);
+  });
+
+  it('shares numCtx cells between the slots with kvUnified, and takes the scheduler’s thread share', async () => {
+    const runner = await LlamaRunner.load(
+      binding,
+      spec({ numCtx: 1024, numParallel: 4, kvUnified: true, numBatch: 256 }),
+      1,
+    );
+    assert.deepEqual(binding.contextParams[0], {
+      nCtx: 1024,
+      nBatch: 256,
+      nParallel: 4,
+      kvUnified: true,
+      nThreads: 1,
+      nThreadsMax: physicalCores(),
+    });
+    assert.equal(runner.slotContext, 1024);
+    const usage = runner.usage();
+    assert.equal(usage.kvCellsTotal, 1024);
+    assert.equal(usage.threads, 1);
+    runner.setThreads(physicalCores());
+    assert.equal(runner.usage().threads, physicalCores());
+    await runner.close();
   });
 
   it('relays token events and maps done reasons', async () => {

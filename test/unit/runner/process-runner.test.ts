@@ -11,7 +11,14 @@ import {
   RequestCancelledError,
   RunnerTerminatedError,
 } from '../../../src/common/errors';
-import { ProcessRunner, ProcessRunnerFactory, RunnerDeath, RunnerRequest, RunnerSpec } from '../../../src/runner';
+import {
+  physicalCores,
+  ProcessRunner,
+  ProcessRunnerFactory,
+  RunnerDeath,
+  RunnerRequest,
+  RunnerSpec,
+} from '../../../src/runner';
 import { FakeBinding } from '../../utils/fake-binding';
 import { alive } from '../../utils/processes';
 
@@ -74,6 +81,22 @@ describe('ProcessRunner (against a fake runner process)', () => {
     }
     assert.equal(alive(runner.pid!), false, 'the runner process exited');
     await assert.rejects(runner.tokenize('x', { addSpecial: false, parseSpecial: false }), InternalError);
+  });
+
+  it('loads with the daemon’s thread share and takes a new one through the threads message', async () => {
+    const runner = await ProcessRunner.start(
+      { ...spec('/m/threads'), numThread: 0, numParallel: 4, kvUnified: true },
+      { childPath: CHILD, label: '/m/threads', binding: () => binding, threads: 1 },
+    );
+    try {
+      assert.equal(runner.usage().threads, 1);
+      assert.equal(runner.usage().kvCellsTotal, 64, 'num_ctx shared by the 4 slots');
+      runner.setThreads(physicalCores());
+      await runner.tokenize('hi', { addSpecial: true, parseSpecial: false }); // a call result carries a snapshot
+      assert.equal(runner.usage().threads, physicalCores());
+    } finally {
+      await runner.close();
+    }
   });
 
   it('rebuilds domain errors; unsubscribing and aborting cancel in the child', async () => {

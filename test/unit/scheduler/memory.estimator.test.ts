@@ -20,6 +20,10 @@ describe('SystemMemoryProbe', () => {
     const big = await probe.estimate(spec({ modelPath: TINY_QWEN2, numCtx: 512, numParallel: 2 }));
     assert.equal(big - small, 2 * nLayer * 512 * nEmbdKv * 2);
     assert.ok(small > (await stat(TINY_QWEN2)).size);
+    // Slots sharing one cache (OLLAMA_NUM_PARALLEL unset) need num_ctx cells in all, not num_ctx per slot.
+    const shared = await probe.estimate(spec({ modelPath: TINY_QWEN2, numCtx: 512, numParallel: 4, kvUnified: true }));
+    const one = await probe.estimate(spec({ modelPath: TINY_QWEN2, numCtx: 512, numParallel: 1 }));
+    assert.equal(shared, one);
   });
 
   it('sizes the KV cache by OLLAMA_KV_CACHE_TYPE: q8_0 34 and q4_0 18 bytes per 32 elements, f16 2 per element', async () => {

@@ -23,6 +23,30 @@ export interface ProcessModelWire {
    * each RPC worker device (`RPC0[10.0.0.2:50052]`, with its `endpoint`). Absent when not measured.
    */
   devices?: ProcessDeviceWire[];
+  /**
+   * Beyond Ollama: the runner's slots and KV cache now. Absent when the runner does not report them.
+   */
+  parallel?: ProcessParallelWire;
+}
+
+/** ProcessModelWire.parallel (beyond Ollama): slots and KV cache cells of a loaded model. */
+export interface ProcessParallelWire {
+  /** Slots (sequences decoded together): OLLAMA_NUM_PARALLEL, 4 when unset. */
+  slots: number;
+  /** Slots generating now (those waiting for KV cells included). */
+  slots_busy: number;
+  /** Of the busy slots, those waiting for cells of the shared KV cache. */
+  slots_waiting: number;
+  /** Requests queued in the runner for a free slot (or for KV cells to start). */
+  queued: number;
+  /** Whether the slots share one KV cache of `context_length` cells (OLLAMA_NUM_PARALLEL unset). */
+  kv_shared: boolean;
+  /** KV cache size, cells (tokens). */
+  kv_cells: number;
+  /** KV cells held by the generations in flight. */
+  kv_cells_used: number;
+  /** Threads of the runner's next decode step, when known. */
+  threads?: number;
 }
 
 /** One entry of ProcessModelWire.devices (beyond Ollama). */

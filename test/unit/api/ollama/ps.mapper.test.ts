@@ -103,6 +103,25 @@ describe('listProcessModels (GET /api/ps)', () => {
     ]);
   });
 
+  it('reports the slots and KV cells in use (beyond Ollama: parallel), absent without usage', async () => {
+    const usage = { slotsBusy: 3, queuedTasks: 1, kvCellsTotal: 1024, kvCellsUsed: 700, slotsWaiting: 1, threads: 2 };
+    const shared = runner('/b/1', { spec: spec({ modelPath: '/b/1', numCtx: 1024, numParallel: 4, kvUnified: true }) });
+    const { ps } = controller([{ ...shared, usage }, runner('/b/2')]);
+    const models = (await ps.ps()).models;
+    const byName = new Map(models.map((m) => [m.name, m]));
+    assert.deepEqual(byName.get('m1:latest')?.parallel, {
+      slots: 4,
+      slots_busy: 3,
+      slots_waiting: 1,
+      queued: 1,
+      kv_shared: true,
+      kv_cells: 1024,
+      kv_cells_used: 700,
+      threads: 2,
+    });
+    assert.equal(byName.get('m2:latest')?.parallel, undefined);
+  });
+
   it('computes expires_at like Ollama: timer, now + keep-alive in use, now for 0, ~292 years for forever', () => {
     const at = new Date(NOW + 5);
     assert.equal(expiresAt(runner('/x', { expiresAt: at }), NOW), at);

@@ -76,7 +76,17 @@ describe('MetricsService', () => {
     const stats: SchedulerStats = {
       queued: 2,
       running: 1,
-      runners: [{ model: 'tiny:latest', slotsTotal: 4, slotsBusy: 1, kvCellsTotal: 8192, kvCellsUsed: 40 }],
+      runners: [
+        {
+          model: 'tiny:latest',
+          slotsTotal: 4,
+          slotsBusy: 1,
+          slotsWaiting: 1,
+          kvCellsTotal: 8192,
+          kvCellsUsed: 40,
+          kvUnified: true,
+        },
+      ],
     };
     const { metrics } = service(stats);
     let text = await metrics.render();
@@ -87,6 +97,7 @@ describe('MetricsService', () => {
     assert.equal(sample(text, 'llamad_kv_cache_cells_total{model="tiny:latest"}'), 8192);
     assert.equal(sample(text, 'llamad_slots_busy{model="tiny:latest"}'), 1);
     assert.equal(sample(text, 'llamad_slots_total{model="tiny:latest"}'), 4);
+    assert.equal(sample(text, 'llamad_slots_waiting{model="tiny:latest"}'), 1);
     stats.runners = [];
     stats.queued = 0;
     text = await metrics.render();
