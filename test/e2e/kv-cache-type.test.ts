@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { kvCacheSettings, loadConfig } from '../../src/config';
 import { ensureTestModels, TINY_QWEN2 } from '../utils/models';
-import { postJson } from '../utils/ndjson';
+import { createModel, postJson } from '../utils/ndjson';
 import { realAddon } from '../utils/real-addon';
 import { createTestApp, TestApp } from '../utils/test-app';
 
@@ -39,12 +39,7 @@ describe('KV cache type and flash attention with the real addon', { skip: addon.
   before(async () => {
     ensureTestModels();
     t = await createTestApp({ binding: addon.binding, config: { numParallel: 1 } });
-    const res = await postJson(`${t.baseUrl}/api/create`, {
-      model: 'tiny',
-      modelfile: `FROM ${TINY_QWEN2}`,
-      stream: false,
-    });
-    assert.equal(res.status, 200);
+    await createModel(t.baseUrl, 'tiny', `FROM ${TINY_QWEN2}`);
   });
 
   after(() => t?.close());

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ensureTestModels, TINY_QWEN2 } from '../utils/models';
-import { postJson } from '../utils/ndjson';
+import { createModel, postJson } from '../utils/ndjson';
 import { realAddon } from '../utils/real-addon';
 import { createTestApp, TestApp } from '../utils/test-app';
 
@@ -33,12 +33,7 @@ describe('parallel slots by default with the real addon', { skip: addon.skip }, 
   before(async () => {
     ensureTestModels();
     t = await createTestApp({ binding: addon.binding, config: { contextLength: 512 } });
-    const res = await postJson(`${t.baseUrl}/api/create`, {
-      model: 'tiny',
-      modelfile: `FROM ${TINY_QWEN2}\nPARAMETER temperature 0`,
-      stream: false,
-    });
-    assert.equal(res.status, 200);
+    await createModel(t.baseUrl, 'tiny', `FROM ${TINY_QWEN2}\nPARAMETER temperature 0`);
   });
 
   after(() => t?.close());

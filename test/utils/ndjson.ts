@@ -16,3 +16,12 @@ export function postJson(url: string, body: unknown, init: RequestInit = {}): Pr
     ...init,
   });
 }
+
+/**
+ * Registers `model` from a Modelfile through POST /api/create (not streamed) on the server at `baseUrl`, and fails
+ * the test unless it answers 200.
+ */
+export async function createModel(baseUrl: string, model: string, modelfile: string): Promise<void> {
+  const res = await postJson(`${baseUrl}/api/create`, { model, modelfile, stream: false });
+  if (res.status !== 200) throw new Error(`create ${model}: ${res.status} ${await res.text()}`);
+}
