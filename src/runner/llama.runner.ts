@@ -29,6 +29,7 @@ import {
   RunnerSpec,
   RunnerUsage,
 } from './runner';
+import { kvParams, loraParams, threadParams, totalCells } from './context-params';
 import { physicalCores } from './cpu-threads';
 
 /** A failure while loading is a load error unless the addon said something more specific (e.g. out of memory). */
@@ -54,43 +55,6 @@ function eventLogprob(event: Extract<NativeEvent, { type: 'token' }>): RunnerLog
     ...toTokenLogprob({ token: event.token, bytes: event.bytes, logprob: event.logprob }),
     topLogprobs: (event.topLogprobs ?? []).map(toTokenLogprob),
   };
-}
-
-/** KV cells of a runner's context: numCtx shared by the slots (kvUnified), else numCtx per slot. */
-function totalCells(spec: RunnerSpec): number {
-  return spec.kvUnified ? spec.numCtx : spec.numCtx * spec.numParallel;
-}
-
-/**
- * Thread parameters of a context: an explicit num_thread as asked; otherwise `threads` (the scheduler's share of the
- * cores, default all physical cores) with thread pools sized for all physical cores, so that setThreads() can give it
- * more later.
- */
-function threadParams(
-  spec: RunnerSpec,
-  threads: number | undefined,
-): Pick<NativeContextParams, 'nThreads' | 'nThreadsMax'> {
-  if (spec.numThread > 0) return { nThreads: spec.numThread };
-  const cores = physicalCores();
-  return { nThreads: Math.min(cores, Math.max(1, threads ?? cores)), nThreadsMax: cores };
-}
-
-/** The context parameter for the spec's LoRA adapters (none when it has none). */
-/**
- * Flash attention and KV cache type of a context (OLLAMA_FLASH_ATTENTION, OLLAMA_KV_CACHE_TYPE): only what the spec
- * sets, so an unset spec keeps the addon's defaults (`auto`, f16). The type applies to K and V, as Ollama's
- * `--cache-type-k/--cache-type-v`.
- */
-function kvParams(spec: RunnerSpec): Pick<NativeContextParams, 'flashAttn' | 'typeK' | 'typeV'> {
-  return {
-    ...(spec.flashAttention ? { flashAttn: spec.flashAttention } : {}),
-    ...(spec.kvCacheType ? { typeK: spec.kvCacheType, typeV: spec.kvCacheType } : {}),
-  };
-}
-
-function loraParams(spec: RunnerSpec): Pick<NativeContextParams, 'loraAdapters'> {
-  const paths = spec.adapterPaths ?? [];
-  return paths.length > 0 ? { loraAdapters: paths.map((path) => ({ path, scale: 1 })) } : {};
 }
 
 /** Whether the GGUF metadata marks an embedding model (`<arch>.pooling_type`, reference/ollama-api.md §8.7). */
