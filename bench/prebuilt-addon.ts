@@ -6,7 +6,8 @@
  * prompt), decode tok/s (128 tokens), time to first token, and prebuilt ÷ source for each.
  */
 import { existsSync } from 'node:fs';
-import { decodeRate, ollamaGenerate, ttft, type StreamTiming } from './clients';
+import { decodeRate, ttft, type StreamTiming } from './clients';
+import { singleStreams } from './runner-modes';
 import { stopServer, type RunningServer } from './servers';
 import { median } from './stats';
 
@@ -23,8 +24,6 @@ export interface PrebuiltAddonContext {
   row(metric: string, value: number, unit: string, digits?: number): void;
 }
 
-const MODEL = 'bench-1b';
-
 interface Figures {
   promptTps: number;
   decodeTps: number;
@@ -35,15 +34,7 @@ interface Figures {
 async function measure(ctx: PrebuiltAddonContext, addon: string, timings: StreamTiming[]): Promise<void> {
   const daemon = await ctx.startDaemon({ LLAMAD_ADDON: addon });
   try {
-    for (let r = 0; r <= ctx.runs; r++) {
-      const t = await ollamaGenerate(daemon.base, {
-        model: MODEL,
-        prompt: await ctx.prompt(300 + r, 511),
-        raw: true,
-        ...ctx.options(r, 4096, 128),
-      });
-      if (r > 0) timings.push(t); // the first run loads the model
-    }
+    timings.push(...(await singleStreams(ctx, daemon.base))); // the discarded first one loads the model
   } finally {
     await stopServer(daemon);
   }

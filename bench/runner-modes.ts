@@ -39,6 +39,27 @@ interface ModeFigures {
   rssMiB: number;
 }
 
+/**
+ * The single-stream requests of a bench section: `runs + 1` streamed 128-token generations after a ≈512-token prompt
+ * (seeded per run), one at a time; the first is discarded (it may load the model or warm caches).
+ */
+export async function singleStreams(
+  ctx: Pick<RunnerModesContext, 'runs' | 'options' | 'prompt'>,
+  base: string,
+): Promise<StreamTiming[]> {
+  const timings: StreamTiming[] = [];
+  for (let r = 0; r <= ctx.runs; r++) {
+    const t = await ollamaGenerate(base, {
+      model: MODEL,
+      prompt: await ctx.prompt(300 + r, 511),
+      raw: true,
+      ...ctx.options(r, 4096, 128),
+    });
+    if (r > 0) timings.push(t);
+  }
+  return timings;
+}
+
 async function measure(ctx: RunnerModesContext, mode: string): Promise<ModeFigures> {
   const env = { LLAMAD_RUNNER: mode };
   const single: StreamTiming[] = [];
@@ -55,15 +76,7 @@ async function measure(ctx: RunnerModesContext, mode: string): Promise<ModeFigur
         ...ctx.options(1, 4096, 1),
       });
       coldStartMs = ttft(first);
-      for (let r = 0; r <= ctx.runs; r++) {
-        const t = await ollamaGenerate(daemon.base, {
-          model: MODEL,
-          prompt: await ctx.prompt(300 + r, 511),
-          raw: true,
-          ...ctx.options(r, 4096, 128),
-        });
-        if (r > 0) single.push(t);
-      }
+      single.push(...(await singleStreams(ctx, daemon.base)));
       rssMiB = readTreeRss(daemon.child.pid ?? 0).total / MiB;
     } finally {
       await stopServer(daemon);
