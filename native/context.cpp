@@ -295,10 +295,13 @@ void Context::Adopt(Napi::Env env, Napi::Object model_object, const ContextPlan&
     // A unified cache lets every slot grow to the whole context; the engine shares its cells out (shared_cells). An
     // embedding context clears its cache per batch: its inputs may then use all n_ctx, nothing to share out.
     const bool shared_cells = params.kv_unified && !params.embeddings;
+    EngineOptions options;
+    options.mtmd = parts->mtmd;
+    options.rpc_servers = plan.model->rpc_servers();
+    options.shared_cells = shared_cells;
     engine_ = std::make_unique<Engine>(
         parts->ctx, static_cast<int32_t>(params.kv_unified ? params.n_ctx : params.n_ctx / params.n_parallel),
-        [sink](std::vector<EngineEvent>&& events) { sink->Post(std::move(events)); }, parts->mtmd,
-        plan.model->rpc_servers(), shared_cells);
+        [sink](std::vector<EngineEvent>&& events) { sink->Post(std::move(events)); }, std::move(options));
     parts->mtmd = nullptr;  // owned by the engine now
   } catch (...) {
     if (sink_) {

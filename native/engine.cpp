@@ -40,11 +40,10 @@ CaughtError DescribeCaught(std::exception_ptr error, const std::string& what) {
 
 }  // namespace
 
-Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, mtmd_context* mtmd,
-               std::vector<std::string> rpc_servers, bool shared_cells)
+Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, EngineOptions options)
     : ctx_(ctx),
-      mtmd_(mtmd),
-      rpc_servers_(std::move(rpc_servers)),
+      mtmd_(options.mtmd),
+      rpc_servers_(std::move(options.rpc_servers)),
       model_(llama_get_model(ctx)),
       vocab_(llama_model_get_vocab(model_)),
       memory_(llama_get_memory(ctx)),
@@ -57,7 +56,7 @@ Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, mtmd_co
       n_embd_out_(pooling_ == LLAMA_POOLING_TYPE_RANK ? static_cast<int32_t>(llama_model_n_cls_out(model_))
                                                       : llama_model_n_embd_out(model_)),
       can_shift_(memory_ != nullptr && llama_memory_can_shift(memory_)),
-      shared_cells_(shared_cells) {
+      shared_cells_(options.shared_cells) {
   threads_now_.store(llama_n_threads(ctx));
   const uint32_t n_seq = llama_n_seq_max(ctx);
   slots_.reserve(n_seq);

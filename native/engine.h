@@ -69,6 +69,18 @@ struct EngineStats {
   int32_t n_threads = 0;      // threads of the next generation step (llama_n_threads)
 };
 
+// What an Engine is built with besides its context (Engine::Engine).
+struct EngineOptions {
+  // The projector of a vision model (mtmd_init_from_file on the same llama_model), or null. The engine owns it and
+  // frees it after the decode thread exited; media tasks need it.
+  mtmd_context* mtmd = nullptr;
+  // The RPC workers the model's layers live on (NativeModelParams.rpcServers): after each decode the engine checks
+  // that none of their connections broke (vendor/patches/0001) and fails the batch if one did.
+  std::vector<std::string> rpc_servers;
+  // The context has one unified KV stream (kv_unified) that all slots share (see Engine::Engine).
+  bool shared_cells = false;
+};
+
 // Owns the decode thread of a llama_context (not the context itself). After construction every llama call on `ctx`
 // happens on that thread; the caller frees `ctx` only after Join().
 //
@@ -80,20 +92,13 @@ class Engine {
   // `n_ctx_slot`: tokens each slot may hold; capped at llama_n_ctx_seq(ctx) (llama.cpp rounds its per-sequence size
   // up to a multiple of 256, the engine keeps to what was asked for).
   //
-  // `mtmd`: the projector of a vision model (mtmd_init_from_file on the same llama_model), or null. The engine owns it
-  // and frees it after the decode thread exited; media tasks need it.
-  //
-  // `rpc_servers`: the RPC workers the model's layers live on (NativeModelParams.rpcServers): after each decode the
-  // engine checks that none of their connections broke (vendor/patches/0001) and fails the batch if one did.
-  //
-  // `shared_cells`: the context has one unified KV stream (kv_unified) that all slots share. Each slot may then grow
+  // `options.shared_cells`: the context has one unified KV stream (kv_unified) that all slots share. Each slot may then grow
   // to n_ctx_slot cells, and the engine keeps the sum within n_ctx_slot cells (docs/native.md "Parallel slots"): a
   // queued task starts only when its prompt fits the cells not held by running tasks; when a running task needs a cell
   // and none is free, idle slots' prefix caches are dropped first, then the most recently started task is paused
   // (its KV dropped, its output held) and resumed, by re-evaluating its tokens, once the cells are free again. The
   // oldest running task is never paused: a lone request always has the whole context.
-  Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, mtmd_context* mtmd = nullptr,
-         std::vector<std::string> rpc_servers = {}, bool shared_cells = false);
+  Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, EngineOptions options = {});
   ~Engine();  // RequestStop() + Join(), then mtmd_free
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
