@@ -560,6 +560,8 @@ export class FakeContextHandle implements NativeContext {
       kvCellsCached: 0,
       pausedSlots: 0,
       nThreads: this.threads || (this.params.nThreads ?? 0),
+      draftTokens: 0,
+      draftAccepted: 0,
     };
   }
 
