@@ -13,7 +13,6 @@ import type {
 import { DaemonError, InternalError, ModelLoadError, RequestCancelledError } from '../common/errors';
 import { mapNativeError, NATIVE_BINDING, NativeBindingLoader } from '../native';
 import {
-  draftNotUsedWarning,
   Runner,
   RunnerChatMessage,
   RunnerChatRender,
@@ -104,6 +103,7 @@ export class LlamaRunner implements Runner {
     private readonly binding: NativeBinding,
     private readonly model: NativeModel,
     private readonly context: NativeContext,
+    private readonly draftModel?: NativeModel,
   ) {
     if (info.embeddingModel) this.embedContext = Promise.resolve(context);
   }
@@ -142,9 +142,17 @@ export class LlamaRunner implements Runner {
     } catch (err) {
       throw asLoadError(err);
     }
+    let draftModel: NativeModel | undefined;
     try {
       const native = model.info();
       const embeddingModel = isEmbeddingModel(model);
+      if (spec.draftModelPath && !embeddingModel) {
+        draftModel = new binding.Model(spec.draftModelPath, {
+          ...(spec.numGpu >= 0 ? { nGpuLayers: spec.numGpu } : {}),
+          ...(spec.useMmap !== undefined ? { useMmap: spec.useMmap } : {}),
+        });
+        await draftModel.load();
+      }
       // Off the JS thread (libuv pool): a context of 8 slots takes about a second to create.
       const context = await binding.Context.create(
         model,
@@ -159,6 +167,7 @@ export class LlamaRunner implements Runner {
               ...(spec.projectorPath ? { projectorPath: spec.projectorPath } : {}),
               ...kvParams(spec),
               ...loraParams(spec),
+              ...(draftModel ? { draftModel } : {}),
             },
       );
       const info: RunnerModelInfo = {
@@ -171,10 +180,11 @@ export class LlamaRunner implements Runner {
         embeddingModel,
         ...rerankInfo(model),
       };
-      const runner = new LlamaRunner(spec, info, binding, model, context);
+      const runner = new LlamaRunner(spec, info, binding, model, context, draftModel);
       runner.threads = threads;
       return runner;
     } catch (err) {
+      await draftModel?.dispose().catch(() => undefined);
       await model.dispose().catch(() => undefined);
       throw asLoadError(err);
     }
@@ -206,6 +216,7 @@ export class LlamaRunner implements Runner {
         sampling: { ...request.sampling },
         stop: request.stop,
         ...(request.logprobs !== undefined ? { logprobs: request.logprobs } : {}),
+        ...(request.draft && request.draft.nMax > 0 ? { draft: { ...request.draft } } : {}),
       };
       const onEvent = (event: NativeEvent) => {
         if (finished) return;
@@ -284,6 +295,7 @@ export class LlamaRunner implements Runner {
       kvCellsUsed: embedding ? 0 : Math.min(total, used),
       ...(!embedding && stats.pausedSlots > 0 ? { slotsWaiting: stats.pausedSlots } : {}),
       ...(typeof stats.nThreads === 'number' ? { threads: stats.nThreads } : {}),
+      ...(stats.draftTokens > 0 ? { draftTokens: stats.draftTokens, draftAccepted: stats.draftAccepted } : {}),
     };
   }
 
@@ -414,6 +426,7 @@ export class LlamaRunner implements Runner {
         const ctx = await extra.catch(() => undefined);
         if (ctx && ctx !== this.context) await ctx.dispose();
       }
+      await this.draftModel?.dispose();
       await this.model.dispose();
     })();
     return this.closed;
@@ -457,8 +470,6 @@ export class LlamaRunnerFactory implements RunnerFactory {
     } catch (err) {
       throw new ModelLoadError((err as Error).message, { cause: err });
     }
-    const draftWarning = draftNotUsedWarning(spec);
-    if (draftWarning) this.logger.warn(draftWarning);
     const started = Date.now();
     const runner = await LlamaRunner.load(binding, spec, options.threads);
     this.logger.log(

@@ -36,6 +36,8 @@ export function schedulerStats(pendingLoads: number, entries: Iterable<RunnerHol
       kvCellsTotal: usage?.kvCellsTotal ?? (spec.kvUnified ? spec.numCtx : spec.numCtx * slotsTotal),
       kvCellsUsed: usage?.kvCellsUsed ?? 0,
       kvUnified: spec.kvUnified ?? false,
+      draftTokens: usage?.draftTokens ?? 0,
+      draftAccepted: usage?.draftAccepted ?? 0,
     });
   }
   return { queued, running: Math.max(0, holding), runners };

@@ -50,6 +50,9 @@ export interface RunnerStats {
   kvCellsUsed: number;
   /** Whether the slots share one KV cache (RunnerSpec.kvUnified). */
   kvUnified: boolean;
+  /** Speculative decoding since the runner was loaded: tokens drafted and verified, and the accepted ones. */
+  draftTokens: number;
+  draftAccepted: number;
 }
 
 /** The scheduler's load at one instant (GET /metrics gauges). */
@@ -118,8 +121,7 @@ export function sameSpec(a: RunnerSpec, b: RunnerSpec, acceptLargerContext = fal
     (a.rpcServers ?? []).join(',') === (b.rpcServers ?? []).join(',') &&
     (a.flashAttention ?? 'auto') === (b.flashAttention ?? 'auto') &&
     (a.kvCacheType ?? 'f16') === (b.kvCacheType ?? 'f16') &&
-    (a.draftModelPath ?? '') === (b.draftModelPath ?? '') &&
-    (a.draftNumPredict ?? 0) === (b.draftNumPredict ?? 0)
+    (a.draftModelPath ?? '') === (b.draftModelPath ?? '')
   );
 }
 

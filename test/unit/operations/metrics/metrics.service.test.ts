@@ -85,6 +85,8 @@ describe('MetricsService', () => {
           kvCellsTotal: 8192,
           kvCellsUsed: 40,
           kvUnified: true,
+          draftTokens: 120,
+          draftAccepted: 90,
         },
       ],
     };
@@ -98,6 +100,8 @@ describe('MetricsService', () => {
     assert.equal(sample(text, 'llamad_slots_busy{model="tiny:latest"}'), 1);
     assert.equal(sample(text, 'llamad_slots_total{model="tiny:latest"}'), 4);
     assert.equal(sample(text, 'llamad_slots_waiting{model="tiny:latest"}'), 1);
+    assert.equal(sample(text, 'llamad_draft_tokens_total{model="tiny:latest"}'), 120);
+    assert.equal(sample(text, 'llamad_draft_accepted_tokens_total{model="tiny:latest"}'), 90);
     stats.runners = [];
     stats.queued = 0;
     text = await metrics.render();
