@@ -44,6 +44,8 @@ describe('SchedulerService stats() and abortAll()', () => {
           kvCellsTotal: 512,
           kvCellsUsed: 0,
           kvUnified: false,
+          draftTokens: 0,
+          draftAccepted: 0,
         },
       ],
     });
