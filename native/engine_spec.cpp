@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <vector>
-#include <cstdio>
-#include <cstdlib>
 
 #include "engine.h"
 
@@ -156,7 +154,6 @@ void Engine::DraftWithModel(const std::vector<Slot*>& slots, const std::vector<i
       }
     }
     if (draft_batch_.n_tokens == 0) break;
-    if (getenv("LLAMAD_DEBUG_DRAFT")) fprintf(stderr, "draft catch-up %d tokens\n", draft_batch_.n_tokens);
     if (!decode()) return;
     for (Job* job : finishing) {
       const float* logits = llama_get_logits_ith(draft_ctx_, job->out);
