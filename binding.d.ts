@@ -551,7 +551,10 @@ export interface NativeContext {
    */
   cancel(taskId: number): void;
   stats(): NativeContextStats;
-  /** Where the context's memory lives, per buffer type (entries with a non-zero size). Throws LLAMA_DISPOSED. */
+  /**
+   * Where the context's memory lives, per buffer type (entries with a non-zero size); with params.draftModel the draft
+   * model's weights and context are added in. Throws LLAMA_DISPOSED.
+   */
   memory(): NativeMemoryEntry[];
   /**
    * Threads of the following decodes (llama_set_n_threads, applied before the next step; clamped by ggml to the

@@ -295,6 +295,20 @@ std::unique_ptr<ContextParts> Context::Build(const ContextPlan& plan) {
   }
   // Buffer sizes are final after llama_init_from_model (compute buffers reserved); read before the engine owns ctx.
   parts->memory = QueryMemoryBreakdown(parts->ctx);
+  if (parts->draft_ctx != nullptr) {
+    // The draft model's weights and context count as this context's: one entry per buffer type, summed.
+    for (const MemoryEntry& extra : QueryMemoryBreakdown(parts->draft_ctx)) {
+      auto same = std::find_if(parts->memory.begin(), parts->memory.end(),
+                               [&](const MemoryEntry& e) { return e.buffer == extra.buffer; });
+      if (same == parts->memory.end()) {
+        parts->memory.push_back(extra);
+      } else {
+        same->model += extra.model;
+        same->context += extra.context;
+        same->compute += extra.compute;
+      }
+    }
+  }
   return parts;
 }
 

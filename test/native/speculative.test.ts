@@ -61,6 +61,9 @@ describe('speculative decoding', () => {
     assert.ok(accepted >= drafts * 0.9, `${accepted} of ${drafts} accepted`);
     const stats = drafted.stats();
     assert.ok(stats.draftTokens >= drafts && stats.draftAccepted >= accepted);
+    // The draft model's weights and KV cache are part of the context's memory.
+    const total = (ctx: NativeContext) => ctx.memory().reduce((sum, e) => sum + e.model + e.context + e.compute, 0);
+    assert.ok(total(drafted) > total(plain) * 1.5, `${total(drafted)} vs ${total(plain)}`);
   });
 
   it('keeps nPredict exact and stops at stop strings with drafts in flight', async () => {
