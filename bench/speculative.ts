@@ -15,6 +15,7 @@ import type { NativeBinding, NativeSamplingParams } from '../binding';
 import { decodeRate, ollamaGenerate } from './clients';
 import { stopServer, type RunningServer } from './servers';
 import { median } from './stats';
+import { GREEDY } from '../test/utils/sampling';
 
 /** What the section needs from bench.ts. */
 export interface SpeculativeContext {
@@ -118,19 +119,7 @@ async function engineCopyRows(ctx: SpeculativeContext): Promise<void> {
   try {
     const prompt = model.tokenize(COPY_PROMPT, true, false);
     const answer = model.tokenize(CHANGED, false, false);
-    const sampling: NativeSamplingParams = {
-      temperature: 0,
-      topK: 0,
-      topP: 1,
-      minP: 0,
-      typicalP: 1,
-      repeatPenalty: 1,
-      repeatLastN: 64,
-      presencePenalty: 0,
-      frequencyPenalty: 0,
-      seed: 1,
-      grammar: tokenGrammar(answer),
-    };
+    const sampling: NativeSamplingParams = { ...GREEDY, grammar: tokenGrammar(answer) };
     const run = (draft: boolean) =>
       new Promise<{ rate: number; drafted: number; accepted: number }>((resolve, reject) => {
         const started = performance.now();

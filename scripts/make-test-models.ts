@@ -100,6 +100,19 @@ const TINY_BERT: BertShape = {
   poolingType: 1,
 };
 
+/** Llama-3.2-1B's shape over a 32k vocabulary, tied output (bench-1b). */
+const BENCH_1B_SHAPE = {
+  arch: 'llama',
+  nEmbd: 2048,
+  nLayer: 16,
+  nHead: 32,
+  nHeadKv: 8,
+  nFf: 8192,
+  contextLength: 4096,
+  ropeFreqBase: 500000,
+  rmsEps: 1e-5,
+} as const;
+
 export const MODEL_SPECS: readonly ModelSpec[] = [
   {
     file: 'tiny-llama-spm.gguf',
@@ -142,18 +155,7 @@ export const MODEL_SPECS: readonly ModelSpec[] = [
     name: 'bench-1b',
     group: 'bench',
     vocab: 'ggml-vocab-llama-spm.gguf',
-    // Llama-3.2-1B's shape over a 32k vocabulary, tied output.
-    shape: {
-      arch: 'llama',
-      nEmbd: 2048,
-      nLayer: 16,
-      nHead: 32,
-      nHeadKv: 8,
-      nFf: 8192,
-      contextLength: 4096,
-      ropeFreqBase: 500000,
-      rmsEps: 1e-5,
-    },
+    shape: BENCH_1B_SHAPE,
     chatTemplate: LLAMA2_CHAT_TEMPLATE,
   },
   {
@@ -163,17 +165,7 @@ export const MODEL_SPECS: readonly ModelSpec[] = [
     name: 'bench-1b',
     group: 'bench',
     vocab: 'ggml-vocab-llama-spm.gguf',
-    shape: {
-      arch: 'llama',
-      nEmbd: 2048,
-      nLayer: 2,
-      nHead: 32,
-      nHeadKv: 8,
-      nFf: 8192,
-      contextLength: 4096,
-      ropeFreqBase: 500000,
-      rmsEps: 1e-5,
-    },
+    shape: { ...BENCH_1B_SHAPE, nLayer: 2 },
     chatTemplate: LLAMA2_CHAT_TEMPLATE,
   },
   {
