@@ -1042,9 +1042,7 @@ async function main(): Promise<void> {
     return;
   }
   // rpc is daemon-only too: no llama-server is built when it (with event-loop) is all that was asked for.
-  const peers = [...s.sections].every((x) =>
-    ['rpc', 'event-loop', 'runner', 'prebuilt', 'speculative', 'kv-cache'].includes(x),
-  )
+  const peers = [...s.sections].every((x) => ['rpc', 'event-loop', 'runner', 'prebuilt', 'kv-cache'].includes(x))
     ? []
     : buildPeers(s);
   for (const p of peers) rmSync(p.log, { force: true });
@@ -1142,18 +1140,12 @@ async function main(): Promise<void> {
       draftFile: MODEL_DRAFT_Q4,
       startDaemon: () =>
         startDaemon({ mainJs: MAIN_JS, modelsDir: store, numParallel: 1, threads: s.threads, log: DAEMON_LOG }),
+      startPeers: (extra) => startPeers(peers, { ...serverOptions(s, blobs.q4, 1, 2048, ''), extra }),
+      peerCount: peers.length,
       post: async (url, body) => (await postJson(url, body)).json,
       binding: () => loadBinding(),
-      row: (metric, value, unit, digits = 1) =>
-        row({
-          section: 'speculative',
-          metric,
-          ours: value,
-          theirs: peers.map(() => NaN),
-          unit,
-          digits,
-          compare: 'none',
-        }),
+      row: (metric, ours, theirs, unit, digits, compare) =>
+        row({ section: 'speculative', metric, ours, theirs, unit, digits, compare }),
     });
   }
   if (s.sections.has('kv-cache')) {

@@ -107,6 +107,8 @@ export interface LlamaServerOptions {
   /** Layers to offload (-ngl); 0 on the CPU backend. */
   gpuLayers: number;
   embeddings?: boolean;
+  /** More arguments (e.g. speculative decoding's), appended. */
+  extra?: string[];
   log: string;
 }
 
@@ -129,6 +131,7 @@ export function llamaServerArgs(opts: LlamaServerOptions): string[] {
     String(opts.ubatch),
     ...(opts.gpuLayers > 0 ? ['-ngl', String(opts.gpuLayers)] : []),
     ...(opts.embeddings ? ['--embeddings'] : []),
+    ...(opts.extra ?? []),
     '--host',
     '127.0.0.1',
   ];
