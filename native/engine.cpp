@@ -56,7 +56,8 @@ Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, EngineO
       n_embd_out_(pooling_ == LLAMA_POOLING_TYPE_RANK ? static_cast<int32_t>(llama_model_n_cls_out(model_))
                                                       : llama_model_n_embd_out(model_)),
       can_shift_(memory_ != nullptr && llama_memory_can_shift(memory_)),
-      shared_cells_(options.shared_cells) {
+      shared_cells_(options.shared_cells),
+      prompt_cache_(options.cache_ram_bytes > 0 ? std::make_unique<PromptCache>(options.cache_ram_bytes) : nullptr) {
   threads_now_.store(llama_n_threads(ctx));
   const uint32_t n_seq = llama_n_seq_max(ctx);
   slots_.reserve(n_seq);
@@ -439,6 +440,7 @@ EngineStats Engine::Stats() const {
   stats.paused_slots = paused_slots_.load();
   const int32_t wanted = threads_wanted_.load();
   stats.n_threads = wanted > 0 ? wanted : threads_now_.load();
+  FillRamCacheStats(stats);
   return stats;
 }
 
@@ -597,6 +599,7 @@ void Engine::StartTask(std::unique_ptr<Task> task) {
     for (Slot& s : slots_) {
       if (s.state == Slot::State::kIdle && (slot == nullptr || s.cache.size() < slot->cache.size())) slot = &s;
     }
+    SaveToRamCache(*slot, 0);
     llama_memory_seq_rm(memory_, slot->seq_id, -1, -1);
     slot->cache.clear();
     slot->n_prompt_done = 0;
@@ -627,6 +630,7 @@ void Engine::StartTask(std::unique_ptr<Task> task) {
     }
   }
   Slot& slot = *best;  // Run() only starts as many tasks as there are idle slots
+  best_prefix = ReuseRamCache(slot, prompt, best_prefix);
   // Keep the common prefix, but always evaluate at least the last prompt token to get its logits.
   size_t keep = std::min(best_prefix, prompt.size() - 1);
   if (!llama_memory_seq_rm(memory_, slot.seq_id, static_cast<llama_pos>(keep), -1)) {
@@ -946,6 +950,7 @@ bool Engine::ShiftContext(Slot& slot) {
   llama_memory_seq_add(memory_, slot.seq_id, keep + n_discard, n_past, -n_discard);
   // `cache` mirrors the sequence (positions 0..size-1) so that prefix reuse stays correct.
   slot.cache.erase(slot.cache.begin() + keep, slot.cache.begin() + keep + n_discard);
+  slot.shift_mark = slot.cache.size();
   return true;
 }
 

@@ -17,6 +17,7 @@
 
 #include "error_code.h"
 #include "llama.h"
+#include "prompt_cache.h"
 #include "slot.h"
 
 namespace llamad {
@@ -67,6 +68,12 @@ struct EngineStats {
   int32_t cells_cached = 0;   // KV cells idle slots keep for prefix reuse
   int32_t paused_slots = 0;   // active slots waiting for KV cells (shared cells only)
   int32_t n_threads = 0;      // threads of the next generation step (llama_n_threads)
+  // Host-RAM prompt cache (EngineOptions::cache_ram_bytes): sequences kept now and their state bytes; since the
+  // engine started: how many prompts were served from it and the prompt tokens those restores spared evaluating.
+  int32_t ram_cache_entries = 0;
+  int64_t ram_cache_bytes = 0;
+  int64_t ram_cache_hits = 0;
+  int64_t ram_cache_tokens = 0;
 };
 
 // What an Engine is built with besides its context (Engine::Engine).
@@ -79,6 +86,10 @@ struct EngineOptions {
   std::vector<std::string> rpc_servers;
   // The context has one unified KV stream (kv_unified) that all slots share (see Engine::Engine).
   bool shared_cells = false;
+  // Host-RAM prompt cache budget, bytes (0 = off): when a slot drops the KV of a sequence for another prompt, the
+  // sequence's state (llama_state_seq_get_data) is kept in process memory, least recently used out first, and
+  // restored when a later prompt extends it (docs/native.md "Host-RAM prompt cache").
+  size_t cache_ram_bytes = 0;
 };
 
 // Owns the decode thread of a llama_context (not the context itself). After construction every llama call on `ctx`
@@ -191,6 +202,17 @@ class Engine {
   // After llama_decode status 1: pauses the youngest running task (never the oldest); false when none.
   bool PauseYoungest();
   void UpdateCellStats();
+  // Host-RAM prompt cache (engine_prompt_cache.cpp). Called by StartTask with the idle slot chosen for a text
+  // `prompt` and the common prefix `prefix` (tokens) of the slot's cache with it, before the slot is trimmed: keeps
+  // the slot's sequence in the RAM cache when the trim would drop enough of it, and restores into the slot a kept
+  // sequence that shares a longer prefix with the prompt. Returns the slot's common prefix with the prompt after that
+  // (slot.cache then holds the restored tokens). Never throws for a failed save or restore (the prompt is then
+  // evaluated as without the cache).
+  size_t ReuseRamCache(Slot& slot, const std::vector<llama_token>& prompt, size_t prefix);
+  // Keeps the sequence of `slot` in the RAM cache when it would lose at least a minimum of tokens (all but the first
+  // `surviving`), holds no image positions and no pending context shift, and is not kept already.
+  void SaveToRamCache(const Slot& slot, size_t surviving);
+  void FillRamCacheStats(EngineStats& stats) const;
   // Applies a thread count set by SetThreads (decode thread, before a decode).
   void ApplyThreads();
   void EmitCancelledQueued(const Task& task);
@@ -255,6 +277,11 @@ class Engine {
   std::atomic<int32_t> threads_wanted_{0};        // 0: unchanged since the last ApplyThreads
   std::atomic<int32_t> threads_batch_wanted_{0};
   std::atomic<int32_t> threads_now_{0};
+  std::unique_ptr<PromptCache> prompt_cache_;  // null when EngineOptions::cache_ram_bytes is 0; decode thread
+  std::atomic<int32_t> ram_cache_entries_{0};
+  std::atomic<int64_t> ram_cache_bytes_{0};
+  std::atomic<int64_t> ram_cache_hits_{0};
+  std::atomic<int64_t> ram_cache_tokens_{0};
 
   std::once_flag eog_once_;
   std::vector<llama_token> eog_tokens_;

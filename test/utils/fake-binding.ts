@@ -559,6 +559,10 @@ export class FakeContextHandle implements NativeContext {
       kvCellsUsed: [...this.active.values()].reduce((sum, t) => sum + fakePromptLength(t.params) + (t.emitted ?? 0), 0),
       kvCellsCached: 0,
       pausedSlots: 0,
+      ramCacheEntries: 0,
+      ramCacheBytes: 0,
+      ramCacheHits: 0,
+      ramCacheTokens: 0,
       nThreads: this.threads || (this.params.nThreads ?? 0),
     };
   }
