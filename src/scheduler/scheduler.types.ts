@@ -50,6 +50,12 @@ export interface RunnerStats {
   kvCellsUsed: number;
   /** Whether the slots share one KV cache (RunnerSpec.kvUnified). */
   kvUnified: boolean;
+  /** Host-RAM prompt cache (LLAMAD_CACHE_RAM): sequences kept and their bytes now (0 when off or not reported). */
+  ramCacheEntries: number;
+  ramCacheBytes: number;
+  /** Since the load: prompts restored from the host-RAM cache, and the prompt tokens that spared evaluating. */
+  ramCacheHits: number;
+  ramCacheTokens: number;
 }
 
 /** The scheduler's load at one instant (GET /metrics gauges). */
@@ -118,6 +124,7 @@ export function sameSpec(a: RunnerSpec, b: RunnerSpec, acceptLargerContext = fal
     (a.rpcServers ?? []).join(',') === (b.rpcServers ?? []).join(',') &&
     (a.flashAttention ?? 'auto') === (b.flashAttention ?? 'auto') &&
     (a.kvCacheType ?? 'f16') === (b.kvCacheType ?? 'f16') &&
+    (a.cacheRamBytes ?? 0) === (b.cacheRamBytes ?? 0) &&
     (a.draftModelPath ?? '') === (b.draftModelPath ?? '') &&
     (a.draftNumPredict ?? 0) === (b.draftNumPredict ?? 0)
   );

@@ -44,6 +44,10 @@ describe('SchedulerService stats() and abortAll()', () => {
           kvCellsTotal: 512,
           kvCellsUsed: 0,
           kvUnified: false,
+          ramCacheEntries: 0,
+          ramCacheBytes: 0,
+          ramCacheHits: 0,
+          ramCacheTokens: 0,
         },
       ],
     });

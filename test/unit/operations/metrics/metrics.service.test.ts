@@ -85,6 +85,10 @@ describe('MetricsService', () => {
           kvCellsTotal: 8192,
           kvCellsUsed: 40,
           kvUnified: true,
+          ramCacheEntries: 2,
+          ramCacheBytes: 4096,
+          ramCacheHits: 3,
+          ramCacheTokens: 300,
         },
       ],
     };
@@ -98,6 +102,10 @@ describe('MetricsService', () => {
     assert.equal(sample(text, 'llamad_slots_busy{model="tiny:latest"}'), 1);
     assert.equal(sample(text, 'llamad_slots_total{model="tiny:latest"}'), 4);
     assert.equal(sample(text, 'llamad_slots_waiting{model="tiny:latest"}'), 1);
+    assert.equal(sample(text, 'llamad_prompt_cache_ram_entries{model="tiny:latest"}'), 2);
+    assert.equal(sample(text, 'llamad_prompt_cache_ram_bytes{model="tiny:latest"}'), 4096);
+    assert.equal(sample(text, 'llamad_prompt_cache_ram_hits{model="tiny:latest"}'), 3);
+    assert.equal(sample(text, 'llamad_prompt_cache_ram_tokens{model="tiny:latest"}'), 300);
     stats.runners = [];
     stats.queued = 0;
     text = await metrics.render();
