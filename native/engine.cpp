@@ -629,8 +629,8 @@ void Engine::StartTask(std::unique_ptr<Task> task) {
       best_prefix = prefix;
     }
   }
+  best_prefix = ReuseRamCache(best, prompt, best_prefix);  // may restore a kept sequence, into another idle slot
   Slot& slot = *best;  // Run() only starts as many tasks as there are idle slots
-  best_prefix = ReuseRamCache(slot, prompt, best_prefix);
   // Keep the common prefix, but always evaluate at least the last prompt token to get its logits.
   size_t keep = std::min(best_prefix, prompt.size() - 1);
   if (!llama_memory_seq_rm(memory_, slot.seq_id, static_cast<llama_pos>(keep), -1)) {

@@ -204,11 +204,11 @@ class Engine {
   void UpdateCellStats();
   // Host-RAM prompt cache (engine_prompt_cache.cpp). Called by StartTask with the idle slot chosen for a text
   // `prompt` and the common prefix `prefix` (tokens) of the slot's cache with it, before the slot is trimmed: keeps
-  // the slot's sequence in the RAM cache when the trim would drop enough of it, and restores into the slot a kept
-  // sequence that shares a longer prefix with the prompt. Returns the slot's common prefix with the prompt after that
-  // (slot.cache then holds the restored tokens). Never throws for a failed save or restore (the prompt is then
-  // evaluated as without the cache).
-  size_t ReuseRamCache(Slot& slot, const std::vector<llama_token>& prompt, size_t prefix);
+  // the slot's sequence in the RAM cache when the trim would drop enough of it, or restores a kept sequence that
+  // shares a longer prefix with the prompt, into the idle slot caching the least (`slot` then points to it, its
+  // `cache` holds the restored tokens). Returns the common prefix of `slot`'s cache with the prompt, tokens. A failed
+  // save or restore is not an error: the prompt is then evaluated as without the cache.
+  size_t ReuseRamCache(Slot*& slot, const std::vector<llama_token>& prompt, size_t prefix);
   // Keeps the sequence of `slot` in the RAM cache when it would lose at least a minimum of tokens (all but the first
   // `surviving`), holds no image positions and no pending context shift, and is not kept already.
   void SaveToRamCache(const Slot& slot, size_t surviving);

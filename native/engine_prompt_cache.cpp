@@ -46,16 +46,21 @@ void Engine::SaveToRamCache(const Slot& slot, size_t surviving) {
   ram_cache_bytes_.store(static_cast<int64_t>(prompt_cache_->bytes()));
 }
 
-size_t Engine::ReuseRamCache(Slot& slot, const std::vector<llama_token>& prompt, size_t prefix) {
+size_t Engine::ReuseRamCache(Slot*& chosen, const std::vector<llama_token>& prompt, size_t prefix) {
   if (!prompt_cache_ || memory_ == nullptr) return prefix;
   // StartTask keeps at most prompt.size() - 1 tokens (the last one is evaluated for its logits).
   const size_t last = prompt.size() - 1;
   const size_t keep = std::min(prefix, last);
   std::optional<PromptCache::Match> match = prompt_cache_->Lookup(prompt);
   if (!match || std::min(match->prefix, last) < keep + kMinRestoreGain) {
-    SaveToRamCache(slot, keep);
+    SaveToRamCache(*chosen, keep);
     return prefix;
   }
+  // Into the idle slot caching the least (an empty one when there is one): the other idle slots keep their prefixes.
+  for (Slot& s : slots_) {
+    if (s.state == Slot::State::kIdle && s.cache.size() < chosen->cache.size()) chosen = &s;
+  }
+  Slot& slot = *chosen;
   // Out of the cache first: saving the slot (or an idle slot evicted for room) may push old entries out.
   PromptCacheEntry entry = prompt_cache_->Take(match->entry);
   SaveToRamCache(slot, 0);

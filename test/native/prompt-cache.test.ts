@@ -108,6 +108,18 @@ describe('the host-RAM prompt cache', () => {
     assert.deepEqual(back.generated, reference.back.generated);
   });
 
+  it('restores into an empty slot, leaving the other idle slots their prefixes', async () => {
+    // 4 slots with room to spare: B (sharing A's BOS) takes A's slot, so A is kept in RAM; A comes back into an empty
+    // slot and B, still in its own, comes back from there.
+    const ctx = open({ nCtx: 1024, nParallel: 4, kvUnified: true, cacheRamBytes: 64 * MIB });
+    const { b, back } = await evictAndReturn(ctx, model, { a: 150, b: 120, more: 9 });
+    assert.equal(back.promptN, 9);
+    assert.equal(ctx.stats().ramCacheHits, 1);
+    const bBack = await turn(ctx, [...heldAfter(b.tokens, b.generated), ...tokensOf(model, 4, 7, false)]);
+    assert.equal(bBack.promptN, 7, 'B kept its slot');
+    assert.equal(ctx.stats().ramCacheHits, 1, 'B was not restored from RAM');
+  });
+
   it('does not keep short sequences', async () => {
     const ctx = open({ nCtx: 256, cacheRamBytes: 64 * MIB });
     const { back } = await evictAndReturn(ctx, model, { a: 20, b: 20, more: 4 });
