@@ -120,6 +120,17 @@ describe('the host-RAM prompt cache', () => {
     assert.equal(ctx.stats().ramCacheHits, 1, 'B was not restored from RAM');
   });
 
+  it('restores a sequence into another slot of its own KV stream (OLLAMA_NUM_PARALLEL=2)', async () => {
+    // Two slots of 512 cells each: A is saved from slot 0 when B takes it, and restored into the empty slot 1.
+    const sizes = { a: 150, b: 120, more: 9 };
+    const ctx = open({ nCtx: 1024, nParallel: 2, cacheRamBytes: 64 * MIB });
+    const { back } = await evictAndReturn(ctx, model, sizes);
+    assert.equal(back.promptN, sizes.more);
+    assert.equal(ctx.stats().ramCacheHits, 1);
+    const reference = await evictAndReturn(open({ nCtx: 1024, nParallel: 2 }), model, sizes);
+    assert.deepEqual(back.generated, reference.back.generated);
+  });
+
   it('does not keep short sequences', async () => {
     const ctx = open({ nCtx: 256, cacheRamBytes: 64 * MIB });
     const { back } = await evictAndReturn(ctx, model, { a: 20, b: 20, more: 4 });
