@@ -34,14 +34,14 @@ void Engine::SaveToRamCache(const Slot& slot, size_t surviving) {
   if (prompt_cache_->Covers(tokens)) return;
   const size_t size = llama_state_seq_get_size(ctx_, slot.seq_id);
   if (!prompt_cache_->Fits(size)) return;
-  std::vector<uint8_t> state;
   try {
-    state.resize(size);
+    std::vector<uint8_t> state(size);
+    if (llama_state_seq_get_data(ctx_, state.data(), state.size(), slot.seq_id) != size) return;
+    prompt_cache_->Insert(tokens, std::move(state));
   } catch (const std::bad_alloc&) {
-    return;  // no host memory for it: the sequence is dropped as without the cache
+    // No host memory for it: the sequence is dropped as without the cache (this also runs inside a decode step,
+    // whose exceptions would fail every running task).
   }
-  if (llama_state_seq_get_data(ctx_, state.data(), state.size(), slot.seq_id) != size) return;
-  prompt_cache_->Insert(tokens, std::move(state));
   ram_cache_entries_.store(static_cast<int32_t>(prompt_cache_->size()));
   ram_cache_bytes_.store(static_cast<int64_t>(prompt_cache_->bytes()));
 }

@@ -30,11 +30,11 @@ bool PromptCache::Insert(std::vector<llama_token> tokens, std::vector<uint8_t> s
     }
   }
   while (!entries_.empty() && bytes_ + state.size() > budget_) EvictOldest();
-  bytes_ += state.size();
   PromptCacheEntry entry;
   entry.tokens = std::move(tokens);
   entry.state = std::move(state);
   entries_.push_back(std::move(entry));
+  bytes_ += entries_.back().state.size();
   return true;
 }
 
