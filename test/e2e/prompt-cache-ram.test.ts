@@ -69,12 +69,19 @@ for (const cacheRamMiB of [64, 0]) {
       const text = await metrics();
       const cached = sample(text, 'llamad_prompt_cached_tokens_total{model="tiny:latest"}') - before;
       assert.ok(back.promptTokens > first.promptTokens);
+      const ps = (await (await fetch(`${t.baseUrl}/api/ps`)).json()) as {
+        models: { parallel?: { ram_cache?: { entries: number; bytes: number; hits: number; tokens: number } } }[];
+      };
+      const ramCache = ps.models[0].parallel?.ram_cache;
       if (cacheRamMiB > 0) {
+        assert.equal(ramCache?.hits, 1, '/api/ps parallel.ram_cache');
+        assert.ok((ramCache?.tokens ?? 0) >= first.promptTokens - 2);
         // Everything up to the first answer's boundary comes from RAM (re-tokenizing the answer may differ at its end).
         assert.ok(cached >= first.promptTokens - 2, `cached ${cached} of ${back.promptTokens}`);
         assert.equal(sample(text, 'llamad_prompt_cache_ram_hits{model="tiny:latest"}'), 1);
         assert.ok(sample(text, 'llamad_prompt_cache_ram_bytes{model="tiny:latest"}') > 0, 'B is kept now');
       } else {
+        assert.equal(ramCache, undefined);
         assert.ok(cached < 10, `cached ${cached}`);
         assert.equal(sample(text, 'llamad_prompt_cache_ram_hits{model="tiny:latest"}'), 0);
       }
