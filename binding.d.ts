@@ -280,6 +280,14 @@ export interface NativeContextParams {
    * model throw LLAMA_MODEL_LOAD_FAILED naming the path; a malformed entry throws LLAMA_INVALID_ARGUMENT.
    */
   loraAdapters?: NativeLoraAdapter[];
+  /**
+   * A draft model for speculative decoding (tasks' `draft`; e.g. Ollama's `application/vnd.ollama.image.draft` layer):
+   * a loaded Model with the same vocabulary (type, size, BOS/EOS and every token's text; else LLAMA_MODEL_LOAD_FAILED).
+   * The context creates a second llama_context on it with the same parameters and one unified KV stream of nCtx +
+   * 33 × nParallel cells, run by the same decode thread; it keeps the draft model alive, and disposing the draft model
+   * disposes this context. Not for embedding contexts (LLAMA_INVALID_ARGUMENT).
+   */
+  draftModel?: NativeModel;
 }
 
 /** One LoRA adapter of a context. */
@@ -384,6 +392,24 @@ export interface NativeTaskParams {
    * reports `n_probs` with post_sampling_probs off.
    */
   logprobs?: number;
+  /**
+   * Speculative decoding: each step proposes up to `nMax` tokens after the sampled one (0 = none; at most 32), decodes
+   * them with it in one batch and keeps those the target samples too, so the output is what it would be without them
+   * (greedy: identical; sampled: the same distribution). The proposals come from the context's draft model
+   * (params.draftModel, greedy), or with `ngram` from the sequence itself: the tokens that followed the latest earlier
+   * occurrence of its last 4 to 2 tokens (prompt lookup; llama-server `--spec-type ngram-simple`). Ignored for media
+   * tasks. Throws LLAMA_INVALID_ARGUMENT at submit when `ngram` is false and the context has no draft model.
+   * `done.timings.draftN` / `draftAcceptedN` count the proposals and the accepted ones.
+   */
+  draft?: NativeDraftParams;
+}
+
+/** Speculative decoding of one task (NativeTaskParams.draft). */
+export interface NativeDraftParams {
+  /** Tokens proposed per step (Ollama's `draft_num_predict`); 0 = no speculation; capped at 32. */
+  nMax: number;
+  /** Propose by n-gram lookup in the sequence instead of with the draft model (default false). */
+  ngram?: boolean;
 }
 
 /** One alternative at a position, for logprobs. */
@@ -407,6 +433,10 @@ export interface NativeTimings {
   predictedN: number;
   /** Nanoseconds spent generating (first sampled token to last). */
   predictedNs: number;
+  /** Speculative decoding (task.draft), present once a token was drafted: tokens proposed and verified. */
+  draftN?: number;
+  /** Of `draftN`, the tokens the model sampled too (each saved a decode step). */
+  draftAcceptedN?: number;
 }
 
 /** Why a task ended: EOG token, stop string, nPredict/context limit, or cancel(). */
@@ -483,6 +513,9 @@ export interface NativeContextStats {
   ramCacheTokens: number;
   /** Threads of the next generation decode (setThreads). */
   nThreads: number;
+  /** Speculative decoding since creation: tokens drafted and verified, and of those the accepted ones. */
+  draftTokens: number;
+  draftAccepted: number;
 }
 
 /**
@@ -533,7 +566,10 @@ export interface NativeContext {
    */
   cancel(taskId: number): void;
   stats(): NativeContextStats;
-  /** Where the context's memory lives, per buffer type (entries with a non-zero size). Throws LLAMA_DISPOSED. */
+  /**
+   * Where the context's memory lives, per buffer type (entries with a non-zero size); with params.draftModel the draft
+   * model's weights and context are added in. Throws LLAMA_DISPOSED.
+   */
   memory(): NativeMemoryEntry[];
   /**
    * Threads of the following decodes (llama_set_n_threads, applied before the next step; clamped by ggml to the

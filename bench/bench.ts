@@ -13,8 +13,9 @@
  *   rpc (decode locally vs over two loopback rpc-server workers) and runner (the process runner vs the in-process
  *   runner, bench/runner-modes.ts), prebuilt (the prebuilt package's addon vs the from-source build,
  *   bench/prebuilt-addon.ts) and parallel (4 clients against the daemon's default slots,
- *   OLLAMA_NUM_PARALLEL=1 and llama-server's `-np -1`, bench/parallel-default.ts) and prompt-cache (time to first
- *   token returning to an evicted 8k-token conversation with and without the host-RAM prompt cache,
+ *   OLLAMA_NUM_PARALLEL=1 and llama-server's `-np -1`, bench/parallel-default.ts), speculative (n-gram, self and
+ *   2-layer drafts vs none, bench/speculative.ts) and kv-cache (q8_0 vs f16 KV, bench/kv-cache-type.ts) and prompt-cache (time
+ *   to first token returning to an evicted 8k-token conversation with and without the host-RAM prompt cache,
  *   bench/prompt-cache.ts; LLAMAD_BENCH_PROMPT_CACHE_TOKENS sets another prompt size for a smoke run)
  * Backend: LLAMAD_BACKEND (cpu|cuda|...) as for the addon build; on a GPU build both servers offload every layer.
  * What is measured and why: docs/benchmarks.md.
@@ -36,7 +37,6 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { REPO_ROOT } from '../src/config';
-import { findRpcServerPath } from '../src/native/load-binding';
 import {
   decodeRate,
   forEachLine,
@@ -66,6 +66,10 @@ import { runnerModes } from './runner-modes';
 import { ANSWER_TOKENS, chatStreamGaps, parserCost } from './parser-cost';
 import { parallelDefault } from './parallel-default';
 import { promptCache } from './prompt-cache';
+import { findRpcServerPath } from '../src/native/load-binding';
+import { speculative } from './speculative';
+import { kvCacheType } from './kv-cache-type';
+import { loadBinding } from '../src/native/load-binding';
 import { encodePng } from '../test/utils/png';
 
 const MiB = 1024 * 1024;
@@ -74,6 +78,7 @@ const OUT_DIR = join(CACHE, 'bench');
 const DAEMON_LOG = join(OUT_DIR, 'daemon.log');
 const MODEL_Q4 = join(CACHE, 'models', 'bench-1b-q4_0.gguf');
 const MODEL_BERT = join(CACHE, 'models', 'bench-bert-f16.gguf');
+const MODEL_DRAFT_Q4 = join(CACHE, 'models', 'bench-1b-draft-q4_0.gguf');
 /** The blob files the daemon's store holds for both models; llama-server is pointed at the same files. */
 const blobs = { q4: MODEL_Q4, bert: MODEL_BERT };
 const MAIN_JS = join(REPO_ROOT, 'dist', 'src', 'main.js');
@@ -1009,9 +1014,19 @@ async function main(): Promise<void> {
   if (!existsSync(MAIN_JS)) throw new Error('dist/ is missing: run `npm install` first');
 
   if (
-    !['single', 'multiturn', 'concurrency', 'embed', 'rpc', 'runner', 'prebuilt', 'parallel', 'prompt-cache'].some(
-      (x) => s.sections.has(x),
-    )
+    ![
+      'single',
+      'multiturn',
+      'concurrency',
+      'embed',
+      'rpc',
+      'runner',
+      'prebuilt',
+      'parallel',
+      'speculative',
+      'kv-cache',
+      'prompt-cache',
+    ].some((x) => s.sections.has(x))
   ) {
     // Sections that run the daemon alone (event-loop): no llama-server, no bench models, no bandwidth figure.
     if (s.sections.has('event-loop')) {
@@ -1031,7 +1046,9 @@ async function main(): Promise<void> {
     return;
   }
   // rpc is daemon-only too: no llama-server is built when it (with event-loop) is all that was asked for.
-  const peers = [...s.sections].every((x) => ['rpc', 'event-loop', 'runner', 'prebuilt', 'prompt-cache'].includes(x))
+  const peers = [...s.sections].every((x) =>
+    ['rpc', 'event-loop', 'runner', 'prebuilt', 'speculative', 'kv-cache', 'prompt-cache'].includes(x),
+  )
     ? []
     : buildPeers(s);
   for (const p of peers) rmSync(p.log, { force: true });
@@ -1039,7 +1056,7 @@ async function main(): Promise<void> {
   sh(process.execPath, [
     join(REPO_ROOT, 'dist', 'scripts', 'make-test-models.js'),
     '--only',
-    'bench-1b-f16.gguf,bench-1b-q4_0.gguf,bench-bert-f16.gguf',
+    'bench-1b-f16.gguf,bench-1b-q4_0.gguf,bench-bert-f16.gguf,bench-1b-draft-f16.gguf,bench-1b-draft-q4_0.gguf',
   ]);
   log('measuring memory bandwidth');
   const bandwidth = memoryBandwidth(s.threads);
@@ -1138,6 +1155,42 @@ async function main(): Promise<void> {
       prompt: (seed, tokens) => Promise.resolve(words(seed, Math.round(tokens * 0.75))),
       row: (metric, value, unit, digits = 1) =>
         row({ section: 'prebuilt', metric, ours: value, theirs: peers.map(() => NaN), unit, digits, compare: 'none' }),
+    });
+  }
+
+  if (s.sections.has('speculative')) {
+    log('speculative decoding: n-gram, self draft, 2-layer draft vs none');
+    await speculative({
+      runs: s.runs,
+      threads: s.threads,
+      targetFile: MODEL_Q4,
+      draftFile: MODEL_DRAFT_Q4,
+      startDaemon: () =>
+        startDaemon({ mainJs: MAIN_JS, modelsDir: store, numParallel: 1, threads: s.threads, log: DAEMON_LOG }),
+      post: async (url, body) => (await postJson(url, body)).json,
+      binding: () => loadBinding(),
+      row: (metric, value, unit, digits = 1) =>
+        row({
+          section: 'speculative',
+          metric,
+          ours: value,
+          theirs: peers.map(() => NaN),
+          unit,
+          digits,
+          compare: 'none',
+        }),
+    });
+  }
+  if (s.sections.has('kv-cache')) {
+    log('KV cache q8_0 vs f16 (flash attention on)');
+    await kvCacheType({
+      runs: s.runs,
+      startDaemon: (env) =>
+        startDaemon({ mainJs: MAIN_JS, modelsDir: store, numParallel: 1, threads: s.threads, log: DAEMON_LOG, env }),
+      options: (seed, numCtx, predict) => ollamaOptions(s, seed, numCtx, predict),
+      prompt: (seed, tokens) => Promise.resolve(words(seed, Math.round(tokens * 0.75))),
+      row: (metric, value, unit, digits = 1) =>
+        row({ section: 'kv-cache', metric, ours: value, theirs: peers.map(() => NaN), unit, digits, compare: 'none' }),
     });
   }
 

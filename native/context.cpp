@@ -10,6 +10,7 @@
 
 #include "backend_api.h"
 #include "convert.h"
+#include "draft_context.h"
 #include "errors.h"
 #include "model.h"
 #include "workers.h"
@@ -102,6 +103,10 @@ Napi::Object ToJs(Napi::Env env, const EngineEvent& event) {
       timings.Set("promptNs", static_cast<double>(event.timings.prompt_ns));
       timings.Set("predictedN", event.timings.predicted_n);
       timings.Set("predictedNs", static_cast<double>(event.timings.predicted_ns));
+      if (event.timings.draft_n > 0) {
+        timings.Set("draftN", event.timings.draft_n);
+        timings.Set("draftAcceptedN", event.timings.draft_accepted_n);
+      }
       obj.Set("timings", timings);
       break;
     }
@@ -149,6 +154,10 @@ bool CpuThreadPools::Attach(llama_context* ctx, int32_t n_threads, int32_t n_thr
   return true;
 }
 
+void CpuThreadPools::AttachAlso(llama_context* ctx) const {
+  if (generation_ != nullptr) llama_attach_threadpool(ctx, generation_, batch_);
+}
+
 void CpuThreadPools::Free() {
   FreeCpuThreadpool(generation_);
   FreeCpuThreadpool(batch_);
@@ -159,7 +168,8 @@ void CpuThreadPools::Free() {
 ContextParts::~ContextParts() {
   if (mtmd != nullptr) mtmd_free(mtmd);
   if (ctx != nullptr) llama_free(ctx);
-  pools.reset();  // after llama_free of the context they are attached to
+  if (draft_ctx != nullptr) llama_free(draft_ctx);
+  pools.reset();  // after llama_free of the contexts they are attached to
 }
 
 ContextPlan Context::Plan(Napi::Env env, const std::shared_ptr<AddonData>& data, Napi::Value model_value,
@@ -175,6 +185,20 @@ ContextPlan Context::Plan(Napi::Env env, const std::shared_ptr<AddonData>& data,
   }
   plan.params = ToContextParams(env, params_value);
   const ContextParams& params = plan.params;
+  Napi::Value draft = params_value.As<Napi::Object>().Get("draftModel");
+  if (!draft.IsUndefined() && !draft.IsNull()) {
+    if (!draft.IsObject() || !draft.As<Napi::Object>().InstanceOf(data->model_constructor.Value())) {
+      ThrowError(env, ErrorCode::kInvalidArgument, "params.draftModel must be a Model");
+    }
+    if (params.embeddings) {
+      ThrowError(env, ErrorCode::kInvalidArgument, "params.draftModel is for generation contexts, not embeddings");
+    }
+    plan.draft_model = Model::Unwrap(draft.As<Napi::Object>());
+    plan.draft_handle = plan.draft_model->RequireLoaded(env);
+    if (plan.draft_model->vocab_only()) {
+      ThrowError(env, ErrorCode::kContextCreateFailed, "the draft model is loaded with vocabOnly");
+    }
+  }
   if (params.n_ctx < params.n_parallel) {
     ThrowError(env, ErrorCode::kInvalidArgument, "params.nCtx must be at least params.nParallel");
   }
@@ -233,6 +257,11 @@ std::unique_ptr<ContextParts> Context::Build(const ContextPlan& plan) {
   } else {
     parts->pools->Attach(parts->ctx, cp.n_threads, cp.n_threads_batch);
   }
+  if (plan.draft_handle != nullptr) {
+    parts->draft_ctx = CreateDraftContext(plan.handle, plan.draft_handle, cp);
+    parts->pools->AttachAlso(parts->draft_ctx);
+    if (params.n_threads_max.has_value()) llama_set_n_threads(parts->draft_ctx, cp.n_threads, cp.n_threads_batch);
+  }
   if (!params.lora_adapters.empty()) {
     // Load (or reuse the model's cached) adapters, then attach them to this context only.
     std::vector<llama_adapter_lora*> adapters;
@@ -266,6 +295,20 @@ std::unique_ptr<ContextParts> Context::Build(const ContextPlan& plan) {
   }
   // Buffer sizes are final after llama_init_from_model (compute buffers reserved); read before the engine owns ctx.
   parts->memory = QueryMemoryBreakdown(parts->ctx);
+  if (parts->draft_ctx != nullptr) {
+    // The draft model's weights and context count as this context's: one entry per buffer type, summed.
+    for (const MemoryEntry& extra : QueryMemoryBreakdown(parts->draft_ctx)) {
+      auto same = std::find_if(parts->memory.begin(), parts->memory.end(),
+                               [&](const MemoryEntry& e) { return e.buffer == extra.buffer; });
+      if (same == parts->memory.end()) {
+        parts->memory.push_back(extra);
+      } else {
+        same->model += extra.model;
+        same->context += extra.context;
+        same->compute += extra.compute;
+      }
+    }
+  }
   return parts;
 }
 
@@ -300,6 +343,7 @@ void Context::Adopt(Napi::Env env, Napi::Object model_object, const ContextPlan&
     options.rpc_servers = plan.model->rpc_servers();
     options.shared_cells = shared_cells;
     options.cache_ram_bytes = params.embeddings ? 0 : params.cache_ram_bytes;
+    options.draft_ctx = parts->draft_ctx;
     engine_ = std::make_unique<Engine>(
         parts->ctx, static_cast<int32_t>(params.kv_unified ? params.n_ctx : params.n_ctx / params.n_parallel),
         [sink](std::vector<EngineEvent>&& events) { sink->Post(std::move(events)); }, std::move(options));
@@ -313,8 +357,10 @@ void Context::Adopt(Napi::Env env, Napi::Object model_object, const ContextPlan&
     throw MakeError(env, error.code, error.message);  // `parts` frees the context
   }
   ctx_ = parts->ctx;
+  draft_ctx_ = parts->draft_ctx;
   memory_ = std::move(parts->memory);
   parts->ctx = nullptr;
+  parts->draft_ctx = nullptr;
   thread_pools_ = std::move(parts->pools);
   embeddings_ = params.embeddings;
   n_ctx_ = llama_n_ctx(ctx_);
@@ -328,6 +374,11 @@ void Context::Adopt(Napi::Env env, Napi::Object model_object, const ContextPlan&
   model_ = plan.model;
   model_ref_ = Napi::Persistent(model_object);
   model_->AddContext(this);
+  if (plan.draft_model != nullptr) {
+    draft_model_ = plan.draft_model;
+    draft_model_ref_ = Napi::Persistent(draft_model_->Value());
+    draft_model_->AddContext(this);
+  }
   data_->contexts.insert(this);
 }
 
@@ -345,11 +396,17 @@ Napi::Value Context::Create(const Napi::CallbackInfo& info) {
     return failed.Promise();
   }
   Model* model = job->plan.model;
+  if (job->plan.draft_model != nullptr) {
+    // The draft model must outlive the build as the model does: its dispose() waits for this job.
+    job->plan.draft_model->BeginJob();
+    job->draft_job_env = env;
+  }
   return model->StartJob(
       env, info[0].As<Napi::Object>(), "Context.create", ErrorCode::kContextCreateFailed,
       [job] { job->parts = Build(job->plan); },
       [job, data](Napi::Env e) -> Napi::Value {
-        if (job->plan.model->disposing()) {
+        if (job->plan.model->disposing() ||
+            (job->plan.draft_model != nullptr && job->plan.draft_model->disposing())) {
           job->parts.reset();  // before the model can be freed
           ThrowError(e, ErrorCode::kDisposed, "model was disposed while the context was being created");
         }
@@ -361,6 +418,13 @@ Napi::Value Context::Create(const Napi::CallbackInfo& info) {
           throw;
         }
       });
+}
+
+ContextCreateJob::~ContextCreateJob() {
+  if (draft_job_env == nullptr) return;
+  parts.reset();  // its draft context before the draft model may be freed
+  plan.draft_model->ExecuteDone();
+  plan.draft_model->EndJob(Napi::Env(draft_job_env));
 }
 
 Context::~Context() {
@@ -377,6 +441,7 @@ Context::~Context() {
       napi_adjust_external_memory(Env(), -kv_bytes_, &ignored);
     }
     if (model_ != nullptr) model_->OnContextGone(Env(), this);
+    if (draft_model_ != nullptr) draft_model_->OnContextGone(Env(), this);
   }
   data_->contexts.erase(this);
 }
@@ -397,6 +462,10 @@ void Context::StopAndFree() {
   if (ctx_ != nullptr) {
     llama_free(ctx_);
     ctx_ = nullptr;
+  }
+  if (draft_ctx_ != nullptr) {
+    llama_free(draft_ctx_);
+    draft_ctx_ = nullptr;
   }
   thread_pools_.reset();
 }
@@ -562,6 +631,8 @@ Napi::Value Context::Stats(const Napi::CallbackInfo& info) {
   out.Set("ramCacheHits", static_cast<double>(stats.ram_cache_hits));
   out.Set("ramCacheTokens", static_cast<double>(stats.ram_cache_tokens));
   out.Set("nThreads", stats.n_threads);
+  out.Set("draftTokens", static_cast<double>(stats.draft_tokens));
+  out.Set("draftAccepted", static_cast<double>(stats.draft_accepted));
   return out;
 }
 
@@ -652,6 +723,12 @@ void Context::OnSinkFinalized(Napi::Env env) {
     model->OnContextGone(env, this);
   }
   model_ref_.Reset();
+  if (draft_model_ != nullptr) {
+    Model* draft = draft_model_;
+    draft_model_ = nullptr;
+    draft->OnContextGone(env, this);
+  }
+  draft_model_ref_.Reset();
   std::vector<Napi::Promise::Deferred> waiters;
   waiters.swap(dispose_waiters_);
   for (Napi::Promise::Deferred& waiter : waiters) waiter.Resolve(env.Undefined());

@@ -35,6 +35,8 @@ class CpuThreadPools {
   // Creates the pools and attaches them to ctx. Returns false (and attaches nothing) when ggml cannot create them;
   // the context then keeps ggml's per-graph threads.
   bool Attach(llama_context* ctx, int32_t n_threads, int32_t n_threads_batch);
+  // Attaches the same pools to another context run by the same thread (a draft model's context); no-op without pools.
+  void AttachAlso(llama_context* ctx) const;
   // Frees the pools. Call only after llama_free of the context they are attached to.
   void Free();
 
@@ -47,6 +49,9 @@ class CpuThreadPools {
 struct ContextPlan {
   Model* model = nullptr;
   llama_model* handle = nullptr;
+  // params.draftModel (speculative decoding), or null.
+  Model* draft_model = nullptr;
+  llama_model* draft_handle = nullptr;
   ContextParams params;
   llama_context_params cp{};
 };
@@ -54,7 +59,8 @@ struct ContextPlan {
 // The native objects of a new context, made by Context::Build on any thread. Frees what it still owns.
 struct ContextParts {
   llama_context* ctx = nullptr;
-  std::unique_ptr<CpuThreadPools> pools;  // freed after ctx
+  llama_context* draft_ctx = nullptr;     // the draft model's context, or null
+  std::unique_ptr<CpuThreadPools> pools;  // freed after ctx and draft_ctx
   mtmd_context* mtmd = nullptr;
   std::vector<MemoryEntry> memory;  // read right after creation (QueryMemoryBreakdown)
 
@@ -66,8 +72,14 @@ struct ContextParts {
 
 // A Context.create() in flight: its plan, then (after the pool job) its parts.
 struct ContextCreateJob {
+  ContextCreateJob() = default;
+  ContextCreateJob(const ContextCreateJob&) = delete;
+  ContextCreateJob& operator=(const ContextCreateJob&) = delete;
+  ~ContextCreateJob();  // JS thread: ends the job counted on the draft model
+
   ContextPlan plan;
   std::unique_ptr<ContextParts> parts;
+  napi_env draft_job_env = nullptr;  // set while a job is counted on plan.draft_model (Model::BeginJob)
 };
 
 // new Context(model, params) creates the llama_context synchronously on the JS thread (throws
@@ -130,11 +142,14 @@ class Context : public Napi::ObjectWrap<Context> {
   std::shared_ptr<AddonData> data_;
   Model* model_ = nullptr;
   Napi::ObjectReference model_ref_;
+  Model* draft_model_ = nullptr;  // params.draftModel, kept alive as model_ is
+  Napi::ObjectReference draft_model_ref_;
   State state_ = State::kActive;
 
   std::mutex native_mutex_;  // guards engine_ and ctx_ against the dispose worker and the env cleanup hook
   llama_context* ctx_ = nullptr;
-  std::unique_ptr<CpuThreadPools> thread_pools_;  // freed after ctx_
+  llama_context* draft_ctx_ = nullptr;
+  std::unique_ptr<CpuThreadPools> thread_pools_;  // freed after ctx_ and draft_ctx_
   std::unique_ptr<Engine> engine_;
   std::shared_ptr<EventSink> sink_;
 

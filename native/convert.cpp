@@ -294,6 +294,12 @@ TaskParams ToTaskParams(Napi::Env env, Napi::Value value) {
   }
   Napi::Value logprobs = obj.Get("logprobs");
   if (!IsMissing(logprobs)) params.logprobs = static_cast<int32_t>(ToInteger(env, logprobs, "task.logprobs", 0, 20));
+  Napi::Value draft = obj.Get("draft");
+  if (!IsMissing(draft)) {
+    Napi::Object d = ToObject(env, draft, "task.draft");
+    params.n_draft = static_cast<int32_t>(RequiredInt(env, d, "nMax", "task.draft.", 0, 1 << 20));
+    params.draft_ngram = ToOptionalBool(env, d.Get("ngram"), "task.draft.ngram", false);
+  }
   return params;
 }
 

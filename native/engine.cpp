@@ -57,6 +57,7 @@ Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, EngineO
                                                       : llama_model_n_embd_out(model_)),
       can_shift_(memory_ != nullptr && llama_memory_can_shift(memory_)),
       shared_cells_(options.shared_cells),
+      draft_ctx_(options.draft_ctx),
       prompt_cache_(options.cache_ram_bytes > 0 ? std::make_unique<PromptCache>(options.cache_ram_bytes) : nullptr) {
   threads_now_.store(llama_n_threads(ctx));
   const uint32_t n_seq = llama_n_seq_max(ctx);
@@ -64,6 +65,12 @@ Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, EngineO
   for (uint32_t i = 0; i < n_seq; ++i) slots_.emplace_back(static_cast<llama_seq_id>(i));
   batch_ = llama_batch_init(n_batch_, 0, 1);
   llama_set_abort_callback(ctx_, &Engine::AbortCallback, this);
+  if (draft_ctx_ != nullptr) {
+    draft_memory_ = llama_get_memory(draft_ctx_);
+    draft_n_batch_ = static_cast<int32_t>(llama_n_batch(draft_ctx_));
+    draft_batch_ = llama_batch_init(draft_n_batch_, 0, 1);
+    llama_set_abort_callback(draft_ctx_, &Engine::AbortCallback, this);
+  }
   thread_ = std::thread([this] { Run(); });
   if (mtmd_ != nullptr) media_thread_ = std::thread([this] { RunMedia(); });
 }
@@ -72,6 +79,7 @@ Engine::~Engine() {
   RequestStop();
   Join();
   llama_batch_free(batch_);
+  if (draft_ctx_ != nullptr) llama_batch_free(draft_batch_);
   if (mtmd_ != nullptr) mtmd_free(mtmd_);
 }
 
@@ -167,6 +175,12 @@ uint32_t Engine::Submit(TaskParams params) {
                      "images need a context created with a projector (params.projectorPath)");
   }
   if (!params.has_media) ValidatePrompt(params);
+  if (params.n_draft < 0) throw LlamaError(ErrorCode::kInvalidArgument, "the draft length must not be negative");
+  if (params.n_draft > 0 && !params.draft_ngram && draft_ctx_ == nullptr) {
+    throw LlamaError(ErrorCode::kInvalidArgument,
+                     "drafting with a draft model needs a context created with one (params.draftModel)");
+  }
+  params.n_draft = std::min(params.n_draft, kMaxDraft);
   auto task = std::make_unique<Task>();
   for (const std::string& text : params.sampling.preserved_tokens) {
     // Only strings that are one (control) token: those are rendered as text instead of being dropped.
@@ -441,6 +455,8 @@ EngineStats Engine::Stats() const {
   const int32_t wanted = threads_wanted_.load();
   stats.n_threads = wanted > 0 ? wanted : threads_now_.load();
   FillRamCacheStats(stats);
+  stats.draft_tokens = draft_tokens_.load();
+  stats.draft_accepted = draft_accepted_.load();
   return stats;
 }
 
@@ -674,8 +690,13 @@ int32_t Engine::BuildBatch() {
   for (size_t k = 0; k < n && batch_.n_tokens < n_batch_; ++k) {
     Slot& slot = slots_[k];
     if (slot.state != Slot::State::kGenerate || (shared_cells_ && slot.cell_grant < 1)) continue;
-    slot.batch_first = add(slot.pending, static_cast<llama_pos>(slot.cache.size()), slot.seq_id, true);
-    slot.batch_count = 1;
+    // The pending token, then its draft (speculative decoding), each position with logits to verify the next.
+    const size_t room = static_cast<size_t>(n_batch_ - batch_.n_tokens - 1);
+    if (slot.draft.size() > room) slot.draft.resize(room);
+    const llama_pos pos = static_cast<llama_pos>(slot.cache.size());
+    slot.batch_first = add(slot.pending, pos, slot.seq_id, true);
+    for (size_t j = 0; j < slot.draft.size(); ++j) add(slot.draft[j], pos + 1 + static_cast<llama_pos>(j), slot.seq_id, true);
+    slot.batch_count = 1 + static_cast<int32_t>(slot.draft.size());
     slot.output_index = slot.batch_first;
     batch_slots_.push_back(&slot);
   }
@@ -767,6 +788,7 @@ void Engine::Step(bool stopping) {
       EvalMedia(slot);
     }
   }
+  PrepareDrafts();
   if (BuildBatch() == 0) return;
 
   const int32_t rc = llama_decode(ctx_, batch_);
@@ -791,6 +813,10 @@ void Engine::Step(bool stopping) {
   }
   const Clock::time_point now = Clock::now();
   for (Slot* slot : batch_slots_) {
+    if (slot->state == Slot::State::kGenerate && !slot->draft.empty()) {
+      VerifyDraft(*slot);
+      continue;
+    }
     for (int32_t k = 0; k < slot->batch_count; ++k) slot->cache.push_back(batch_.token[slot->batch_first + k]);
     const TaskParams& params = slot->task->params;
     if (slot->state == Slot::State::kResume) {
@@ -857,7 +883,15 @@ void Engine::RepairAfterPartialDecode() {
   // what the memory really holds so that prefix reuse stays correct.
   for (Slot* slot : batch_slots_) {
     const llama_pos pos_max = llama_memory_seq_pos_max(memory_, slot->seq_id);
-    const size_t n_kv = pos_max < 0 ? 0 : static_cast<size_t>(pos_max) + 1;
+    size_t n_kv = pos_max < 0 ? 0 : static_cast<size_t>(pos_max) + 1;
+    if (slot->state == Slot::State::kGenerate) {
+      // A generating slot decodes its pending token (and draft) again at the next step: drop what this one stored.
+      slot->draft.clear();
+      if (n_kv > slot->cache.size()) {
+        llama_memory_seq_rm(memory_, slot->seq_id, static_cast<llama_pos>(slot->cache.size()), -1);
+        n_kv = slot->cache.size();
+      }
+    }
     if (n_kv < slot->cache.size()) {
       llama_memory_seq_rm(memory_, slot->seq_id, static_cast<llama_pos>(n_kv), -1);
       slot->cache.resize(n_kv);
@@ -986,6 +1020,7 @@ void Engine::ReleaseSlot(Slot& slot) {
   slot.last_used = next_use_++;
   slot.cell_grant = 0;
   slot.resume_tokens.clear();
+  slot.draft.clear();
   slot.pending = -1;
   slot.output_index = -1;
   active_slots_.fetch_sub(1);

@@ -74,6 +74,8 @@ struct EngineStats {
   int64_t ram_cache_bytes = 0;
   int64_t ram_cache_hits = 0;
   int64_t ram_cache_tokens = 0;
+  int64_t draft_tokens = 0;     // tokens drafted and verified so far (speculative decoding)
+  int64_t draft_accepted = 0;   // of those, tokens the target model accepted
 };
 
 // What an Engine is built with besides its context (Engine::Engine).
@@ -90,6 +92,10 @@ struct EngineOptions {
   // sequence's state (llama_state_seq_get_data) is kept in process memory, least recently used out first, and
   // restored when a later prompt extends it (docs/native.md "Host-RAM prompt cache").
   size_t cache_ram_bytes = 0;
+  // The draft model's context for speculative decoding (same vocabulary as the target; one unified KV stream with
+  // room for every slot's tokens plus their drafts), or null: tasks may then draft by n-gram lookup only. Not owned:
+  // the caller frees it after Join(), as it frees the target context.
+  llama_context* draft_ctx = nullptr;
 };
 
 // Owns the decode thread of a llama_context (not the context itself). After construction every llama call on `ctx`
@@ -215,6 +221,18 @@ class Engine {
   void FillRamCacheStats(EngineStats& stats) const;
   // Applies a thread count set by SetThreads (decode thread, before a decode).
   void ApplyThreads();
+  // Speculative decoding (engine_spec.cpp). Tokens a generating slot may draft this step (0: none): its task's
+  // n_draft within the slot context, n_predict and (shared cells) its cell grant.
+  int32_t DraftLimit(const Slot& slot) const;
+  // Fills `draft` of every generating slot whose task speculates (n-gram lookup, or the draft model).
+  void PrepareDrafts();
+  // Drafts greedily with the draft model for `slots` (want: tokens each), after bringing each slot's draft sequence up
+  // to its cache and pending token. A failed draft decode clears the draft context (drafts stay empty).
+  void DraftWithModel(const std::vector<Slot*>& slots, const std::vector<int32_t>& want);
+  void ResetDraftContext();
+  // After the decode of `pending` + `draft`: samples each position in turn and keeps the drafted tokens the target
+  // sampled too; the first other token becomes the new `pending` and the rest of the draft leaves the KV cache.
+  void VerifyDraft(Slot& slot);
   void EmitCancelledQueued(const Task& task);
   void FlushEvents();
   std::string TokenToPiece(llama_token token, bool special = false);
@@ -239,6 +257,10 @@ class Engine {
   int32_t n_embd_out_;
   bool can_shift_;  // llama_memory_can_shift: the KV positions of a sequence can be moved (context shift)
   bool shared_cells_;
+  llama_context* draft_ctx_;         // may be null
+  llama_memory_t draft_memory_ = nullptr;
+  llama_batch draft_batch_{};
+  int32_t draft_n_batch_ = 0;
   uint64_t next_start_ = 1;  // start order of tasks (Slot::start_seq), decode thread
   uint64_t next_use_ = 1;    // release order of slots (Slot::last_used), decode thread
 
@@ -282,6 +304,8 @@ class Engine {
   std::atomic<int64_t> ram_cache_bytes_{0};
   std::atomic<int64_t> ram_cache_hits_{0};
   std::atomic<int64_t> ram_cache_tokens_{0};
+  std::atomic<int64_t> draft_tokens_{0};
+  std::atomic<int64_t> draft_accepted_{0};
 
   std::once_flag eog_once_;
   std::vector<llama_token> eog_tokens_;

@@ -41,6 +41,10 @@ void Engine::ApplyThreads() {
   if (wanted <= 0) return;
   const int32_t batch = std::max(1, threads_batch_wanted_.load());
   if (wanted != llama_n_threads(ctx_) || batch != llama_n_threads_batch(ctx_)) llama_set_n_threads(ctx_, wanted, batch);
+  if (draft_ctx_ != nullptr &&
+      (wanted != llama_n_threads(draft_ctx_) || batch != llama_n_threads_batch(draft_ctx_))) {
+    llama_set_n_threads(draft_ctx_, wanted, batch);
+  }
   threads_now_.store(wanted);
 }
 
@@ -157,6 +161,15 @@ void Engine::PlanCells() {
     if (budget < want && !MakeRoom(*slot, want, budget)) continue;
     slot->cell_grant = want;
     budget -= want;
+  }
+  // Then room for drafts (speculative decoding), oldest first, from what is left: a draft never pauses anyone.
+  for (Slot* slot : active) {
+    if (!slot->task || slot->state != Slot::State::kGenerate || slot->cell_grant < 1) continue;
+    if (slot->task->params.n_draft <= 0) continue;
+    const int32_t extra = std::min(slot->task->params.n_draft, budget);
+    if (extra <= 0) break;
+    slot->cell_grant += extra;
+    budget -= extra;
   }
 }
 

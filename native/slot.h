@@ -58,7 +58,16 @@ struct TaskParams {
   std::vector<std::string> stop;  // stop strings
   bool ignore_eos = false;
   int32_t logprobs = -1;  // < 0: none; N >= 0: the sampled token's logprob plus the N most likely alternatives
+  // Speculative decoding (binding.d.ts NativeTaskParams.draft): tokens proposed per step after the sampled one, 0 =
+  // none (capped at kMaxDraft); proposed by the engine's draft model, or with `draft_ngram` by prompt lookup (the
+  // continuation of the latest earlier occurrence of the sequence's last tokens, llama-server's `--spec-type
+  // ngram-simple`). Ignored for media tasks.
+  int32_t n_draft = 0;
+  bool draft_ngram = false;
 };
+
+// Most tokens drafted per step and slot (a longer draft_num_predict is capped).
+constexpr int32_t kMaxDraft = 32;
 
 // Why a task ended (binding.d.ts NativeStopReason).
 enum class StopReason { kEog, kStop, kLength, kCancelled };
@@ -71,6 +80,8 @@ struct Timings {
   int64_t prompt_ns = 0;     // time evaluating the prompt
   int32_t predicted_n = 0;   // tokens sampled
   int64_t predicted_ns = 0;  // first sampled token to last
+  int32_t draft_n = 0;           // tokens drafted and verified (speculative decoding)
+  int32_t draft_accepted_n = 0;  // of those, tokens the target sampled too (each saved one decode step)
 };
 
 // A queued or running task. `cancelled` is the only field touched by more than one thread.
@@ -120,6 +131,11 @@ struct Slot {
   // cache.size() right after the last context shift: llama.cpp applies the shift's K rotation at the next llama_decode,
   // so until the sequence has grown past this size its state may be unrotated and is not saved (host-RAM cache).
   size_t shift_mark = 0;
+
+  // Speculative decoding (engine_spec.cpp): the tokens proposed after `pending` for this step (decoded with it and
+  // verified), and the tokens whose KV entries the draft model's context holds in sequence `seq_id`.
+  std::vector<llama_token> draft;
+  std::vector<llama_token> draft_cache;
 
   Timings timings;
   bool prompt_started = false;

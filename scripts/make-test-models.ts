@@ -5,7 +5,8 @@
  * Usage: node dist/scripts/make-test-models.js [--bench] [--force] [--out DIR] [--only FILE[,FILE...]]
  *   (default)  the tiny models, into $LLAMAD_MODELS_DIR or test/fixtures/models/ (a few seconds)
  *   --bench    also bench-1b-f16.gguf (Llama-3.2-1B shape, ≈2.08 GB), bench-1b-q4_0.gguf (quantized by the native
- *              addon) and bench-bert-f16.gguf (bge-small shape, ≈67 MB) into .cache/models/
+ *              addon), bench-1b-draft-f16/-q4_0.gguf (its first 2 layers, a speculative draft) and bench-bert-f16.gguf
+ *              (bge-small shape, ≈67 MB) into .cache/models/
  *   --force    regenerate even when an up-to-date file exists
  *   --out DIR  write every model into DIR
  *   --only F   make only the named files (e.g. tiny-llama-spm.gguf)
@@ -99,6 +100,19 @@ const TINY_BERT: BertShape = {
   poolingType: 1,
 };
 
+/** Llama-3.2-1B's shape over a 32k vocabulary, tied output (bench-1b). */
+const BENCH_1B_SHAPE = {
+  arch: 'llama',
+  nEmbd: 2048,
+  nLayer: 16,
+  nHead: 32,
+  nHeadKv: 8,
+  nFf: 8192,
+  contextLength: 4096,
+  ropeFreqBase: 500000,
+  rmsEps: 1e-5,
+} as const;
+
 export const MODEL_SPECS: readonly ModelSpec[] = [
   {
     file: 'tiny-llama-spm.gguf',
@@ -141,18 +155,17 @@ export const MODEL_SPECS: readonly ModelSpec[] = [
     name: 'bench-1b',
     group: 'bench',
     vocab: 'ggml-vocab-llama-spm.gguf',
-    // Llama-3.2-1B's shape over a 32k vocabulary, tied output.
-    shape: {
-      arch: 'llama',
-      nEmbd: 2048,
-      nLayer: 16,
-      nHead: 32,
-      nHeadKv: 8,
-      nFf: 8192,
-      contextLength: 4096,
-      ropeFreqBase: 500000,
-      rmsEps: 1e-5,
-    },
+    shape: BENCH_1B_SHAPE,
+    chatTemplate: LLAMA2_CHAT_TEMPLATE,
+  },
+  {
+    // Speculative decoding's draft for bench-1b: the same name, so the same seeds, so the same embeddings, output and
+    // first 2 of its 16 layers (a truncated target, as a layer-skip draft).
+    file: 'bench-1b-draft-f16.gguf',
+    name: 'bench-1b',
+    group: 'bench',
+    vocab: 'ggml-vocab-llama-spm.gguf',
+    shape: { ...BENCH_1B_SHAPE, nLayer: 2 },
     chatTemplate: LLAMA2_CHAT_TEMPLATE,
   },
   {
@@ -174,8 +187,12 @@ export const MODEL_SPECS: readonly ModelSpec[] = [
   },
 ];
 
-/** Made from bench-1b-f16.gguf by the addon's quantizer. */
-const BENCH_Q4_0 = { file: 'bench-1b-q4_0.gguf', source: 'bench-1b-f16.gguf', type: 'Q4_0' as const };
+/** Made from the F16 bench models by the addon's quantizer. */
+const BENCH_QUANTIZED = [
+  { file: 'bench-1b-q4_0.gguf', source: 'bench-1b-f16.gguf', type: 'Q4_0' as const },
+  { file: 'bench-1b-draft-q4_0.gguf', source: 'bench-1b-draft-f16.gguf', type: 'Q4_0' as const },
+];
+type QuantizedSpec = (typeof BENCH_QUANTIZED)[number];
 
 // ---------------------------------------------------------------------------------------------------------------
 // Random numbers
@@ -716,13 +733,13 @@ async function makeLora(dir: string, force: boolean): Promise<string> {
   return file;
 }
 
-/** Quantizes the bench F16 model with the native addon (bench-1b-q4_0.gguf). */
-async function makeQuantized(dir: string, force: boolean): Promise<void> {
-  const source = join(dir, BENCH_Q4_0.source);
-  const file = join(dir, BENCH_Q4_0.file);
+/** Quantizes a bench F16 model with the native addon (e.g. bench-1b-q4_0.gguf). */
+async function makeQuantized(spec: QuantizedSpec, dir: string, force: boolean): Promise<void> {
+  const source = join(dir, spec.source);
+  const file = join(dir, spec.file);
   const sourceStamp = readStamp(source);
-  if (!sourceStamp || !existsSync(source)) throw new Error(`cannot make ${BENCH_Q4_0.file}: ${source} is missing`);
-  const specHash = sha256(JSON.stringify({ source: sourceStamp.specHash, type: BENCH_Q4_0.type }));
+  if (!sourceStamp || !existsSync(source)) throw new Error(`cannot make ${spec.file}: ${source} is missing`);
+  const specHash = sha256(JSON.stringify({ source: sourceStamp.specHash, type: spec.type }));
   const current = force ? undefined : isUpToDate(file, specHash);
   if (current) {
     report('reused', file, current.parameterCount);
@@ -733,18 +750,18 @@ async function makeQuantized(dir: string, force: boolean): Promise<void> {
     const binding = loadBinding();
     if (typeof binding.quantize === 'function') quantize = binding.quantize.bind(binding);
   } catch (err) {
-    throw new Error(`cannot make ${BENCH_Q4_0.file}: ${(err as Error).message}`);
+    throw new Error(`cannot make ${spec.file}: ${(err as Error).message}`);
   }
   if (!quantize) {
     throw new Error(
-      `cannot make ${BENCH_Q4_0.file}: the native addon has no quantize() yet ` +
+      `cannot make ${spec.file}: the native addon has no quantize() yet ` +
         '(rebuild it with `npm run build:native` once it does)',
     );
   }
   const started = performance.now();
   const tmp = `${file}.tmp`;
   try {
-    await quantize(source, tmp, { type: BENCH_Q4_0.type });
+    await quantize(source, tmp, { type: spec.type });
     await rename(tmp, file);
   } catch (err) {
     await rm(tmp, { force: true });
@@ -800,7 +817,7 @@ async function main(): Promise<void> {
       ...MODEL_SPECS.map((s) => s.file),
       TINY_MMPROJ.file,
       TINY_LLAMA_SPM_LORA.file,
-      BENCH_Q4_0.file,
+      ...BENCH_QUANTIZED.map((q) => q.file),
     ]);
     const unknown = [...opts.only].filter((f) => !known.has(f));
     if (unknown.length > 0) throw new Error(`unknown model ${unknown.join(', ')} (known: ${[...known].join(', ')})`);
@@ -818,7 +835,9 @@ async function main(): Promise<void> {
     mkdirSync(dirs.tiny, { recursive: true });
     await makeLora(dirs.tiny, opts.force);
   }
-  if (wanted(BENCH_Q4_0.file, 'bench')) await makeQuantized(dirs.bench, opts.force);
+  for (const q of BENCH_QUANTIZED) {
+    if (wanted(q.file, 'bench')) await makeQuantized(q, dirs.bench, opts.force);
+  }
 }
 
 if (require.main === module) {

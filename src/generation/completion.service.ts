@@ -240,6 +240,7 @@ export class CompletionService {
                 numKeep: s.numKeep,
                 stop: [...s.stop, ...(prompt.stops ?? []).filter((x) => x !== '' && !s.stop.includes(x))],
                 ...(request.topLogprobs !== undefined ? { logprobs: request.topLogprobs } : {}),
+                ...(options.draft ? { draft: options.draft } : {}),
                 sampling: {
                   temperature: s.temperature,
                   topK: s.topK,

@@ -13,7 +13,6 @@ import type {
 import { DaemonError, InternalError, ModelLoadError, RequestCancelledError } from '../common/errors';
 import { mapNativeError, NATIVE_BINDING, NativeBindingLoader } from '../native';
 import {
-  draftNotUsedWarning,
   Runner,
   RunnerChatMessage,
   RunnerChatRender,
@@ -104,6 +103,7 @@ export class LlamaRunner implements Runner {
     private readonly binding: NativeBinding,
     private readonly model: NativeModel,
     private readonly context: NativeContext,
+    private readonly draftModel?: NativeModel,
   ) {
     if (info.embeddingModel) this.embedContext = Promise.resolve(context);
   }
@@ -142,9 +142,17 @@ export class LlamaRunner implements Runner {
     } catch (err) {
       throw asLoadError(err);
     }
+    let draftModel: NativeModel | undefined;
     try {
       const native = model.info();
       const embeddingModel = isEmbeddingModel(model);
+      if (spec.draftModelPath && !embeddingModel) {
+        draftModel = new binding.Model(spec.draftModelPath, {
+          ...(spec.numGpu >= 0 ? { nGpuLayers: spec.numGpu } : {}),
+          ...(spec.useMmap !== undefined ? { useMmap: spec.useMmap } : {}),
+        });
+        await draftModel.load();
+      }
       // Off the JS thread (libuv pool): a context of 8 slots takes about a second to create.
       const context = await binding.Context.create(
         model,
@@ -160,6 +168,7 @@ export class LlamaRunner implements Runner {
               ...kvParams(spec),
               ...loraParams(spec),
               ...cacheRamParams(spec),
+              ...(draftModel ? { draftModel } : {}),
             },
       );
       const info: RunnerModelInfo = {
@@ -172,10 +181,11 @@ export class LlamaRunner implements Runner {
         embeddingModel,
         ...rerankInfo(model),
       };
-      const runner = new LlamaRunner(spec, info, binding, model, context);
+      const runner = new LlamaRunner(spec, info, binding, model, context, draftModel);
       runner.threads = threads;
       return runner;
     } catch (err) {
+      await draftModel?.dispose().catch(() => undefined);
       await model.dispose().catch(() => undefined);
       throw asLoadError(err);
     }
@@ -207,6 +217,7 @@ export class LlamaRunner implements Runner {
         sampling: { ...request.sampling },
         stop: request.stop,
         ...(request.logprobs !== undefined ? { logprobs: request.logprobs } : {}),
+        ...(request.draft && request.draft.nMax > 0 ? { draft: { ...request.draft } } : {}),
       };
       const onEvent = (event: NativeEvent) => {
         if (finished) return;
@@ -295,6 +306,7 @@ export class LlamaRunner implements Runner {
             },
           }
         : {}),
+      ...(stats.draftTokens > 0 ? { draftTokens: stats.draftTokens, draftAccepted: stats.draftAccepted } : {}),
     };
   }
 
@@ -425,6 +437,7 @@ export class LlamaRunner implements Runner {
         const ctx = await extra.catch(() => undefined);
         if (ctx && ctx !== this.context) await ctx.dispose();
       }
+      await this.draftModel?.dispose();
       await this.model.dispose();
     })();
     return this.closed;
@@ -468,8 +481,6 @@ export class LlamaRunnerFactory implements RunnerFactory {
     } catch (err) {
       throw new ModelLoadError((err as Error).message, { cause: err });
     }
-    const draftWarning = draftNotUsedWarning(spec);
-    if (draftWarning) this.logger.warn(draftWarning);
     const started = Date.now();
     const runner = await LlamaRunner.load(binding, spec, options.threads);
     this.logger.log(

@@ -37,11 +37,6 @@ export interface LoadOptions {
    * q4_0 18 bytes per 32 elements); a runner with another type is another runner (sameSpec).
    */
   kvCacheType?: 'f16' | 'q8_0' | 'q4_0';
-  /**
-   * Speculative decoding draft length, tokens (Ollama's `draft_num_predict`: request > Modelfile > 4; reference §4.1);
-   * set only for a model with a draft (`draftModelPath`), absent = 0 = no speculation. Part of sameSpec.
-   */
-  draftNumPredict?: number;
 }
 
 /** What a runner is loaded with; two requests share a runner only when their specs are equal. */
@@ -75,23 +70,23 @@ export interface RunnerSpec extends LoadOptions {
   adapterPaths?: string[];
   /**
    * Absolute path of the speculative-decoding draft model blob (GGUF, manifest layer
-   * `application/vnd.ollama.image.draft`); absent = none. Carried for an engine that speculates: LlamaRunner does not
-   * yet (it logs a warning and decodes normally, so the output is what it would be without a draft). Part of sameSpec.
+   * `application/vnd.ollama.image.draft`); absent = none. Loaded with the model (same GPU layers and mmap settings)
+   * and given to its generation context (binding.d.ts NativeContextParams.draftModel); requests then draft with it
+   * (RunnerRequest.draft). A draft of another vocabulary fails the load (ModelLoadError). Part of sameSpec.
    */
   draftModelPath?: string;
 }
 
 /**
- * The one warning line a runner factory logs when it loads a model with a draft (RunnerSpec.draftModelPath): Ollama
- * would speculate with it (llama-server `--spec-draft-model`, llm/llama_server.go); this engine does not yet, so it
- * generates with the target alone (the output is what it would be without a draft). Undefined without a draft.
+ * Speculative decoding of one request (binding.d.ts NativeDraftParams): tokens proposed per step (Ollama's
+ * `draft_num_predict`) by the runner's draft model, or with `ngram` by prompt lookup in the sequence (beyond Ollama:
+ * `draft_ngram`). The output is what it would be without it; only the speed differs.
  */
-export function draftNotUsedWarning(spec: RunnerSpec): string | undefined {
-  if (!spec.draftModelPath) return undefined;
-  return (
-    `model ${spec.modelPath} has a draft model (draft_num_predict ${spec.draftNumPredict ?? 0}): the draft is ` +
-    'stored but speculative decoding is not implemented by this engine yet; generating without it'
-  );
+export interface RunnerDraft {
+  /** Tokens proposed per step, 1..32 (more are capped). */
+  nMax: number;
+  /** N-gram lookup instead of the draft model (the only way without one). */
+  ngram?: boolean;
 }
 
 /**
@@ -126,6 +121,11 @@ export interface RunnerRequest {
    * Undecodable images, or a marker/image count mismatch, are InvalidRequestError.
    */
   media?: { prompt: string; images: Uint8Array[] };
+  /**
+   * Speculative decoding (absent: none). Drafting with the model (`ngram` false) needs a runner whose spec has
+   * `draftModelPath`; otherwise InvalidRequestError.
+   */
+  draft?: RunnerDraft;
 }
 
 /** One token's log-probability (natural log) with its text and UTF-8 bytes (Ollama `api.TokenLogprob`). */
@@ -222,6 +222,9 @@ export interface RunnerUsage {
    * the load, prompts restored from it and the prompt tokens those restores spared evaluating.
    */
   ramCache?: { entries: number; bytes: number; hits: number; tokens: number };
+  /** Speculative decoding since the load: tokens drafted and verified, and of those the accepted ones. */
+  draftTokens?: number;
+  draftAccepted?: number;
 }
 
 /**

@@ -19,7 +19,8 @@ export interface MemoryProbe {
    * Predicted resident bytes of a runner loaded with `spec`: weights (the GGUF file size) + KV cache
    * (2 × n_layer × n_ctx_total × n_embd_kv × the element size of `spec.kvCacheType`, see KV_BYTES_PER_ELEMENT;
    * n_ctx_total = numCtx × numParallel, or numCtx when the slots share the cache: kvUnified) + a batch/compute
-   * surcharge. Never rejects: unknown facts count as 0.
+   * surcharge; with a draft model (`draftModelPath`) the same again for the draft, whose context holds n_ctx_total +
+   * 33 × numParallel cells (native/draft_context.h). Never rejects: unknown facts count as 0.
    */
   estimate(spec: RunnerSpec): Promise<number>;
   /** Bytes the system can still give to a new runner: free memory, capped by the cgroup limit when there is one. */
@@ -49,6 +50,20 @@ function num(v: unknown): number {
   if (typeof v === 'number') return v;
   if (Array.isArray(v) && v.length > 0) return num(v[0]);
   return 0;
+}
+
+/** Extra cells per slot of a draft model's context (native/draft_context.h: kMaxDraft + 1). */
+const DRAFT_CELLS_PER_SLOT = 33;
+
+/**
+ * KV cache and compute buffers of a context over `nCtxTotal` cells, bytes: 2 × n_layer × cells × n_embd_kv × the
+ * element size of the spec's KV type; compute = the fixed part + activations (n_embd wide, f32) and logits (n_vocab
+ * wide) of one batch.
+ */
+function contextBytes(f: KvFacts, nCtxTotal: number, spec: RunnerSpec): { kv: number; compute: number } {
+  const kv = Math.ceil(2 * f.nLayer * nCtxTotal * f.nEmbdKv * KV_BYTES_PER_ELEMENT[spec.kvCacheType ?? 'f16']);
+  const compute = COMPUTE_BASE_BYTES + 4 * spec.numBatch * (4 * f.nEmbd + f.nVocab);
+  return { kv, compute };
 }
 
 /** Reads a cgroup (v2, then v1) memory limit in bytes; undefined when unlimited or not readable. */
@@ -92,15 +107,19 @@ export class SystemMemoryProbe implements MemoryProbe {
   async estimate(spec: RunnerSpec): Promise<number> {
     const f = await this.factsOf(spec.modelPath);
     const nCtxTotal = spec.kvUnified ? spec.numCtx : spec.numCtx * Math.max(1, spec.numParallel);
-    const kv = Math.ceil(2 * f.nLayer * nCtxTotal * f.nEmbdKv * KV_BYTES_PER_ELEMENT[spec.kvCacheType ?? 'f16']);
-    // Compute buffers: activations of one batch (n_embd wide, f32) and the logits of one batch (n_vocab wide).
-    const compute = COMPUTE_BASE_BYTES + 4 * spec.numBatch * (4 * f.nEmbd + f.nVocab);
+    const { kv, compute } = contextBytes(f, nCtxTotal, spec);
     if ((spec.rpcServers?.length ?? 0) > 0 && spec.numGpu < 0) {
       // Every layer on RPC workers (num_gpu automatic): their weights and KV cache live there; this machine keeps the
       // token embeddings (counted as one layer's share of the file) and the compute buffers (docs/native.md "RPC").
       return Math.ceil(f.fileSize / (f.nLayer + 1)) + compute;
     }
-    return f.fileSize + kv + compute;
+    let draft = 0;
+    if (spec.draftModelPath) {
+      const d = await this.factsOf(spec.draftModelPath);
+      const cells = contextBytes(d, nCtxTotal + DRAFT_CELLS_PER_SLOT * Math.max(1, spec.numParallel), spec);
+      draft = d.fileSize + cells.kv + cells.compute;
+    }
+    return f.fileSize + kv + compute + draft;
   }
 
   /** @inheritdoc */

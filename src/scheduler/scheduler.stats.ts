@@ -40,6 +40,8 @@ export function schedulerStats(pendingLoads: number, entries: Iterable<RunnerHol
       ramCacheBytes: usage?.ramCache?.bytes ?? 0,
       ramCacheHits: usage?.ramCache?.hits ?? 0,
       ramCacheTokens: usage?.ramCache?.tokens ?? 0,
+      draftTokens: usage?.draftTokens ?? 0,
+      draftAccepted: usage?.draftAccepted ?? 0,
     });
   }
   return { queued, running: Math.max(0, holding), runners };

@@ -56,6 +56,9 @@ export interface RunnerStats {
   /** Since the load: prompts restored from the host-RAM cache, and the prompt tokens that spared evaluating. */
   ramCacheHits: number;
   ramCacheTokens: number;
+  /** Speculative decoding since the runner was loaded: tokens drafted and verified, and the accepted ones. */
+  draftTokens: number;
+  draftAccepted: number;
 }
 
 /** The scheduler's load at one instant (GET /metrics gauges). */
@@ -125,8 +128,7 @@ export function sameSpec(a: RunnerSpec, b: RunnerSpec, acceptLargerContext = fal
     (a.flashAttention ?? 'auto') === (b.flashAttention ?? 'auto') &&
     (a.kvCacheType ?? 'f16') === (b.kvCacheType ?? 'f16') &&
     (a.cacheRamBytes ?? 0) === (b.cacheRamBytes ?? 0) &&
-    (a.draftModelPath ?? '') === (b.draftModelPath ?? '') &&
-    (a.draftNumPredict ?? 0) === (b.draftNumPredict ?? 0)
+    (a.draftModelPath ?? '') === (b.draftModelPath ?? '')
   );
 }
 

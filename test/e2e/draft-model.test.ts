@@ -4,7 +4,6 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Ollama } from 'ollama';
 import { cli } from '../utils/cli';
 import { FakeBinding } from '../utils/fake-binding';
 import { ensureTestModels, TINY_LLAMA_SPM, TINY_QWEN2 } from '../utils/models';
@@ -160,24 +159,22 @@ describe('draft models: create, show, push and pull', () => {
   );
 });
 
-// The engine does not speculate yet: a model with a draft loads with one warning and generates exactly what the
-// target alone generates (greedy).
+// Speculative decoding through the API: a model whose draft is its own weights (every draft accepted), n-gram drafting
+// on a plain model (`draft_ngram`, beyond Ollama); the output equals the target's alone, greedy and seeded; a draft of
+// another vocabulary fails the load as llama-server refuses it.
 describe('draft models with the real addon', { skip: addon.skip }, () => {
   let t: TestApp;
-  let ollama: Ollama;
-  const logs: string[] = [];
 
   before(async () => {
     ensureTestModels();
     t = await createTestApp({
       binding: addon.binding,
       config: { numParallel: 1, contextLength: 512, logLevel: 'warn' },
-      logDestination: { write: (line) => void logs.push(line) },
     });
-    ollama = new Ollama({ host: t.baseUrl });
     for (const [model, modelfile] of [
       ['plain', `FROM ${TINY_QWEN2}\n`],
-      ['drafted', `FROM ${TINY_QWEN2}\nDRAFT ${TINY_LLAMA_SPM}\n`],
+      ['drafted', `FROM ${TINY_QWEN2}\nDRAFT ${TINY_QWEN2}\n`],
+      ['mismatched', `FROM ${TINY_QWEN2}\nDRAFT ${TINY_LLAMA_SPM}\n`],
     ]) {
       const res = await postJson(`${t.baseUrl}/api/create`, { model, modelfile, stream: false });
       assert.equal(res.status, 200, await res.clone().text());
@@ -185,15 +182,40 @@ describe('draft models with the real addon', { skip: addon.skip }, () => {
   });
   after(() => t?.close());
 
-  it('generates the same greedy text with and without the draft, warning once that it is not used', async () => {
-    const request = { prompt: 'Once upon a time', raw: true, options: { temperature: 0, seed: 1, num_predict: 10 } };
-    const plain = await ollama.generate({ model: 'plain', ...request });
-    const drafted = await ollama.generate({ model: 'drafted', ...request });
-    const again = await ollama.generate({ model: 'drafted', ...request, options: { ...request.options } });
-    assert.equal(drafted.response, plain.response);
-    assert.equal(again.response, plain.response);
-    const warnings = logs.filter((l) => l.includes('speculative decoding is not implemented'));
-    assert.equal(warnings.length, 1, logs.join('\n'));
+  it('generates the same text with and without speculation (draft model and n-gram), greedy and seeded', async () => {
+    const generate = async (model: string, options: Record<string, unknown>) => {
+      const res = await postJson(`${t.baseUrl}/api/generate`, {
+        model,
+        prompt: 'Once upon a time',
+        raw: true,
+        stream: false,
+        options: { num_predict: 40, ...options },
+      });
+      assert.equal(res.status, 200, await res.clone().text());
+      return (await res.json()) as { response: string; eval_count: number };
+    };
+    for (const sampling of [{ temperature: 0 }, { temperature: 0.8, seed: 42 }]) {
+      const plain = await generate('plain', sampling);
+      const drafted = await generate('drafted', sampling);
+      const longer = await generate('drafted', { ...sampling, draft_num_predict: 7 });
+      const ngram = await generate('plain', { ...sampling, draft_ngram: true });
+      for (const [name, r] of Object.entries({ drafted, longer, ngram })) {
+        assert.equal(r.response, plain.response, `${name} ${JSON.stringify(sampling)}`);
+        assert.equal(r.eval_count, plain.eval_count);
+      }
+    }
+    await generate('drafted', {}); // the loaded model's counters (one model stays loaded here)
+    const metrics = await (await fetch(`${t.baseUrl}/metrics`)).text();
+    const drafted = /^llamad_draft_tokens_total\{model="drafted:latest"\} (\d+)/m.exec(metrics);
+    const accepted = /^llamad_draft_accepted_tokens_total\{model="drafted:latest"\} (\d+)/m.exec(metrics);
+    assert.ok(drafted && Number(drafted[1]) > 0, metrics);
+    assert.ok(accepted && Number(accepted[1]) > 0);
+  });
+
+  it('refuses a draft of another vocabulary (500 at load) and a mistyped draft_num_predict (400)', async () => {
+    const res = await postJson(`${t.baseUrl}/api/generate`, { model: 'mismatched', prompt: 'x', stream: false });
+    assert.equal(res.status, 500);
+    assert.match(((await res.json()) as { error: string }).error, /draft model's vocabulary does not match/);
     const bad = await postJson(`${t.baseUrl}/api/generate`, {
       model: 'drafted',
       prompt: 'x',

@@ -10,6 +10,7 @@ import type {
   NativeTaskParams,
 } from '../../binding';
 import { findAddonPath, loadBinding } from '../../src/native/load-binding';
+import { GREEDY } from '../utils/sampling';
 
 export const binding: NativeBinding = loadBinding();
 
@@ -22,19 +23,7 @@ export const GPU_ADDON = /[/\\](cuda|vulkan|metal)[/\\]/.test(findAddonPath() ??
 /** Tolerance for embeddings computed in different batches (absolute, per component). */
 export const BATCH_TOLERANCE = GPU_ADDON ? 1e-3 : 1e-4;
 
-/** Greedy sampling with every other stage disabled. */
-export const GREEDY: NativeSamplingParams = {
-  temperature: 0,
-  topK: 0,
-  topP: 1,
-  minP: 0,
-  typicalP: 1,
-  repeatPenalty: 1,
-  repeatLastN: 64,
-  presencePenalty: 0,
-  frequencyPenalty: 0,
-  seed: -1,
-};
+export { GREEDY };
 
 /** Seeded random sampling through the whole chain. */
 export function seeded(seed: number, temperature = 0.9): NativeSamplingParams {

@@ -564,6 +564,8 @@ export class FakeContextHandle implements NativeContext {
       ramCacheHits: 0,
       ramCacheTokens: 0,
       nThreads: this.threads || (this.params.nThreads ?? 0),
+      draftTokens: 0,
+      draftAccepted: 0,
     };
   }
 

@@ -31,7 +31,6 @@ export const OPTION_TABLE: Readonly<Record<string, OptionSpec>> = {
   main_gpu: { kind: 'int', scope: 'load', goType: 'integer' },
   use_mmap: { kind: 'bool', scope: 'load', goType: 'boolean' },
   num_thread: { kind: 'int', scope: 'load', goType: 'integer' },
-  draft_num_predict: { kind: 'int', scope: 'load', goType: 'integer' },
   // Beyond Ollama: llama.cpp RPC workers holding the model's layers (`PARAMETER rpc host:port,host:port`, or `none`
   // to opt out of LLAMAD_RPC_SERVERS); Modelfile only. Stored as the list of endpoints.
   rpc: { kind: 'string[]', scope: 'load', goType: 'array', modelfileOnly: true },
@@ -49,6 +48,10 @@ export const OPTION_TABLE: Readonly<Record<string, OptionSpec>> = {
   presence_penalty: { kind: 'float', scope: 'request', goType: 'float32' },
   frequency_penalty: { kind: 'float', scope: 'request', goType: 'float32' },
   stop: { kind: 'string[]', scope: 'request', goType: 'array' },
+  // Speculative decoding: Ollama's draft length (a Runner option there, needing a reload; here per request, since the
+  // engine drafts per task), and beyond Ollama n-gram drafting (prompt lookup) with or without a draft model.
+  draft_num_predict: { kind: 'int', scope: 'request', goType: 'integer' },
+  draft_ngram: { kind: 'bool', scope: 'request', goType: 'boolean' },
 };
 
 /**

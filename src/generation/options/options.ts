@@ -1,5 +1,5 @@
 import { OptionMap, OptionValue } from '../../common/options';
-import type { LoadOptions } from '../../runner';
+import type { LoadOptions, RunnerDraft } from '../../runner';
 
 /** Ollama's default num_ctx when neither the request, the Modelfile nor OLLAMA_CONTEXT_LENGTH sets one (§4.1). */
 export const DEFAULT_NUM_CTX = 4096;
@@ -29,6 +29,8 @@ export interface SamplingOptions {
 export interface EffectiveOptions {
   load: LoadOptions;
   sampling: SamplingOptions;
+  /** Speculative decoding of the request (`draft_num_predict`, `draft_ngram`); absent = none. */
+  draft?: RunnerDraft;
 }
 
 /** Defaults that depend on the environment and the model. */
@@ -45,12 +47,18 @@ export interface OptionDefaults {
   flashAttention?: LoadOptions['flashAttention'];
   /** The KV cache type after Ollama's rule (config/kvCacheSettings; absent = `f16`); set on them when not `f16`. */
   kvCacheType?: LoadOptions['kvCacheType'];
-  /** Whether the model has a draft layer: only then is `draft_num_predict` (default 4) set on the load options. */
+  /** Whether the model has a draft layer: then requests draft with it (`draft_num_predict`, default 4). */
   hasDraft?: boolean;
 }
 
 /** Ollama's default `draft_num_predict` for a model with a draft (api.DefaultOptions; reference §4.1). */
 export const DEFAULT_DRAFT_NUM_PREDICT = 4;
+
+/**
+ * Default `draft_num_predict` with `draft_ngram` (beyond Ollama): a lookup costs nothing to draft, so a longer draft
+ * pays off whenever the text repeats (docs/benchmarks.md "Speculative decoding").
+ */
+export const DEFAULT_NGRAM_DRAFT = 8;
 
 function num(v: OptionValue | undefined, fallback: number): number {
   return typeof v === 'number' ? v : fallback;
@@ -60,9 +68,7 @@ function num(v: OptionValue | undefined, fallback: number): number {
  * Merges options like Ollama (reference/ollama-api.md §4.1): each key from the request wins over the model's params
  * layer (Modelfile PARAMETER), which wins over the defaults. Unknown keys were already dropped by decodeOptions.
  * num_ctx: request > Modelfile > OLLAMA_CONTEXT_LENGTH > 4096, clamped to the training context, at least 4.
- * draft_num_predict (models with a draft only, `defaults.hasDraft`): request > Modelfile > 4, negative → 0 (Ollama's
- * `DraftNumPredict <= 0` = no speculation); for a model without a draft it is not set (Ollama's 0 when unset; a set
- * value has nothing to act on).
+ * draft_num_predict / draft_ngram: see draftOptions.
  */
 export function resolveOptions(request: OptionMap, modelParams: OptionMap, defaults: OptionDefaults): EffectiveOptions {
   const merged: OptionMap = { ...modelParams, ...request };
@@ -84,9 +90,6 @@ export function resolveOptions(request: OptionMap, modelParams: OptionMap, defau
   if (rpc.length > 0) load.rpcServers = [...rpc];
   if (defaults.flashAttention && defaults.flashAttention !== 'auto') load.flashAttention = defaults.flashAttention;
   if (defaults.kvCacheType && defaults.kvCacheType !== 'f16') load.kvCacheType = defaults.kvCacheType;
-  if (defaults.hasDraft) {
-    load.draftNumPredict = Math.max(0, Math.trunc(num(merged.draft_num_predict, DEFAULT_DRAFT_NUM_PREDICT)));
-  }
   const stop = merged.stop;
   const sampling: SamplingOptions = {
     numKeep: num(merged.num_keep, 4),
@@ -103,5 +106,18 @@ export function resolveOptions(request: OptionMap, modelParams: OptionMap, defau
     frequencyPenalty: num(merged.frequency_penalty, 0),
     stop: Array.isArray(stop) ? stop.filter((s) => s !== '') : [],
   };
-  return { load, sampling };
+  return { load, sampling, ...draftOptions(merged, defaults.hasDraft === true) };
+}
+
+/**
+ * Speculative decoding of a request (request > Modelfile > default): `draft_ngram` true drafts by prompt lookup
+ * (DEFAULT_NGRAM_DRAFT tokens, beyond Ollama), else a model with a draft drafts with it (DEFAULT_DRAFT_NUM_PREDICT,
+ * Ollama's default); `draft_num_predict` <= 0 turns it off (Ollama's `DraftNumPredict <= 0`).
+ */
+function draftOptions(merged: OptionMap, hasDraft: boolean): { draft?: RunnerDraft } {
+  const ngram = merged.draft_ngram === true;
+  if (!ngram && !hasDraft) return {};
+  const nMax = Math.trunc(num(merged.draft_num_predict, ngram ? DEFAULT_NGRAM_DRAFT : DEFAULT_DRAFT_NUM_PREDICT));
+  if (nMax <= 0) return {};
+  return { draft: { nMax: Math.min(nMax, 32), ...(ngram ? { ngram } : {}) } };
 }

@@ -258,5 +258,27 @@ export class MetricsService implements HttpRequestSink, OnModuleDestroy {
       'Slots of the loaded model (OLLAMA_NUM_PARALLEL at load; 4 sharing one KV cache when unset).',
       (r) => r.slotsTotal,
     );
+    // Counters of the loaded runners (they restart from 0 when a model is loaded again, as Prometheus counters may).
+    const perModelCount = (name: string, help: string, value: (r: SchedulerStats['runners'][number]) => number) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ['model'],
+        registers,
+        collect() {
+          this.reset();
+          for (const r of stats().runners) this.inc({ model: r.model }, value(r));
+        },
+      });
+    perModelCount(
+      'llamad_draft_tokens_total',
+      'Speculative decoding: tokens drafted (by the draft model or n-gram lookup) and verified by the loaded model.',
+      (r) => r.draftTokens,
+    );
+    perModelCount(
+      'llamad_draft_accepted_tokens_total',
+      'Speculative decoding: drafted tokens the model sampled too (each saved one decode step).',
+      (r) => r.draftAccepted,
+    );
   }
 }

@@ -1,7 +1,6 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { RunnerTerminatedError } from '../../common/errors';
 import { NATIVE_BINDING, NativeBindingLoader } from '../../native';
-import { draftNotUsedWarning } from '../runner';
 import type { Runner, RunnerCreateOptions, RunnerFactory, RunnerSpec } from '../runner';
 import { ProcessRunner, ProcessRunnerOptions } from './process.runner';
 
@@ -66,8 +65,6 @@ export class ProcessRunnerFactory implements RunnerFactory {
     }
     const label = options.modelName ?? key;
     const log = new Logger(`runner ${label}`);
-    const draftWarning = draftNotUsedWarning(spec);
-    if (draftWarning) this.logger.warn(draftWarning);
     const started = Date.now();
     let runner: ProcessRunner;
     try {

@@ -7,7 +7,7 @@ import { writeTinyGguf } from '../../utils/gguf-fixtures';
 import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
 
 // The runner spec of a model with a speculative-decoding draft (reference/ollama-api.md §4.1 draft_num_predict):
-// the draft's path and length are carried for an engine that speculates; none without a draft.
+// the draft's path is a load option (the runner loads it); its length is per request; none without a draft.
 describe('CompletionService.plan: the draft model', () => {
   let bed: InferenceTestbed;
   let completion: CompletionService;
@@ -23,17 +23,19 @@ describe('CompletionService.plan: the draft model', () => {
   });
   afterEach(() => bed.close());
 
-  it('carries draftModelPath and draftNumPredict (4 by default; Modelfile, then request) only with a draft', async () => {
+  it('carries draftModelPath and a draft length (4 by default; Modelfile, then request) only with a draft', async () => {
     const drafted = await bed.models.resolve('drafted');
     assert.ok(drafted.draftPath);
-    let { spec } = completion.plan(drafted, {});
-    assert.equal(spec.draftModelPath, drafted.draftPath);
-    assert.equal(spec.draftNumPredict, 4);
-    assert.equal(completion.plan(drafted, { draft_num_predict: 7 }).spec.draftNumPredict, 7);
-    assert.equal(completion.plan(await bed.models.resolve('drafted-two'), {}).spec.draftNumPredict, 2);
-    ({ spec } = completion.plan(await bed.models.resolve('plain'), { draft_num_predict: 7 }));
-    assert.equal(spec.draftModelPath, undefined);
-    assert.equal(spec.draftNumPredict, undefined);
+    const plan = completion.plan(drafted, {});
+    assert.equal(plan.spec.draftModelPath, drafted.draftPath);
+    assert.deepEqual(plan.options.draft, { nMax: 4 });
+    const seven = completion.plan(drafted, { draft_num_predict: 7 });
+    assert.deepEqual(seven.options.draft, { nMax: 7 });
+    assert.deepEqual(seven.spec, plan.spec, 'the length needs no other runner');
+    assert.deepEqual(completion.plan(await bed.models.resolve('drafted-two'), {}).options.draft, { nMax: 2 });
+    const plain = completion.plan(await bed.models.resolve('plain'), { draft_num_predict: 7 });
+    assert.equal(plain.spec.draftModelPath, undefined);
+    assert.equal(plain.options.draft, undefined);
   });
 });
 

@@ -48,6 +48,8 @@ describe('SchedulerService stats() and abortAll()', () => {
           ramCacheBytes: 0,
           ramCacheHits: 0,
           ramCacheTokens: 0,
+          draftTokens: 0,
+          draftAccepted: 0,
         },
       ],
     });

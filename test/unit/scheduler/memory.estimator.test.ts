@@ -41,6 +41,17 @@ describe('SystemMemoryProbe', () => {
     assert.ok((await whole('q8_0')) < (await whole()));
   });
 
+  it('adds a draft model: its weights, its KV cache (33 more cells per slot) and compute buffers', async () => {
+    ensureTestModels();
+    const probe = new SystemMemoryProbe();
+    const base = { modelPath: TINY_QWEN2, numCtx: 256, numParallel: 2 };
+    const plain = await probe.estimate(spec(base));
+    const drafted = await probe.estimate(spec({ ...base, draftModelPath: TINY_QWEN2 }));
+    // The draft is the same file: its share is the model's again plus the KV of 2 × 33 extra cells.
+    const perCell = (plain - (await probe.estimate(spec({ ...base, numCtx: 128 })))) / (2 * 128);
+    assert.equal(drafted - plain, plain + perCell * 2 * 33);
+  });
+
   it('counts only the local share when every layer is on RPC workers', async () => {
     ensureTestModels();
     const probe = new SystemMemoryProbe();

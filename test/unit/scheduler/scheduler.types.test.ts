@@ -14,12 +14,10 @@ const spec = (over: Partial<RunnerSpec> = {}): RunnerSpec => ({
 });
 
 describe('sameSpec: the speculative-decoding draft', () => {
-  it('treats another draft model or draft length as another runner; absent = none = 0', () => {
-    const draft = spec({ draftModelPath: '/b/sha256-d', draftNumPredict: 4 });
-    assert.ok(sameSpec(draft, spec({ draftModelPath: '/b/sha256-d', draftNumPredict: 4 })));
+  it('treats another draft model as another runner (the draft length is per request)', () => {
+    const draft = spec({ draftModelPath: '/b/sha256-d' });
+    assert.ok(sameSpec(draft, spec({ draftModelPath: '/b/sha256-d' })));
     assert.ok(!sameSpec(draft, spec()));
-    assert.ok(!sameSpec(draft, spec({ draftModelPath: '/b/sha256-e', draftNumPredict: 4 })));
-    assert.ok(!sameSpec(draft, spec({ draftModelPath: '/b/sha256-d', draftNumPredict: 2 })));
-    assert.ok(sameSpec(spec(), spec({ draftNumPredict: 0 })));
+    assert.ok(!sameSpec(draft, spec({ draftModelPath: '/b/sha256-e' })));
   });
 });

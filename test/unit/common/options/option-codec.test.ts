@@ -61,6 +61,12 @@ describe('decodeOptions (request options)', () => {
     assert.deepEqual(formatParams(new Map([['draft_num_predict', ['3']]])).params, { draft_num_predict: 3 });
   });
 
+  it('accepts draft_ngram (beyond Ollama) as a boolean, in requests and Modelfile PARAMETERs', () => {
+    assert.deepEqual(decodeOptions({ draft_ngram: true }), { draft_ngram: true });
+    assert.deepEqual(formatParams(new Map([['draft_ngram', ['true']]])).params, { draft_ngram: true });
+    assert.throws(() => decodeOptions({ draft_ngram: 'yes' }), /draft_ngram/);
+  });
+
   it('accepts absent options', () => {
     assert.deepEqual(decodeOptions(undefined), {});
     assert.deepEqual(decodeOptions(null), {});

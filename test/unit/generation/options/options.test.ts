@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULT_DRAFT_NUM_PREDICT, DEFAULT_NUM_CTX, resolveOptions } from '../../../../src/generation/options/options';
+import {
+  DEFAULT_DRAFT_NUM_PREDICT,
+  DEFAULT_NGRAM_DRAFT,
+  DEFAULT_NUM_CTX,
+  resolveOptions,
+} from '../../../../src/generation/options/options';
 
 const defaults = { contextLength: 0, threads: 0 };
 
@@ -77,15 +82,35 @@ describe('resolveOptions: flash attention and KV cache type', () => {
   });
 });
 
-describe('resolveOptions: draft_num_predict (speculative decoding draft length)', () => {
-  it('defaults to 4 for a model with a draft, request > Modelfile; negative is 0; unset without a draft', () => {
+describe('resolveOptions: draft_num_predict and draft_ngram (speculative decoding)', () => {
+  it("drafts 4 tokens with the model's draft model by default, request > Modelfile; <= 0 is off; none without a draft", () => {
     const draft = { ...defaults, hasDraft: true };
-    assert.equal(resolveOptions({}, {}, draft).load.draftNumPredict, DEFAULT_DRAFT_NUM_PREDICT);
+    assert.deepEqual(resolveOptions({}, {}, draft).draft, { nMax: DEFAULT_DRAFT_NUM_PREDICT });
     assert.equal(DEFAULT_DRAFT_NUM_PREDICT, 4);
-    assert.equal(resolveOptions({}, { draft_num_predict: 6 }, draft).load.draftNumPredict, 6);
-    assert.equal(resolveOptions({ draft_num_predict: 2 }, { draft_num_predict: 6 }, draft).load.draftNumPredict, 2);
-    assert.equal(resolveOptions({ draft_num_predict: -3 }, {}, draft).load.draftNumPredict, 0);
-    assert.equal(resolveOptions({}, {}, defaults).load.draftNumPredict, undefined);
-    assert.equal(resolveOptions({ draft_num_predict: 8 }, {}, defaults).load.draftNumPredict, undefined);
+    assert.deepEqual(resolveOptions({}, { draft_num_predict: 6 }, draft).draft, { nMax: 6 });
+    assert.deepEqual(resolveOptions({ draft_num_predict: 2 }, { draft_num_predict: 6 }, draft).draft, { nMax: 2 });
+    assert.equal(resolveOptions({ draft_num_predict: -3 }, {}, draft).draft, undefined);
+    assert.equal(resolveOptions({ draft_num_predict: 0 }, {}, draft).draft, undefined);
+    assert.deepEqual(resolveOptions({ draft_num_predict: 100 }, {}, draft).draft, { nMax: 32 });
+    assert.equal(resolveOptions({}, {}, defaults).draft, undefined);
+    assert.equal(resolveOptions({ draft_num_predict: 8 }, {}, defaults).draft, undefined);
+    // Never a load option: changing it needs no reload.
+    assert.equal('draftNumPredict' in resolveOptions({ draft_num_predict: 3 }, {}, draft).load, false);
+  });
+
+  it('draft_ngram drafts by lookup, with or without a draft model (8 tokens by default)', () => {
+    assert.deepEqual(resolveOptions({ draft_ngram: true }, {}, defaults).draft, {
+      nMax: DEFAULT_NGRAM_DRAFT,
+      ngram: true,
+    });
+    assert.deepEqual(resolveOptions({}, { draft_ngram: true, draft_num_predict: 5 }, defaults).draft, {
+      nMax: 5,
+      ngram: true,
+    });
+    assert.deepEqual(resolveOptions({ draft_ngram: true }, {}, { ...defaults, hasDraft: true }).draft, {
+      nMax: DEFAULT_NGRAM_DRAFT,
+      ngram: true,
+    });
+    assert.equal(resolveOptions({ draft_ngram: false }, { draft_ngram: true }, defaults).draft, undefined);
   });
 });

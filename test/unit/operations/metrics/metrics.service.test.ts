@@ -89,6 +89,8 @@ describe('MetricsService', () => {
           ramCacheBytes: 4096,
           ramCacheHits: 3,
           ramCacheTokens: 300,
+          draftTokens: 120,
+          draftAccepted: 90,
         },
       ],
     };
@@ -106,6 +108,8 @@ describe('MetricsService', () => {
     assert.equal(sample(text, 'llamad_prompt_cache_ram_bytes{model="tiny:latest"}'), 4096);
     assert.equal(sample(text, 'llamad_prompt_cache_ram_hits{model="tiny:latest"}'), 3);
     assert.equal(sample(text, 'llamad_prompt_cache_ram_tokens{model="tiny:latest"}'), 300);
+    assert.equal(sample(text, 'llamad_draft_tokens_total{model="tiny:latest"}'), 120);
+    assert.equal(sample(text, 'llamad_draft_accepted_tokens_total{model="tiny:latest"}'), 90);
     stats.runners = [];
     stats.queued = 0;
     text = await metrics.render();
