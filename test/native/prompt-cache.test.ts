@@ -131,6 +131,34 @@ describe('the host-RAM prompt cache', () => {
     assert.deepEqual(back.generated, reference.back.generated);
   });
 
+  it('a restored slot drafts with the draft model and gives the output it would without either', async () => {
+    // The draft context syncs its sequence for a slot by tokens: a restore (into another slot here) must not confuse
+    // it. The target is its own draft, so drafts are accepted and the output stays greedy.
+    const draftModel = await loadModel(TINY_LLAMA_SPM);
+    const ctx = await binding.Context.create(model, {
+      nCtx: 1024,
+      nParallel: 2,
+      nThreads: 1,
+      nThreadsMax: 2,
+      draftModel,
+      cacheRamBytes: 64 * MIB,
+    });
+    try {
+      const draft = { draft: { nMax: 4 } };
+      const a = await turn(ctx, tokensOf(model, 1, 150), draft);
+      await turn(ctx, tokensOf(model, 2, 120), draft);
+      const again = [...heldAfter(a.tokens, a.generated), ...tokensOf(model, 3, 9, false)];
+      const back = await turn(ctx, again, draft);
+      assert.equal(ctx.stats().ramCacheHits, 1);
+      assert.ok(back.promptN <= 10, `promptN ${back.promptN}`);
+      const reference = await turn(open({ nCtx: 1024, nParallel: 2 }), again);
+      assert.deepEqual(back.generated, reference.generated);
+    } finally {
+      await ctx.dispose();
+      await draftModel.dispose();
+    }
+  });
+
   it('does not keep short sequences', async () => {
     const ctx = open({ nCtx: 256, cacheRamBytes: 64 * MIB });
     const { back } = await evictAndReturn(ctx, model, { a: 20, b: 20, more: 4 });
