@@ -247,6 +247,13 @@ export interface NativeContextParams {
    * input use all nCtx tokens. Default false: nCtx / nParallel cells per slot.
    */
   kvUnified?: boolean;
+  /**
+   * Host-RAM prompt cache budget, bytes (default 0 = off; ignored by embedding contexts): when a slot drops the KV of
+   * a sequence of at least 64 tokens for another prompt, its state is copied into process memory (least recently used
+   * entries out first, at most this many bytes in all) and copied back into a slot when a later prompt extends it by
+   * more than the slot's own prefix (docs/native.md "Host-RAM prompt cache"). Image prompts are never kept.
+   */
+  cacheRamBytes?: number;
   /** Flash attention: 'auto' (default), 'on', 'off'. */
   flashAttn?: 'auto' | 'on' | 'off';
   /** Embedding context (llama `embeddings`): only embed() is allowed on it, submit() throws LLAMA_INVALID_ARGUMENT. */
@@ -496,6 +503,14 @@ export interface NativeContextStats {
   kvCellsCached: number;
   /** Slots whose task waits for KV cells (shared cache only; counted in activeSlots). */
   pausedSlots: number;
+  /** Sequences kept in the host-RAM prompt cache (params.cacheRamBytes). */
+  ramCacheEntries: number;
+  /** Bytes of sequence state the host-RAM prompt cache holds. */
+  ramCacheBytes: number;
+  /** Prompts that started from a sequence restored from the host-RAM prompt cache, since the context was created. */
+  ramCacheHits: number;
+  /** Prompt tokens those restores spared evaluating (the restored prefixes), since the context was created. */
+  ramCacheTokens: number;
   /** Threads of the next generation decode (setThreads). */
   nThreads: number;
   /** Speculative decoding since creation: tokens drafted and verified, and of those the accepted ones. */

@@ -14,7 +14,9 @@
  *   runner, bench/runner-modes.ts), prebuilt (the prebuilt package's addon vs the from-source build,
  *   bench/prebuilt-addon.ts) and parallel (4 clients against the daemon's default slots,
  *   OLLAMA_NUM_PARALLEL=1 and llama-server's `-np -1`, bench/parallel-default.ts), speculative (n-gram, self and
- *   2-layer drafts vs none, bench/speculative.ts) and kv-cache (q8_0 vs f16 KV, bench/kv-cache-type.ts)
+ *   2-layer drafts vs none, bench/speculative.ts) and kv-cache (q8_0 vs f16 KV, bench/kv-cache-type.ts) and prompt-cache (time
+ *   to first token returning to an evicted 8k-token conversation with and without the host-RAM prompt cache,
+ *   bench/prompt-cache.ts; LLAMAD_BENCH_PROMPT_CACHE_TOKENS sets another prompt size for a smoke run)
  * Backend: LLAMAD_BACKEND (cpu|cuda|...) as for the addon build; on a GPU build both servers offload every layer.
  * What is measured and why: docs/benchmarks.md.
  */
@@ -63,6 +65,7 @@ import { prebuiltAddon } from './prebuilt-addon';
 import { runnerModes } from './runner-modes';
 import { ANSWER_TOKENS, chatStreamGaps, parserCost } from './parser-cost';
 import { parallelDefault } from './parallel-default';
+import { promptCache } from './prompt-cache';
 import { findRpcServerPath } from '../src/native/load-binding';
 import { speculative } from './speculative';
 import { kvCacheType } from './kv-cache-type';
@@ -1022,6 +1025,7 @@ async function main(): Promise<void> {
       'parallel',
       'speculative',
       'kv-cache',
+      'prompt-cache',
     ].some((x) => s.sections.has(x))
   ) {
     // Sections that run the daemon alone (event-loop): no llama-server, no bench models, no bandwidth figure.
@@ -1042,7 +1046,9 @@ async function main(): Promise<void> {
     return;
   }
   // rpc is daemon-only too: no llama-server is built when it (with event-loop) is all that was asked for.
-  const peers = [...s.sections].every((x) => ['rpc', 'event-loop', 'runner', 'prebuilt', 'kv-cache'].includes(x))
+  const peers = [...s.sections].every((x) =>
+    ['rpc', 'event-loop', 'runner', 'prebuilt', 'kv-cache', 'prompt-cache'].includes(x),
+  )
     ? []
     : buildPeers(s);
   for (const p of peers) rmSync(p.log, { force: true });
@@ -1088,6 +1094,27 @@ async function main(): Promise<void> {
       llamaOptions: (seed, predict) => llamaOptions(seed, predict),
       row: (metric, ours, theirs, unit, compare) =>
         row({ section: 'parallel', metric, ours, theirs, unit, compare, digits: unit === '×' ? 2 : 1 }),
+    });
+  }
+  if (s.sections.has('prompt-cache')) {
+    log('returning to an evicted conversation: host-RAM prompt cache vs LLAMAD_CACHE_RAM=0');
+    await promptCache({
+      runs: s.runs,
+      tokens: Number(process.env.LLAMAD_BENCH_PROMPT_CACHE_TOKENS ?? 8192),
+      startDaemon: (env) =>
+        startDaemon({ mainJs: MAIN_JS, modelsDir: store, numParallel: 1, threads: s.threads, log: DAEMON_LOG, env }),
+      ollamaOptions: (seed, numCtx, predict) => ollamaOptions(s, seed, numCtx, predict),
+      row: (metric, value, unit, target = '', digits = 1) =>
+        row({
+          section: 'prompt-cache',
+          metric,
+          ours: value,
+          theirs: peers.map(() => NaN),
+          unit,
+          digits,
+          compare: 'none',
+          target,
+        }),
     });
   }
   if (s.sections.has('embed')) {

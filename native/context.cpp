@@ -342,6 +342,7 @@ void Context::Adopt(Napi::Env env, Napi::Object model_object, const ContextPlan&
     options.mtmd = parts->mtmd;
     options.rpc_servers = plan.model->rpc_servers();
     options.shared_cells = shared_cells;
+    options.cache_ram_bytes = params.embeddings ? 0 : params.cache_ram_bytes;
     options.draft_ctx = parts->draft_ctx;
     engine_ = std::make_unique<Engine>(
         parts->ctx, static_cast<int32_t>(params.kv_unified ? params.n_ctx : params.n_ctx / params.n_parallel),
@@ -625,6 +626,10 @@ Napi::Value Context::Stats(const Napi::CallbackInfo& info) {
   out.Set("kvCellsUsed", stats.cells_used);
   out.Set("kvCellsCached", stats.cells_cached);
   out.Set("pausedSlots", stats.paused_slots);
+  out.Set("ramCacheEntries", stats.ram_cache_entries);
+  out.Set("ramCacheBytes", static_cast<double>(stats.ram_cache_bytes));
+  out.Set("ramCacheHits", static_cast<double>(stats.ram_cache_hits));
+  out.Set("ramCacheTokens", static_cast<double>(stats.ram_cache_tokens));
   out.Set("nThreads", stats.n_threads);
   out.Set("draftTokens", static_cast<double>(stats.draft_tokens));
   out.Set("draftAccepted", static_cast<double>(stats.draft_accepted));

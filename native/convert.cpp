@@ -135,6 +135,8 @@ ContextParams ToContextParams(Napi::Env env, Napi::Value value) {
   params.n_threads_batch = OptionalInt<int32_t>(env, obj, "nThreadsBatch", p, 1, 1024);
   params.n_threads_max = OptionalInt<int32_t>(env, obj, "nThreadsMax", p, 1, 1024);
   params.kv_unified = ToOptionalBool(env, obj.Get("kvUnified"), "params.kvUnified", false);
+  constexpr int64_t kMaxSafeInteger = (int64_t{1} << 53) - 1;
+  params.cache_ram_bytes = OptionalInt<size_t>(env, obj, "cacheRamBytes", p, 0, kMaxSafeInteger).value_or(0);
   Napi::Value flash = obj.Get("flashAttn");
   if (!IsMissing(flash)) {
     const std::string mode = ToString(env, flash, "params.flashAttn");

@@ -50,6 +50,7 @@ struct ContextParams {
   enum llama_pooling_type pooling = LLAMA_POOLING_TYPE_UNSPECIFIED;
   std::string projector_path;                   // mmproj GGUF for images ('' = none)
   std::vector<LoraAdapterParam> lora_adapters;  // applied in order at context creation (empty = none)
+  size_t cache_ram_bytes = 0;                   // host-RAM prompt cache budget, bytes (0 = off; generation only)
 };
 
 ModelParams ToModelParams(Napi::Env env, Napi::Value value);

@@ -57,7 +57,8 @@ Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, EngineO
                                                       : llama_model_n_embd_out(model_)),
       can_shift_(memory_ != nullptr && llama_memory_can_shift(memory_)),
       shared_cells_(options.shared_cells),
-      draft_ctx_(options.draft_ctx) {
+      draft_ctx_(options.draft_ctx),
+      prompt_cache_(options.cache_ram_bytes > 0 ? std::make_unique<PromptCache>(options.cache_ram_bytes) : nullptr) {
   threads_now_.store(llama_n_threads(ctx));
   const uint32_t n_seq = llama_n_seq_max(ctx);
   slots_.reserve(n_seq);
@@ -453,6 +454,7 @@ EngineStats Engine::Stats() const {
   stats.paused_slots = paused_slots_.load();
   const int32_t wanted = threads_wanted_.load();
   stats.n_threads = wanted > 0 ? wanted : threads_now_.load();
+  FillRamCacheStats(stats);
   stats.draft_tokens = draft_tokens_.load();
   stats.draft_accepted = draft_accepted_.load();
   return stats;
@@ -613,6 +615,7 @@ void Engine::StartTask(std::unique_ptr<Task> task) {
     for (Slot& s : slots_) {
       if (s.state == Slot::State::kIdle && (slot == nullptr || s.cache.size() < slot->cache.size())) slot = &s;
     }
+    SaveToRamCache(*slot, 0);
     llama_memory_seq_rm(memory_, slot->seq_id, -1, -1);
     slot->cache.clear();
     slot->n_prompt_done = 0;
@@ -642,6 +645,7 @@ void Engine::StartTask(std::unique_ptr<Task> task) {
       best_prefix = prefix;
     }
   }
+  best_prefix = ReuseRamCache(best, prompt, best_prefix);  // may restore a kept sequence, into another idle slot
   Slot& slot = *best;  // Run() only starts as many tasks as there are idle slots
   // Keep the common prefix, but always evaluate at least the last prompt token to get its logits.
   size_t keep = std::min(best_prefix, prompt.size() - 1);
@@ -980,6 +984,7 @@ bool Engine::ShiftContext(Slot& slot) {
   llama_memory_seq_add(memory_, slot.seq_id, keep + n_discard, n_past, -n_discard);
   // `cache` mirrors the sequence (positions 0..size-1) so that prefix reuse stays correct.
   slot.cache.erase(slot.cache.begin() + keep, slot.cache.begin() + keep + n_discard);
+  slot.shift_mark = slot.cache.size();
   return true;
 }
 

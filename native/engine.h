@@ -17,6 +17,7 @@
 
 #include "error_code.h"
 #include "llama.h"
+#include "prompt_cache.h"
 #include "slot.h"
 
 namespace llamad {
@@ -67,6 +68,12 @@ struct EngineStats {
   int32_t cells_cached = 0;   // KV cells idle slots keep for prefix reuse
   int32_t paused_slots = 0;   // active slots waiting for KV cells (shared cells only)
   int32_t n_threads = 0;      // threads of the next generation step (llama_n_threads)
+  // Host-RAM prompt cache (EngineOptions::cache_ram_bytes): sequences kept now and their state bytes; since the
+  // engine started: how many prompts were served from it and the prompt tokens those restores spared evaluating.
+  int32_t ram_cache_entries = 0;
+  int64_t ram_cache_bytes = 0;
+  int64_t ram_cache_hits = 0;
+  int64_t ram_cache_tokens = 0;
   int64_t draft_tokens = 0;     // tokens drafted and verified so far (speculative decoding)
   int64_t draft_accepted = 0;   // of those, tokens the target model accepted
 };
@@ -81,6 +88,10 @@ struct EngineOptions {
   std::vector<std::string> rpc_servers;
   // The context has one unified KV stream (kv_unified) that all slots share (see Engine::Engine).
   bool shared_cells = false;
+  // Host-RAM prompt cache budget, bytes (0 = off): when a slot drops the KV of a sequence for another prompt, the
+  // sequence's state (llama_state_seq_get_data) is kept in process memory, least recently used out first, and
+  // restored when a later prompt extends it (docs/native.md "Host-RAM prompt cache").
+  size_t cache_ram_bytes = 0;
   // The draft model's context for speculative decoding (same vocabulary as the target; one unified KV stream with
   // room for every slot's tokens plus their drafts), or null: tasks may then draft by n-gram lookup only. Not owned:
   // the caller frees it after Join(), as it frees the target context.
@@ -197,6 +208,17 @@ class Engine {
   // After llama_decode status 1: pauses the youngest running task (never the oldest); false when none.
   bool PauseYoungest();
   void UpdateCellStats();
+  // Host-RAM prompt cache (engine_prompt_cache.cpp). Called by StartTask with the idle slot chosen for a text
+  // `prompt` and the common prefix `prefix` (tokens) of the slot's cache with it, before the slot is trimmed: keeps
+  // the slot's sequence in the RAM cache when the trim would drop enough of it, or restores a kept sequence that
+  // shares a longer prefix with the prompt, into the idle slot caching the least (`slot` then points to it, its
+  // `cache` holds the restored tokens). Returns the common prefix of `slot`'s cache with the prompt, tokens. A failed
+  // save or restore is not an error: the prompt is then evaluated as without the cache.
+  size_t ReuseRamCache(Slot*& slot, const std::vector<llama_token>& prompt, size_t prefix);
+  // Keeps the sequence of `slot` in the RAM cache when it would lose at least a minimum of tokens (all but the first
+  // `surviving`), holds no image positions and no pending context shift, and is not kept already.
+  void SaveToRamCache(const Slot& slot, size_t surviving);
+  void FillRamCacheStats(EngineStats& stats) const;
   // Applies a thread count set by SetThreads (decode thread, before a decode).
   void ApplyThreads();
   // Speculative decoding (engine_spec.cpp). Tokens a generating slot may draft this step (0: none): its task's
@@ -277,6 +299,11 @@ class Engine {
   std::atomic<int32_t> threads_wanted_{0};        // 0: unchanged since the last ApplyThreads
   std::atomic<int32_t> threads_batch_wanted_{0};
   std::atomic<int32_t> threads_now_{0};
+  std::unique_ptr<PromptCache> prompt_cache_;  // null when EngineOptions::cache_ram_bytes is 0; decode thread
+  std::atomic<int32_t> ram_cache_entries_{0};
+  std::atomic<int64_t> ram_cache_bytes_{0};
+  std::atomic<int64_t> ram_cache_hits_{0};
+  std::atomic<int64_t> ram_cache_tokens_{0};
   std::atomic<int64_t> draft_tokens_{0};
   std::atomic<int64_t> draft_accepted_{0};
 

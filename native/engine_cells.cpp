@@ -80,6 +80,7 @@ bool Engine::EvictIdleCache() {
     if (oldest == nullptr || slot.last_used < oldest->last_used) oldest = &slot;
   }
   if (oldest == nullptr) return false;
+  SaveToRamCache(*oldest, 0);
   llama_memory_seq_rm(memory_, oldest->seq_id, -1, -1);
   oldest->cache.clear();
   return true;

@@ -128,6 +128,9 @@ struct Slot {
   uint64_t last_used = 0;
   int32_t cell_grant = 0;
   std::vector<llama_token> resume_tokens;
+  // cache.size() right after the last context shift: llama.cpp applies the shift's K rotation at the next llama_decode,
+  // so until the sequence has grown past this size its state may be unrotated and is not saved (host-RAM cache).
+  size_t shift_mark = 0;
 
   // Speculative decoding (engine_spec.cpp): the tokens proposed after `pending` for this step (decoded with it and
   // verified), and the tokens whose KV entries the draft model's context holds in sequence `seq_id`.

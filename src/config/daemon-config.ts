@@ -49,6 +49,9 @@ export function parallelPlan(numParallel: number): ParallelPlan {
   return numParallel > 0 ? { numParallel, kvUnified: false } : { numParallel: AUTO_PARALLEL_SLOTS, kvUnified: true };
 }
 
+/** LLAMAD_CACHE_RAM when unset, MiB (llama-server's `--cache-ram` default). */
+export const DEFAULT_CACHE_RAM_MIB = 8192;
+
 /** LLAMAD_SHUTDOWN_TIMEOUT when unset, ms. */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 
@@ -154,6 +157,14 @@ export class DaemonConfig {
   kvCacheType: KvCacheType = 'f16';
   /** OLLAMA_KV_CACHE_TYPE as given (lower-cased, trimmed), for the warning about an unknown value; '' when unset. */
   kvCacheTypeRequested = '';
+  /**
+   * LLAMAD_CACHE_RAM: host-RAM prompt cache of every generation model, MiB (beyond Ollama; llama-server's
+   * `--cache-ram`): when a slot's KV is dropped for another conversation, the sequence is kept in the runner's memory
+   * (least recently used out first, at most this much per loaded model) and restored when a request's prompt extends
+   * it (docs/native.md "Host-RAM prompt cache"). Default {@link DEFAULT_CACHE_RAM_MIB}; 0 disables it; a value that is
+   * not a whole number keeps the default.
+   */
+  cacheRamMiB = DEFAULT_CACHE_RAM_MIB;
   /** Whether logging is enabled at all (off in tests: every log line is dropped). Not an environment variable. */
   logging = true;
 }
@@ -337,5 +348,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
   config.kvCacheTypeRequested = envVar(env, 'OLLAMA_KV_CACHE_TYPE').toLowerCase();
   const kv = KV_CACHE_TYPES.find((t) => t === config.kvCacheTypeRequested);
   if (kv) config.kvCacheType = kv;
+  config.cacheRamMiB = envUint(env, 'LLAMAD_CACHE_RAM', DEFAULT_CACHE_RAM_MIB);
   return config;
 }

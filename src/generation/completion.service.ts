@@ -95,6 +95,7 @@ export class CompletionService {
       spec: {
         modelPath: model.modelPath,
         ...parallelPlan(this.config.numParallel),
+        ...(this.config.cacheRamMiB > 0 ? { cacheRamBytes: this.config.cacheRamMiB * 2 ** 20 } : {}),
         ...effective.load,
         ...(model.projectorPaths.length > 0 ? { projectorPath: model.projectorPaths[0] } : {}),
         ...(model.adapterPaths.length > 0 ? { adapterPaths: model.adapterPaths } : {}),

@@ -35,6 +35,11 @@ export function kvParams(spec: RunnerSpec): Pick<NativeContextParams, 'flashAttn
   };
 }
 
+/** The host-RAM prompt cache of a generation context (none when the spec has none or 0). */
+export function cacheRamParams(spec: RunnerSpec): Pick<NativeContextParams, 'cacheRamBytes'> {
+  return spec.cacheRamBytes !== undefined && spec.cacheRamBytes > 0 ? { cacheRamBytes: spec.cacheRamBytes } : {};
+}
+
 /** The context parameter for the spec's LoRA adapters (none when it has none). */
 export function loraParams(spec: RunnerSpec): Pick<NativeContextParams, 'loraAdapters'> {
   const paths = spec.adapterPaths ?? [];

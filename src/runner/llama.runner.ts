@@ -28,7 +28,7 @@ import {
   RunnerSpec,
   RunnerUsage,
 } from './runner';
-import { kvParams, loraParams, threadParams, totalCells } from './context-params';
+import { cacheRamParams, kvParams, loraParams, threadParams, totalCells } from './context-params';
 import { physicalCores } from './cpu-threads';
 
 /** A failure while loading is a load error unless the addon said something more specific (e.g. out of memory). */
@@ -167,6 +167,7 @@ export class LlamaRunner implements Runner {
               ...(spec.projectorPath ? { projectorPath: spec.projectorPath } : {}),
               ...kvParams(spec),
               ...loraParams(spec),
+              ...cacheRamParams(spec),
               ...(draftModel ? { draftModel } : {}),
             },
       );
@@ -295,6 +296,16 @@ export class LlamaRunner implements Runner {
       kvCellsUsed: embedding ? 0 : Math.min(total, used),
       ...(!embedding && stats.pausedSlots > 0 ? { slotsWaiting: stats.pausedSlots } : {}),
       ...(typeof stats.nThreads === 'number' ? { threads: stats.nThreads } : {}),
+      ...(!embedding && (this.spec.cacheRamBytes ?? 0) > 0 && typeof stats.ramCacheBytes === 'number'
+        ? {
+            ramCache: {
+              entries: stats.ramCacheEntries,
+              bytes: stats.ramCacheBytes,
+              hits: stats.ramCacheHits,
+              tokens: stats.ramCacheTokens,
+            },
+          }
+        : {}),
       ...(stats.draftTokens > 0 ? { draftTokens: stats.draftTokens, draftAccepted: stats.draftAccepted } : {}),
     };
   }

@@ -54,6 +54,12 @@ export interface RunnerSpec extends LoadOptions {
    * the runner's queue (binding.d.ts NativeContextParams.kvUnified). Absent/false: numCtx cells per slot.
    */
   kvUnified?: boolean;
+  /**
+   * Host-RAM prompt cache of the generation context, bytes (LLAMAD_CACHE_RAM; binding.d.ts
+   * NativeContextParams.cacheRamBytes): sequences a slot drops for another prompt are kept in the runner's memory and
+   * restored when a prompt extends them. Absent/0 = off. Embedding contexts never get one. Part of sameSpec.
+   */
+  cacheRamBytes?: number;
   /** Absolute path of a vision projector blob (mmproj GGUF, manifest layer `application/vnd.ollama.image.projector`). */
   projectorPath?: string;
   /**
@@ -211,6 +217,11 @@ export interface RunnerUsage {
   slotsWaiting?: number;
   /** Threads of the runner's next decode (absent: unknown). */
   threads?: number;
+  /**
+   * Host-RAM prompt cache (RunnerSpec.cacheRamBytes; absent: off or unknown): sequences and bytes it keeps now; since
+   * the load, prompts restored from it and the prompt tokens those restores spared evaluating.
+   */
+  ramCache?: { entries: number; bytes: number; hits: number; tokens: number };
   /** Speculative decoding since the load: tokens drafted and verified, and of those the accepted ones. */
   draftTokens?: number;
   draftAccepted?: number;

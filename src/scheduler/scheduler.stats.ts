@@ -36,6 +36,10 @@ export function schedulerStats(pendingLoads: number, entries: Iterable<RunnerHol
       kvCellsTotal: usage?.kvCellsTotal ?? (spec.kvUnified ? spec.numCtx : spec.numCtx * slotsTotal),
       kvCellsUsed: usage?.kvCellsUsed ?? 0,
       kvUnified: spec.kvUnified ?? false,
+      ramCacheEntries: usage?.ramCache?.entries ?? 0,
+      ramCacheBytes: usage?.ramCache?.bytes ?? 0,
+      ramCacheHits: usage?.ramCache?.hits ?? 0,
+      ramCacheTokens: usage?.ramCache?.tokens ?? 0,
       draftTokens: usage?.draftTokens ?? 0,
       draftAccepted: usage?.draftAccepted ?? 0,
     });

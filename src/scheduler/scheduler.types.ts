@@ -50,6 +50,12 @@ export interface RunnerStats {
   kvCellsUsed: number;
   /** Whether the slots share one KV cache (RunnerSpec.kvUnified). */
   kvUnified: boolean;
+  /** Host-RAM prompt cache (LLAMAD_CACHE_RAM): sequences kept and their bytes now (0 when off or not reported). */
+  ramCacheEntries: number;
+  ramCacheBytes: number;
+  /** Since the load: prompts restored from the host-RAM cache, and the prompt tokens that spared evaluating. */
+  ramCacheHits: number;
+  ramCacheTokens: number;
   /** Speculative decoding since the runner was loaded: tokens drafted and verified, and the accepted ones. */
   draftTokens: number;
   draftAccepted: number;
@@ -121,6 +127,7 @@ export function sameSpec(a: RunnerSpec, b: RunnerSpec, acceptLargerContext = fal
     (a.rpcServers ?? []).join(',') === (b.rpcServers ?? []).join(',') &&
     (a.flashAttention ?? 'auto') === (b.flashAttention ?? 'auto') &&
     (a.kvCacheType ?? 'f16') === (b.kvCacheType ?? 'f16') &&
+    (a.cacheRamBytes ?? 0) === (b.cacheRamBytes ?? 0) &&
     (a.draftModelPath ?? '') === (b.draftModelPath ?? '')
   );
 }

@@ -68,6 +68,7 @@ export async function listProcessModels(
               kv_cells: runner.usage.kvCellsTotal,
               kv_cells_used: runner.usage.kvCellsUsed,
               ...(runner.usage.threads !== undefined ? { threads: runner.usage.threads } : {}),
+              ...(runner.usage.ramCache ? { ram_cache: { ...runner.usage.ramCache } } : {}),
             },
           }
         : {}),

@@ -234,6 +234,26 @@ export class MetricsService implements HttpRequestSink, OnModuleDestroy {
       (r) => r.slotsWaiting,
     );
     perModel(
+      'llamad_prompt_cache_ram_entries',
+      'Conversations (KV sequences) the host-RAM prompt cache keeps for prefix reuse (LLAMAD_CACHE_RAM).',
+      (r) => r.ramCacheEntries,
+    );
+    perModel(
+      'llamad_prompt_cache_ram_bytes',
+      'Bytes of KV state the host-RAM prompt cache keeps.',
+      (r) => r.ramCacheBytes,
+    );
+    perModel(
+      'llamad_prompt_cache_ram_hits',
+      'Prompts that started from a KV sequence restored from the host-RAM prompt cache, since the model was loaded.',
+      (r) => r.ramCacheHits,
+    );
+    perModel(
+      'llamad_prompt_cache_ram_tokens',
+      'Prompt tokens restored from the host-RAM prompt cache instead of being evaluated, since the model was loaded.',
+      (r) => r.ramCacheTokens,
+    );
+    perModel(
       'llamad_slots_total',
       'Slots of the loaded model (OLLAMA_NUM_PARALLEL at load; 4 sharing one KV cache when unset).',
       (r) => r.slotsTotal,

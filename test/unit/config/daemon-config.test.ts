@@ -176,3 +176,21 @@ describe('OLLAMA_FLASH_ATTENTION and OLLAMA_KV_CACHE_TYPE', () => {
     assert.match(unknown.warning ?? '', /unsupported OLLAMA_KV_CACHE_TYPE "q5_1"/);
   });
 });
+
+describe('LLAMAD_CACHE_RAM', () => {
+  it('defaults to 8192 MiB (llama-server --cache-ram)', () => {
+    assert.equal(loadConfig({}).cacheRamMiB, 8192);
+  });
+
+  it('reads MiB; 0 disables the cache', () => {
+    assert.equal(loadConfig({ LLAMAD_CACHE_RAM: '512' }).cacheRamMiB, 512);
+    assert.equal(loadConfig({ LLAMAD_CACHE_RAM: ' "1024" ' }).cacheRamMiB, 1024);
+    assert.equal(loadConfig({ LLAMAD_CACHE_RAM: '0' }).cacheRamMiB, 0);
+  });
+
+  it('keeps the default for a value that is not a whole number of MiB', () => {
+    for (const raw of ['-1', '1.5', '8G', 'off', '']) {
+      assert.equal(loadConfig({ LLAMAD_CACHE_RAM: raw }).cacheRamMiB, 8192, raw);
+    }
+  });
+});

@@ -38,3 +38,23 @@ describe('CompletionService.plan: the draft model', () => {
     assert.equal(plain.options.draft, undefined);
   });
 });
+
+// LLAMAD_CACHE_RAM (MiB) becomes the spec's cacheRamBytes; 0 leaves it out.
+describe('CompletionService.plan: the host-RAM prompt cache', () => {
+  let bed: InferenceTestbed;
+
+  afterEach(() => bed.close());
+
+  for (const [mib, bytes] of [
+    [8192, 8192 * 2 ** 20],
+    [16, 16 * 2 ** 20],
+    [0, undefined],
+  ] as const) {
+    it(`LLAMAD_CACHE_RAM=${mib} → cacheRamBytes ${bytes}`, async () => {
+      bed = await createInferenceTestbed({ config: { cacheRamMiB: mib } });
+      const completion = new CompletionService(bed.config, bed.scheduler, new PromptService());
+      await bed.createModel('plain');
+      assert.equal(completion.plan(await bed.models.resolve('plain'), {}).spec.cacheRamBytes, bytes);
+    });
+  }
+});

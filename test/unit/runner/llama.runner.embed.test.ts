@@ -15,7 +15,10 @@ describe('LlamaRunner embeddings, grammar, render', () => {
 
   it('an embedding model gets an embedding context (batch = ubatch ≥ num_ctx) and embeds in one call', async () => {
     binding.poolingType = 1;
-    const runner = await LlamaRunner.load(binding, spec({ numCtx: 1024, numParallel: 2, numBatch: 512 }));
+    const runner = await LlamaRunner.load(
+      binding,
+      spec({ numCtx: 1024, numParallel: 2, numBatch: 512, cacheRamBytes: 2 ** 20 }),
+    );
     assert.equal(runner.info.embeddingModel, true);
     const { nThreads, nThreadsMax, ...rest } = binding.contextParams[0];
     assert.deepEqual(rest, { nCtx: 2048, nBatch: 1024, nUbatch: 1024, nParallel: 2, embeddings: true });

@@ -73,6 +73,17 @@ describe('LlamaRunner over the binding', () => {
     await runner.close();
   });
 
+  it('gives the generation context the host-RAM prompt cache of the spec, and reports it in usage()', async () => {
+    const runner = await LlamaRunner.load(binding, spec({ numThread: 2, cacheRamBytes: 64 * 2 ** 20 }));
+    assert.equal(binding.contextParams[0].cacheRamBytes, 64 * 2 ** 20);
+    assert.deepEqual(runner.usage().ramCache, { entries: 0, bytes: 0, hits: 0, tokens: 0 });
+    await runner.close();
+    const off = await LlamaRunner.load(binding, spec({ numThread: 2, cacheRamBytes: 0 }));
+    assert.equal('cacheRamBytes' in binding.contextParams[1], false);
+    assert.equal(off.usage().ramCache, undefined);
+    await off.close();
+  });
+
   it('relays token events and maps done reasons', async () => {
     const runner = await LlamaRunner.load(binding, spec());
     for (const [native, domain] of [

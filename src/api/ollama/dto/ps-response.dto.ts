@@ -47,6 +47,11 @@ export interface ProcessParallelWire {
   kv_cells_used: number;
   /** Threads of the runner's next decode step, when known. */
   threads?: number;
+  /**
+   * The host-RAM prompt cache (LLAMAD_CACHE_RAM; absent when off): conversations and bytes of KV state it keeps; since
+   * the load, prompts restored from it and the prompt tokens those restores spared evaluating.
+   */
+  ram_cache?: { entries: number; bytes: number; hits: number; tokens: number };
 }
 
 /** One entry of ProcessModelWire.devices (beyond Ollama). */

@@ -104,7 +104,15 @@ describe('listProcessModels (GET /api/ps)', () => {
   });
 
   it('reports the slots and KV cells in use (beyond Ollama: parallel), absent without usage', async () => {
-    const usage = { slotsBusy: 3, queuedTasks: 1, kvCellsTotal: 1024, kvCellsUsed: 700, slotsWaiting: 1, threads: 2 };
+    const usage = {
+      slotsBusy: 3,
+      queuedTasks: 1,
+      kvCellsTotal: 1024,
+      kvCellsUsed: 700,
+      slotsWaiting: 1,
+      threads: 2,
+      ramCache: { entries: 2, bytes: 4096, hits: 5, tokens: 900 },
+    };
     const shared = runner('/b/1', { spec: spec({ modelPath: '/b/1', numCtx: 1024, numParallel: 4, kvUnified: true }) });
     const { ps } = controller([{ ...shared, usage }, runner('/b/2')]);
     const models = (await ps.ps()).models;
@@ -118,6 +126,7 @@ describe('listProcessModels (GET /api/ps)', () => {
       kv_cells: 1024,
       kv_cells_used: 700,
       threads: 2,
+      ram_cache: { entries: 2, bytes: 4096, hits: 5, tokens: 900 },
     });
     assert.equal(byName.get('m2:latest')?.parallel, undefined);
   });

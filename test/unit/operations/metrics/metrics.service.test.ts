@@ -85,6 +85,10 @@ describe('MetricsService', () => {
           kvCellsTotal: 8192,
           kvCellsUsed: 40,
           kvUnified: true,
+          ramCacheEntries: 2,
+          ramCacheBytes: 4096,
+          ramCacheHits: 3,
+          ramCacheTokens: 300,
           draftTokens: 120,
           draftAccepted: 90,
         },
@@ -100,6 +104,10 @@ describe('MetricsService', () => {
     assert.equal(sample(text, 'llamad_slots_busy{model="tiny:latest"}'), 1);
     assert.equal(sample(text, 'llamad_slots_total{model="tiny:latest"}'), 4);
     assert.equal(sample(text, 'llamad_slots_waiting{model="tiny:latest"}'), 1);
+    assert.equal(sample(text, 'llamad_prompt_cache_ram_entries{model="tiny:latest"}'), 2);
+    assert.equal(sample(text, 'llamad_prompt_cache_ram_bytes{model="tiny:latest"}'), 4096);
+    assert.equal(sample(text, 'llamad_prompt_cache_ram_hits{model="tiny:latest"}'), 3);
+    assert.equal(sample(text, 'llamad_prompt_cache_ram_tokens{model="tiny:latest"}'), 300);
     assert.equal(sample(text, 'llamad_draft_tokens_total{model="tiny:latest"}'), 120);
     assert.equal(sample(text, 'llamad_draft_accepted_tokens_total{model="tiny:latest"}'), 90);
     stats.runners = [];
