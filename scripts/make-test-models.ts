@@ -100,7 +100,10 @@ const TINY_BERT: BertShape = {
   poolingType: 1,
 };
 
-/** Llama-3.2-1B's shape over a 32k vocabulary, tied output (bench-1b). */
+/**
+ * Llama-3.2-1B's shape over a 32k vocabulary, tied output (bench-1b); a training context of 16k tokens, so that the
+ * bench's long conversations (8k tokens, section prompt-cache) are not clamped.
+ */
 const BENCH_1B_SHAPE = {
   arch: 'llama',
   nEmbd: 2048,
@@ -108,7 +111,7 @@ const BENCH_1B_SHAPE = {
   nHead: 32,
   nHeadKv: 8,
   nFf: 8192,
-  contextLength: 4096,
+  contextLength: 16384,
   ropeFreqBase: 500000,
   rmsEps: 1e-5,
 } as const;
