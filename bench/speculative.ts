@@ -15,7 +15,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import type { NativeBinding, NativeSamplingParams } from '../binding';
-import { decodeRate, llamaCompletion, ollamaGenerate, type StreamTiming } from './clients';
+import { llamaCompletion, ollamaGenerate, type StreamTiming } from './clients';
 import { stopServer, type RunningServer } from './servers';
 import { median } from './stats';
 import { GREEDY } from '../test/utils/sampling';
@@ -68,9 +68,15 @@ function counter(text: string, name: string, model: string): number {
   return match ? Number(match[1]) : 0;
 }
 
-/** Server-side decode rate of a llama-server stream (its own timings), tok/s. */
-function serverRate(t: StreamTiming): number {
+/**
+ * Server-side decode rates, tok/s, from each server's own timings: the daemon's eval_duration runs from the first
+ * sampled token to the last (eval_count − 1 decodes); llama-server's predicted_ms covers all predicted_n tokens.
+ */
+function daemonRate(t: StreamTiming): number {
   return ((t.evalCount - 1) / t.evalMs) * 1000;
+}
+function llamaRate(t: StreamTiming): number {
+  return (t.evalCount / t.evalMs) * 1000;
 }
 
 async function daemonFigures(ctx: SpeculativeContext, base: string, v: Variant): Promise<Figures> {
@@ -86,7 +92,7 @@ async function daemonFigures(ctx: SpeculativeContext, base: string, v: Variant):
   await send(4); // loads the model
   const before = await scrape();
   const rates: number[] = [];
-  for (let r = 0; r < Math.max(1, ctx.runs); r++) rates.push(decodeRate(await send(PREDICT)));
+  for (let r = 0; r < Math.max(1, ctx.runs); r++) rates.push(daemonRate(await send(PREDICT)));
   const after = await scrape();
   const label = `${v.model}:latest`;
   const delta = (name: string) => counter(after, name, label) - counter(before, name, label);
@@ -105,7 +111,7 @@ async function peerFigures(ctx: SpeculativeContext, v: Variant, body: Record<str
     for (const server of servers) {
       await llamaCompletion(server.base, { ...body, n_predict: 4 });
       const rates: number[] = [];
-      for (let r = 0; r < Math.max(1, ctx.runs); r++) rates.push(serverRate(await llamaCompletion(server.base, body)));
+      for (let r = 0; r < Math.max(1, ctx.runs); r++) rates.push(llamaRate(await llamaCompletion(server.base, body)));
       out.push(median(rates));
     }
   } finally {

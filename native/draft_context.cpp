@@ -36,7 +36,8 @@ std::string VocabMismatch(const llama_model* target, const llama_model* draft) {
 
 }  // namespace
 
-llama_context* CreateDraftContext(const llama_model* target, llama_model* draft, const llama_context_params& target_cp) {
+llama_context* CreateDraftContext(const llama_model* target, llama_model* draft,
+                                  const llama_context_params& target_cp) {
   const std::string mismatch = VocabMismatch(target, draft);
   if (!mismatch.empty()) {
     throw LlamaError(ErrorCode::kModelLoadFailed,

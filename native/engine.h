@@ -74,8 +74,8 @@ struct EngineStats {
   int64_t ram_cache_bytes = 0;
   int64_t ram_cache_hits = 0;
   int64_t ram_cache_tokens = 0;
-  int64_t draft_tokens = 0;     // tokens drafted and verified so far (speculative decoding)
-  int64_t draft_accepted = 0;   // of those, tokens the target model accepted
+  int64_t draft_tokens = 0;    // tokens drafted and verified so far (speculative decoding)
+  int64_t draft_accepted = 0;  // of those, tokens the target model accepted
 };
 
 // What an Engine is built with besides its context (Engine::Engine).
@@ -109,8 +109,8 @@ class Engine {
   // `n_ctx_slot`: tokens each slot may hold; capped at llama_n_ctx_seq(ctx) (llama.cpp rounds its per-sequence size
   // up to a multiple of 256, the engine keeps to what was asked for).
   //
-  // `options.shared_cells`: the context has one unified KV stream (kv_unified) that all slots share. Each slot may then grow
-  // to n_ctx_slot cells, and the engine keeps the sum within n_ctx_slot cells (docs/native.md "Parallel slots"): a
+  // `options.shared_cells`: the context has one unified KV stream (kv_unified) that all slots share. Each slot may then
+  // grow to n_ctx_slot cells, and the engine keeps the sum within n_ctx_slot cells (docs/native.md "Parallel slots"): a
   // queued task starts only when its prompt fits the cells not held by running tasks; when a running task needs a cell
   // and none is free, idle slots' prefix caches are dropped first, then the most recently started task is paused
   // (its KV dropped, its output held) and resumed, by re-evaluating its tokens, once the cells are free again. The
@@ -257,7 +257,7 @@ class Engine {
   int32_t n_embd_out_;
   bool can_shift_;  // llama_memory_can_shift: the KV positions of a sequence can be moved (context shift)
   bool shared_cells_;
-  llama_context* draft_ctx_;         // may be null
+  llama_context* draft_ctx_;  // may be null
   llama_memory_t draft_memory_ = nullptr;
   llama_batch draft_batch_{};
   int32_t draft_n_batch_ = 0;
@@ -296,7 +296,7 @@ class Engine {
   std::atomic<int32_t> cells_used_{0};
   std::atomic<int32_t> cells_cached_{0};
   std::atomic<int32_t> paused_slots_{0};
-  std::atomic<int32_t> threads_wanted_{0};        // 0: unchanged since the last ApplyThreads
+  std::atomic<int32_t> threads_wanted_{0};  // 0: unchanged since the last ApplyThreads
   std::atomic<int32_t> threads_batch_wanted_{0};
   std::atomic<int32_t> threads_now_{0};
   std::unique_ptr<PromptCache> prompt_cache_;  // null when EngineOptions::cache_ram_bytes is 0; decode thread

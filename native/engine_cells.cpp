@@ -41,8 +41,7 @@ void Engine::ApplyThreads() {
   if (wanted <= 0) return;
   const int32_t batch = std::max(1, threads_batch_wanted_.load());
   if (wanted != llama_n_threads(ctx_) || batch != llama_n_threads_batch(ctx_)) llama_set_n_threads(ctx_, wanted, batch);
-  if (draft_ctx_ != nullptr &&
-      (wanted != llama_n_threads(draft_ctx_) || batch != llama_n_threads_batch(draft_ctx_))) {
+  if (draft_ctx_ != nullptr && (wanted != llama_n_threads(draft_ctx_) || batch != llama_n_threads_batch(draft_ctx_))) {
     llama_set_n_threads(draft_ctx_, wanted, batch);
   }
   threads_now_.store(wanted);

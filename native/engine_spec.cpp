@@ -106,8 +106,8 @@ void Engine::DraftWithModel(const std::vector<Slot*>& slots, const std::vector<i
   struct Job {
     Slot* slot;
     int32_t want;
-    size_t target;      // tokens of cache + pending
-    int32_t out = -1;   // batch index of the logits for the next draft token
+    size_t target;     // tokens of cache + pending
+    int32_t out = -1;  // batch index of the logits for the next draft token
   };
   std::vector<Job> jobs;
   for (size_t i = 0; i < slots.size(); ++i) {

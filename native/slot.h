@@ -18,6 +18,11 @@ namespace llamad {
 
 using Clock = std::chrono::steady_clock;
 
+// A duration in nanoseconds (Timings).
+inline int64_t Nanoseconds(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+}
+
 // A multimodal prompt tokenized by mtmd_tokenize: text and image chunks, evaluated with mtmd_helper_eval_chunks.
 // Owns the chunks (freed with the object). Built on the JS thread at submit, read only by the decode thread.
 struct MediaPrompt {
@@ -75,11 +80,11 @@ const char* StopReasonName(StopReason reason);
 
 // Prompt and generation timings of one task; durations in nanoseconds (binding.d.ts NativeTimings).
 struct Timings {
-  int32_t prompt_n = 0;      // prompt tokens evaluated (after prefix reuse)
-  int32_t prompt_total = 0;  // prompt tokens of the task
-  int64_t prompt_ns = 0;     // time evaluating the prompt
-  int32_t predicted_n = 0;   // tokens sampled
-  int64_t predicted_ns = 0;  // first sampled token to last
+  int32_t prompt_n = 0;          // prompt tokens evaluated (after prefix reuse)
+  int32_t prompt_total = 0;      // prompt tokens of the task
+  int64_t prompt_ns = 0;         // time evaluating the prompt
+  int32_t predicted_n = 0;       // tokens sampled
+  int64_t predicted_ns = 0;      // first sampled token to last
   int32_t draft_n = 0;           // tokens drafted and verified (speculative decoding)
   int32_t draft_accepted_n = 0;  // of those, tokens the target sampled too (each saved one decode step)
 };

@@ -1,0 +1,85 @@
+// How a queued task takes a slot: the idle slot with the longest common prefix (and the host-RAM cache), or the
+// emptiest one for a prompt with images; and the final event of a task cancelled while queued. Engine methods, run on
+// the decode thread.
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "engine.h"
+
+namespace llamad {
+
+void Engine::EmitCancelledQueued(const Task& task) {
+  EngineEvent event;
+  event.type = EngineEvent::Type::kDone;
+  event.task_id = task.id;
+  event.reason = StopReason::kCancelled;
+  event.timings.prompt_total = static_cast<int32_t>(task.params.tokens.size());
+  events_.push_back(std::move(event));
+}
+
+void Engine::StartTask(std::unique_ptr<Task> task) {
+  const std::vector<llama_token>& prompt = task->params.tokens;
+  if (task->params.media) {
+    // Media task: the idle slot caching the least; its sequence is cleared (no KV reuse across images), and the whole
+    // prompt is evaluated by EvalMedia at the start of the next step.
+    Slot* slot = nullptr;
+    for (Slot& s : slots_) {
+      if (s.state == Slot::State::kIdle && (slot == nullptr || s.cache.size() < slot->cache.size())) slot = &s;
+    }
+    SaveToRamCache(*slot, 0);
+    llama_memory_seq_rm(memory_, slot->seq_id, -1, -1);
+    slot->cache.clear();
+    slot->n_prompt_done = 0;
+    slot->stream = std::make_unique<TextStream>(task->params.stop);
+    slot->pending = -1;
+    slot->n_generated = 0;
+    slot->output_index = -1;
+    slot->timings = Timings();
+    slot->timings.prompt_total = static_cast<int32_t>(prompt.size());
+    slot->timings.prompt_n = static_cast<int32_t>(prompt.size());
+    slot->prompt_started = false;
+    slot->start_seq = next_start_++;
+    slot->cell_grant = 0;
+    slot->resume_tokens.clear();
+    slot->task = std::move(task);
+    slot->state = Slot::State::kPrefill;
+    return;
+  }
+  // The idle slot that already holds the longest prefix of this prompt; on ties the one caching the least.
+  Slot* best = nullptr;
+  size_t best_prefix = 0;
+  for (Slot& slot : slots_) {
+    if (slot.state != Slot::State::kIdle) continue;
+    const size_t prefix = slot.CommonPrefix(prompt);
+    if (best == nullptr || prefix > best_prefix || (prefix == best_prefix && slot.cache.size() < best->cache.size())) {
+      best = &slot;
+      best_prefix = prefix;
+    }
+  }
+  best_prefix = ReuseRamCache(best, prompt, best_prefix);  // may restore a kept sequence, into another idle slot
+  Slot& slot = *best;                                      // Run() only starts as many tasks as there are idle slots
+  // Keep the common prefix, but always evaluate at least the last prompt token to get its logits.
+  size_t keep = std::min(best_prefix, prompt.size() - 1);
+  if (!llama_memory_seq_rm(memory_, slot.seq_id, static_cast<llama_pos>(keep), -1)) {
+    llama_memory_seq_rm(memory_, slot.seq_id, -1, -1);  // partial removal unsupported (SWA, recurrent)
+    keep = 0;
+  }
+  slot.cache.resize(keep);
+  slot.n_prompt_done = keep;
+  slot.stream = std::make_unique<TextStream>(task->params.stop);
+  slot.pending = -1;
+  slot.n_generated = 0;
+  slot.output_index = -1;
+  slot.timings = Timings();
+  slot.timings.prompt_total = static_cast<int32_t>(prompt.size());
+  slot.timings.prompt_n = static_cast<int32_t>(prompt.size() - keep);
+  slot.prompt_started = false;
+  slot.start_seq = next_start_++;
+  slot.cell_grant = 0;
+  slot.resume_tokens.clear();
+  slot.task = std::move(task);
+  slot.state = Slot::State::kPrefill;
+}
+
+}  // namespace llamad
