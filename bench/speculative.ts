@@ -123,7 +123,7 @@ async function peerFigures(ctx: SpeculativeContext, v: Variant, body: Record<str
 const VARIANTS = (ctx: SpeculativeContext): Variant[] => [
   { label: 'no speculation', model: 'spec-target', options: {}, peerArgs: [] },
   {
-    label: 'n-gram (draft_ngram, 8 tokens; --spec-type ngram-simple)',
+    label: 'n-gram (draft_ngram, 16 tokens; --spec-type ngram-simple)',
     model: 'spec-target',
     options: { draft_ngram: true },
     peerArgs: ['--spec-type', 'ngram-simple'],
@@ -200,7 +200,7 @@ async function engineCopy(
     const run = (draft: boolean) =>
       new Promise<{ rate: number; drafted: number; accepted: number }>((resolve, reject) => {
         context.submit(
-          { tokens: prompt, nPredict: answer.length, sampling, ...(draft ? { draft: { nMax: 8, ngram: true } } : {}) },
+          { tokens: prompt, nPredict: answer.length, sampling, ...(draft ? { draft: { nMax: 16, ngram: true } } : {}) },
           (event) => {
             if (event.type === 'error') reject(new Error(event.message));
             if (event.type !== 'done') return;

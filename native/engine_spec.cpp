@@ -15,7 +15,7 @@ constexpr size_t kNgramMax = 4;
 constexpr size_t kNgramMin = 2;
 
 // Prompt lookup: the tokens that followed the latest earlier occurrence of the last n tokens of `cache` + `pending`
-// (longest n first, kNgramMax down to kNgramMin), at most `n_max`; empty when none occurred. llama-server's
+// (longest n first, kNgramMax down to kNgramMin), at most `n_max` and 4 × n; empty when none occurred. llama-server's
 // `--spec-type ngram-simple` (common/ngram-map.cpp) does the same with one n.
 std::vector<llama_token> NgramDraft(const std::vector<llama_token>& cache, llama_token pending, int32_t n_max) {
   const size_t length = cache.size() + 1;
@@ -29,8 +29,10 @@ std::vector<llama_token> NgramDraft(const std::vector<llama_token>& cache, llama
       size_t k = 0;
       while (k < n && at(start + k) == at(tail + k)) ++k;
       if (k < n) continue;
+      // A longer match predicts further: at most 4 tokens per matched token (a 2-token match risks 8).
+      const size_t limit = std::min(static_cast<size_t>(n_max), 4 * n);
       std::vector<llama_token> draft;
-      for (size_t i = start + n; i < length && draft.size() < static_cast<size_t>(n_max); ++i) {
+      for (size_t i = start + n; i < length && draft.size() < limit; ++i) {
         if (at(i) == LLAMA_TOKEN_NULL) break;
         draft.push_back(at(i));
       }

@@ -56,9 +56,10 @@ export const DEFAULT_DRAFT_NUM_PREDICT = 4;
 
 /**
  * Default `draft_num_predict` with `draft_ngram` (beyond Ollama): a lookup costs nothing to draft, so a longer draft
- * pays off whenever the text repeats (docs/benchmarks.md "Speculative decoding").
+ * pays off whenever the text repeats; the engine drafts at most 4 tokens per matched token, so a short match proposes
+ * fewer (docs/native.md "Speculative decoding", docs/benchmarks.md "Speculative decoding").
  */
-export const DEFAULT_NGRAM_DRAFT = 8;
+export const DEFAULT_NGRAM_DRAFT = 16;
 
 function num(v: OptionValue | undefined, fallback: number): number {
   return typeof v === 'number' ? v : fallback;

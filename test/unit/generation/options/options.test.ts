@@ -98,7 +98,7 @@ describe('resolveOptions: draft_num_predict and draft_ngram (speculative decodin
     assert.equal('draftNumPredict' in resolveOptions({ draft_num_predict: 3 }, {}, draft).load, false);
   });
 
-  it('draft_ngram drafts by lookup, with or without a draft model (8 tokens by default)', () => {
+  it('draft_ngram drafts by lookup, with or without a draft model (16 tokens by default)', () => {
     assert.deepEqual(resolveOptions({ draft_ngram: true }, {}, defaults).draft, {
       nMax: DEFAULT_NGRAM_DRAFT,
       ngram: true,
