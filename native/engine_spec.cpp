@@ -42,6 +42,9 @@ std::vector<llama_token> NgramDraft(const std::vector<llama_token>& cache, llama
   return {};
 }
 
+// Steps a slot drafts nothing after its draft length fell to 0 (every draft rejected), before it tries one token.
+constexpr int32_t kDraftPauseSteps = 16;
+
 // Index of the largest of `n` logits.
 llama_token Argmax(const float* logits, int32_t n) {
   return static_cast<llama_token>(std::max_element(logits, logits + n) - logits);
@@ -59,6 +62,9 @@ int32_t Engine::DraftLimit(const Slot& slot) const {
   if (max_generated < 0 && params.context_shift) max_generated = 10 * static_cast<int64_t>(n_ctx_slot_);
   if (max_generated >= 0) limit = std::min<int64_t>(limit, max_generated - slot.n_generated - 1);
   if (shared_cells_) limit = std::min<int64_t>(limit, slot.cell_grant - 1);
+  // What the task's drafts have earned so far (VerifyDraft).
+  const int32_t earned = slot.draft_len > 0 ? slot.draft_len : params.n_draft;
+  limit = std::min<int64_t>(limit, slot.draft_pause > 0 ? 0 : earned);
   return static_cast<int32_t>(std::max<int64_t>(0, limit));
 }
 
@@ -68,6 +74,7 @@ void Engine::PrepareDrafts() {
   for (Slot& slot : slots_) {
     slot.draft.clear();
     if (slot.state != Slot::State::kGenerate || !slot.task) continue;
+    if (slot.draft_pause > 0 && --slot.draft_pause == 0) slot.draft_len = 1;  // try again, one token
     const int32_t limit = DraftLimit(slot);
     if (limit <= 0) continue;
     if (slot.task->params.draft_ngram) {
@@ -220,6 +227,17 @@ void Engine::VerifyDraft(Slot& slot) {
   }
   // Ended (stop string, EOG, limit, failure) in the middle of the draft: the rest leaves the KV cache too.
   llama_memory_seq_rm(memory_, slot.seq_id, static_cast<llama_pos>(slot.cache.size()), -1);
+  // Adapt the draft length (additive increase would be slower to recover after a rejected run of text): a draft that
+  // is always rejected costs its verify positions (and the draft model's decodes) every step for nothing.
+  if (slot.task && slot.task->id == task_id && drafted > 0) {
+    const int32_t current = slot.draft_len > 0 ? slot.draft_len : slot.task->params.n_draft;
+    if (accepted == drafted) {
+      slot.draft_len = std::min(slot.task->params.n_draft, std::max(current, drafted) * 2);
+    } else if (accepted == 0) {
+      slot.draft_len = current / 2;
+      if (slot.draft_len == 0) slot.draft_pause = kDraftPauseSteps;
+    }
+  }
   draft_tokens_.fetch_add(drafted);
   draft_accepted_.fetch_add(accepted);
 }

@@ -76,6 +76,8 @@ void Engine::StartTask(std::unique_ptr<Task> task) {
   slot.timings.prompt_n = static_cast<int32_t>(prompt.size() - keep);
   slot.prompt_started = false;
   slot.start_seq = next_start_++;
+  slot.draft_len = 0;
+  slot.draft_pause = 0;
   slot.cell_grant = 0;
   slot.resume_tokens.clear();
   slot.task = std::move(task);

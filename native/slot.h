@@ -141,6 +141,10 @@ struct Slot {
   // verified), and the tokens whose KV entries the draft model's context holds in sequence `seq_id`.
   std::vector<llama_token> draft;
   std::vector<llama_token> draft_cache;
+  // The draft length this task earns (0: task.n_draft not yet adapted): doubled after a fully accepted draft, halved
+  // after a fully rejected one; at 0 the slot drafts nothing for `draft_pause` steps, then tries one token again.
+  int32_t draft_len = 0;
+  int32_t draft_pause = 0;
 
   Timings timings;
   bool prompt_started = false;
