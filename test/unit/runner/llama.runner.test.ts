@@ -12,23 +12,13 @@ import { LlamaRunner, LlamaRunnerFactory } from '../../../src/runner/llama.runne
 import { RunnerEvent, RunnerRequest } from '../../../src/runner/runner';
 import { FakeBinding, nativeError } from '../../utils/fake-binding';
 import { spec } from '../../utils/fake-runner';
+import { GREEDY } from '../../utils/sampling';
 
 const request = (overrides: Partial<RunnerRequest> = {}): RunnerRequest => ({
   tokens: [1, 2, 3],
   numPredict: -1,
   stop: [],
-  sampling: {
-    temperature: 0,
-    topK: 40,
-    topP: 0.9,
-    minP: 0,
-    typicalP: 1,
-    repeatPenalty: 1,
-    repeatLastN: 64,
-    presencePenalty: 0,
-    frequencyPenalty: 0,
-    seed: 42,
-  },
+  sampling: { ...GREEDY, topK: 40, topP: 0.9, seed: 42 },
   ...overrides,
 });
 

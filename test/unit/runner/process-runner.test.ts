@@ -21,6 +21,7 @@ import {
 } from '../../../src/runner';
 import { FakeBinding } from '../../utils/fake-binding';
 import { alive } from '../../utils/processes';
+import { GREEDY } from '../../utils/sampling';
 
 const CHILD = join(__dirname, '..', '..', 'utils', 'fake-runner-child.js');
 const binding = new FakeBinding();
@@ -33,18 +34,7 @@ function start(modelPath: string): Promise<ProcessRunner> {
   return ProcessRunner.start(spec(modelPath), { childPath: CHILD, label: modelPath, binding: () => binding });
 }
 
-const SAMPLING: RunnerRequest['sampling'] = {
-  temperature: 0,
-  topK: 40,
-  topP: 0.9,
-  minP: 0,
-  typicalP: 1,
-  repeatPenalty: 1,
-  repeatLastN: 64,
-  presencePenalty: 0,
-  frequencyPenalty: 0,
-  seed: 42,
-};
+const SAMPLING: RunnerRequest['sampling'] = { ...GREEDY, topK: 40, topP: 0.9, seed: 42 };
 const request = (tokens = [1, 2, 3]): RunnerRequest => ({ tokens, numPredict: 8, sampling: SAMPLING, stop: [] });
 
 describe('ProcessRunner (against a fake runner process)', () => {
