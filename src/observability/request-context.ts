@@ -10,16 +10,24 @@ export const UNMATCHED_ROUTE = 'unmatched';
 /** Longest client-sent request id that is kept, characters; longer ones (or odd characters) are replaced. */
 export const MAX_REQUEST_ID_LENGTH = 200;
 
-/** Visible ASCII only: a request id is echoed in a header and written to logs as is. */
-const REQUEST_ID_PATTERN = /^[\x21-\x7e]+$/;
+/** Whether `value` is 1.. characters of visible ASCII (0x21-0x7e): a request id is echoed in a header and logged. */
+function isVisibleAscii(value: string): boolean {
+  if (value.length === 0) return false;
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    if (code < 0x21 || code > 0x7e) return false;
+  }
+  return true;
+}
 
 /**
  * The request id for an incoming `x-request-id` value: the client's when it is 1..{@link MAX_REQUEST_ID_LENGTH}
- * visible ASCII characters (repeated headers: the first), else a new random UUID.
+ * visible ASCII characters (repeated headers: the first), else a new random UUID. The length is checked before any
+ * character is looked at; no regular expression.
  */
 export function requestIdFrom(header: string | string[] | undefined): string {
   const value = Array.isArray(header) ? header[0] : header;
-  if (value !== undefined && value.length <= MAX_REQUEST_ID_LENGTH && REQUEST_ID_PATTERN.test(value)) return value;
+  if (value !== undefined && value.length <= MAX_REQUEST_ID_LENGTH && isVisibleAscii(value)) return value;
   return randomUUID();
 }
 

@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
+import { bearerToken, MAX_API_KEY_LENGTH, MAX_AUTHORIZATION_LENGTH } from './header-values';
 
 /** The file-system calls the key source makes (tests replace them to force overlapping reads). */
 export interface KeysFileIo {
@@ -134,18 +135,20 @@ export class ApiKeySource {
 
 /**
  * The keys a request presents: `Authorization: Bearer <key>` (OpenAI's SDK, curl) and `x-api-key: <key>`
- * (Anthropic's SDK, Claude Code). Either may hold the key.
+ * (Anthropic's SDK, Claude Code). Either may hold the key. Parsed in one pass without regular expressions; a value
+ * longer than {@link MAX_AUTHORIZATION_LENGTH} / {@link MAX_API_KEY_LENGTH} presents no key (so a 15 KB header is a
+ * plain 401, at the cost of one length check).
  */
 export function presentedKeys(headers: IncomingHttpHeaders): string[] {
   const keys: string[] = [];
   const authorization = headers.authorization;
-  if (typeof authorization === 'string') {
-    const bearer = /^\s*bearer\s+(.+?)\s*$/i.exec(authorization);
-    if (bearer) keys.push(bearer[1]);
-  }
+  const bearer = typeof authorization === 'string' ? bearerToken(authorization, MAX_AUTHORIZATION_LENGTH) : undefined;
+  if (bearer !== undefined) keys.push(bearer);
   const apiKey = headers['x-api-key'];
   for (const value of Array.isArray(apiKey) ? apiKey : apiKey === undefined ? [] : [apiKey]) {
-    if (value.trim() !== '') keys.push(value.trim());
+    if (value.length > MAX_API_KEY_LENGTH) continue;
+    const key = value.trim();
+    if (key !== '') keys.push(key);
   }
   return keys;
 }

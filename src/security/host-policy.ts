@@ -1,5 +1,6 @@
 import { BlockList, isIP } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
+import { MAX_HOST_LENGTH } from './header-values';
 
 /** Loopback, private and unspecified ranges (Go's netip IsLoopback / IsPrivate / IsUnspecified). */
 const LOCAL_RANGES = new BlockList();
@@ -16,25 +17,45 @@ const LOOPBACK = new BlockList();
 LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
 LOOPBACK.addAddress('::1', 'ipv6');
 
-/** `::ffff:1.2.3.4` → `1.2.3.4` (Go's netip unmaps before classifying); anything else unchanged. */
+/** `::ffff:1.2.3.4` → `1.2.3.4` (Go's netip unmaps before classifying); anything else unchanged. No regex. */
 function unmap(ip: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  return mapped ? mapped[1] : ip;
+  if (ip.length < 14 || ip.slice(0, 7).toLowerCase() !== '::ffff:') return ip;
+  const v4 = ip.slice(7);
+  return isIP(v4) === 4 ? v4 : ip;
 }
 
 /** Whether an IP address (v4, v6 or v4-mapped v6) is loopback. Not an IP → false. */
 export function isLoopbackAddress(address: string | undefined): boolean {
   if (address === undefined) return false;
-  const ip = unmap(address.replace(/^\[|\]$/g, ''));
+  const start = address.startsWith('[') ? 1 : 0;
+  const end = address.endsWith(']') ? address.length - 1 : address.length;
+  const ip = unmap(address.slice(start, Math.max(start, end)));
   const family = isIP(ip);
   return family !== 0 && LOOPBACK.check(ip, family === 4 ? 'ipv4' : 'ipv6');
 }
 
-/** Host part of a Host header: `[v6]:port` → `v6`, `name:port` → `name`, lower-cased. */
+/** Whether `text` is made of ASCII digits only (the empty string included). */
+function allDigits(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 48 || code > 57) return false;
+  }
+  return true;
+}
+
+/**
+ * Host part of a Host header: `[v6]:port` → `v6`, `name:port` → `name`, lower-cased. One pass, no regular
+ * expression (the value is the client's).
+ */
 export function hostOfHeader(header: string): string {
   const value = header.trim().toLowerCase();
-  const bracketed = /^\[([^\]]*)\](?::\d*)?$/.exec(value);
-  if (bracketed) return bracketed[1];
+  if (value.startsWith('[')) {
+    const close = value.indexOf(']');
+    const rest = close < 0 ? '' : value.slice(close + 1);
+    if (close >= 0 && (rest === '' || (rest.startsWith(':') && allDigits(rest.slice(1))))) {
+      return value.slice(1, close);
+    }
+  }
   const colon = value.lastIndexOf(':');
   // One colon: name:port or v4:port. Several without brackets: a bare IPv6 address.
   if (colon >= 0 && value.indexOf(':') === colon) return value.slice(0, colon);
@@ -66,9 +87,13 @@ export class HostPolicy {
     return isLoopbackAddress(this.listenAddress());
   }
 
-  /** Whether a request with this Host header (undefined = absent) may be served. */
+  /**
+   * Whether a request with this Host header (undefined = absent) may be served. A value longer than
+   * {@link MAX_HOST_LENGTH} is not (a host name has at most 253 characters).
+   */
   allows(hostHeader: string | undefined): boolean {
     if (!this.enforced) return true;
+    if (hostHeader !== undefined && hostHeader.length > MAX_HOST_LENGTH) return false;
     const host = hostOfHeader(hostHeader ?? '');
     const ip = unmap(host);
     const family = isIP(ip);

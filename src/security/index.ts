@@ -8,3 +8,4 @@ export * from './security.module';
 export * from './llamad-routes.decorator';
 export * from './request-authorization';
 export * from './route-marks';
+export * from './header-values';

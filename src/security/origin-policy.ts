@@ -1,3 +1,5 @@
+import { MAX_ORIGIN_LENGTH, WildcardPattern } from './header-values';
+
 /**
  * Origins every daemon allows, whatever OLLAMA_ORIGINS says (reference/ollama-api.md §1.2, Ollama's
  * envconfig.AllowedOrigins): the localhost family with and without a port, and the schemes of desktop shells and
@@ -18,16 +20,12 @@ export const DEFAULT_ALLOWED_ORIGINS: readonly string[] = [
 ];
 
 /** One allowed-origin entry: an exact origin, or a pattern whose `*` stands for any run of characters. */
-type OriginRule = { exact: string } | { pattern: RegExp };
+type OriginRule = { exact: string } | { pattern: WildcardPattern };
 
 function toRule(entry: string): OriginRule {
   const lower = entry.toLowerCase();
   if (!lower.includes('*')) return { exact: lower };
-  const body = lower
-    .split('*')
-    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-    .join('.*');
-  return { pattern: new RegExp(`^${body}$`) };
+  return { pattern: new WildcardPattern(lower) };
 }
 
 /**
@@ -40,7 +38,7 @@ export class OriginPolicy {
   /** True when OLLAMA_ORIGINS holds a lone `*`: every origin is allowed and `Access-Control-Allow-Origin` is `*`. */
   readonly allowsAll: boolean;
   private readonly exact = new Set<string>();
-  private readonly patterns: RegExp[] = [];
+  private readonly patterns: WildcardPattern[] = [];
 
   /** @param extraOrigins OLLAMA_ORIGINS entries (already split on commas and trimmed). */
   constructor(extraOrigins: readonly string[]) {
@@ -53,10 +51,15 @@ export class OriginPolicy {
     }
   }
 
-  /** Whether a request carrying this `Origin` header value may be served. */
+  /**
+   * Whether a request carrying this `Origin` header value may be served. Linear in the value's length whatever the
+   * patterns (no regular expression); a value longer than {@link MAX_ORIGIN_LENGTH} is not allowed unless every
+   * origin is.
+   */
   allows(origin: string): boolean {
     if (this.allowsAll) return true;
+    if (origin.length > MAX_ORIGIN_LENGTH) return false;
     const lower = origin.toLowerCase();
-    return this.exact.has(lower) || this.patterns.some((pattern) => pattern.test(lower));
+    return this.exact.has(lower) || this.patterns.some((pattern) => pattern.matches(lower));
   }
 }
