@@ -10,7 +10,7 @@ import {
   installHttpObservation,
 } from './observability';
 import { setupOpenApi } from './openapi';
-import { installRequestGate } from './security';
+import { installRequestGate, installUnroutedAnswer } from './security';
 
 /** Largest request body, bytes (images arrive base64-encoded inside JSON). */
 export const BODY_LIMIT_BYTES = 100 * 1024 * 1024;
@@ -24,7 +24,8 @@ export interface CreateAppExtras {
 /**
  * Builds the Nest application on Fastify with the daemon's HTTP conventions (reference/ollama-api.md §1.1): request
  * ids, metrics and one structured log line per request on every route (src/observability, before anything else), the
- * Origin/Host request gate first among the checks on every route (§1.2, §1.3; docs/security.md), every body parsed as
+ * Origin/Host request gate first among the checks on every route (§1.2, §1.3; docs/security.md), a request that
+ * matches no route answered 404/405 before its body is read, every body parsed as
  * JSON whatever its content type (nesting depth limited), trailing slashes ignored, Nest's logs through pino (JSON
  * lines, pretty on a terminal, LLAMAD_LOG_LEVEL; silent when `config.logging` is false). Signals are main.ts's
  * (installShutdownSignals: drain, close, exit 0); `app.close()` unloads the models. Shared by main.ts and the e2e
@@ -49,6 +50,8 @@ export async function createApp(options: AppOptions, extras: CreateAppExtras = {
     : undefined;
   installHttpObservation(adapter.getInstance(), rootLogger ? { logger: createHttpLogger(rootLogger) } : {});
   installRequestGate(adapter.getInstance(), { origins: options.config.origins });
+  // Unknown routes and wrong methods: 404/405 before the body is read (src/security/unrouted-request.ts).
+  installUnroutedAnswer(adapter.getInstance());
   installJsonBodyParser(adapter.getInstance(), {
     bodyLimit: BODY_LIMIT_BYTES,
     managementBodyLimit: options.config.managementBodyLimit,

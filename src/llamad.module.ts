@@ -42,6 +42,7 @@ import { MEMORY_PROBE, SystemMemoryProbe } from './scheduler';
 import { ApiKeyAuthorizer, AUTHORIZER, RequestAuthorizer } from './security/authorizer';
 import { installRequestAuthorization, renderWithRouteFilter } from './security/request-authorization';
 import { installRequestGate } from './security/request-gate';
+import { installUnroutedAnswer } from './security/unrouted-request';
 import { routeMarks } from './security/route-marks';
 
 /** An HTTP API surface the module can mount. */
@@ -76,7 +77,8 @@ export interface LlamadModuleExtras {
   /**
    * Install the Origin/Host gate and CORS (reference/ollama-api.md §1.2, §1.3; docs/security.md) as a Fastify
    * `onRequest` hook on the module's paths (under `prefix`; without a prefix `/`, `/api/*` and `/v1/*`). Default
-   * true. The daemon passes false: it installs the gate on every path itself.
+   * true; with it, a request under those paths that matches no route is answered by the application's not-found
+   * handler before its body is read. The daemon passes false: it installs both on every path itself.
    */
   requestGate?: boolean;
   /**
@@ -202,6 +204,9 @@ class LlamadRequestGateInstaller implements OnModuleInit {
           ? routeMarks(request).llamadRoute === true
           : underModulePaths(path),
     });
+    // A request under the module's paths that matches no route: the host's not-found handler answers it before its
+    // body is read (a 50 MB PUT /api/chat is not read to learn it is a 404).
+    installUnroutedAnswer(fastify, { applies: (path) => underModulePaths(path) });
   }
 }
 

@@ -9,3 +9,5 @@ export * from './llamad-routes.decorator';
 export * from './request-authorization';
 export * from './route-marks';
 export * from './header-values';
+export * from './unrouted-request';
+export * from './unread-body';

@@ -7,6 +7,7 @@ import { toOllamaError } from '../common/http/ollama-error.mapper';
 import { contextOf } from '../observability/http-observation';
 import { ANONYMOUS, Principal, RequestAuthorizer } from './authorizer';
 import { routeMarks } from './route-marks';
+import { answerWithoutReadingBody } from './unread-body';
 
 const PRINCIPAL = Symbol('llamad.principal');
 
@@ -71,7 +72,8 @@ export interface RequestAuthorizationOptions {
 /**
  * Installs authorization as a Fastify `onRequest` hook (docs/security.md "Order of checks"): it runs after the
  * Origin/Host gate and before the content-type parser, so a client without a valid key gets its 401 before any byte
- * of its body is read or parsed (the connection is then closed, since the unread body cannot be skipped cheaply).
+ * of its body is read or parsed (the connection is then closed, since the unread body cannot be skipped cheaply;
+ * see answerWithoutReadingBody).
  * Skipped for OPTIONS (preflights are the gate's), routes that matched nothing (404 stays 404), `@Public()` routes
  * and requests `applies` rejects. The AuthorizationGuard stays bound to the controllers as a backstop; a request
  * authorized here is not asked again.
@@ -84,7 +86,7 @@ export function installRequestAuthorization(fastify: FastifyInstance, options: R
     try {
       await authorizeRequest(options.authorizer, request);
     } catch (err) {
-      if (hasUnreadBody(request)) reply.header('connection', 'close');
+      answerWithoutReadingBody(request, reply);
       options.render(err, request, reply);
       return reply;
     }
@@ -115,10 +117,4 @@ export function renderWithRouteFilter(
     }
     filter.catch(err, new ExecutionContextHost([request, reply]));
   };
-}
-
-/** Whether the request announces a body (Content-Length > 0 or chunked). */
-function hasUnreadBody(request: FastifyRequest): boolean {
-  const length = Number(request.headers['content-length'] ?? 0);
-  return length > 0 || request.headers['transfer-encoding'] !== undefined;
 }
