@@ -3,6 +3,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { SchedulerService, SchedulerStats } from '../../scheduler';
 import { GenerationEndInfo, GenerationHooksRegistry } from '../../observability';
 import { HttpObservation, HttpRequestSink } from '../../observability';
+import { EventLoopDelayMonitor, EventLoopDelaySummary } from './event-loop-delay';
 import { PerTokenHistogram } from './per-token-histogram';
 
 /** Upper bounds of `llamad_http_request_duration_seconds`, s (streams may last minutes). */
@@ -17,7 +18,8 @@ export const INTER_TOKEN_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08
  * prom-client's global one, so two applications in one process do not clash — with prom-client's default process
  * collectors. Counters and histograms are fed by the request hooks (tokens, time to first token), a per-token
  * observer (inter-token gaps, allocation-free) and the HTTP observation (requests); the scheduler gauges are read when
- * scraped (`collect()`).
+ * scraped (`collect()`), and so is the event-loop delay summary (event-loop-delay.ts; its monitor stops with the
+ * module).
  */
 @Injectable()
 export class MetricsService implements HttpRequestSink, OnModuleDestroy {
@@ -88,6 +90,9 @@ export class MetricsService implements HttpRequestSink, OnModuleDestroy {
     );
     this.gauges(registers);
     this.runnerCounters(registers);
+    const eventLoop = new EventLoopDelayMonitor();
+    new EventLoopDelaySummary(eventLoop, registers);
+    this.unregister.push(() => eventLoop.stop());
 
     this.unregister.push(
       hooks.register({
