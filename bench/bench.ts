@@ -64,6 +64,8 @@ import { fmt, gaps, median, percentile, ratio } from './stats';
 import { prebuiltAddon } from './prebuilt-addon';
 import { runnerModes } from './runner-modes';
 import { ANSWER_TOKENS, chatStreamGaps, parserCost } from './parser-cost';
+import { hostileEventLoop, type LoopDelayFigures } from './event-loop-hostile';
+import { HOSTILE_CASES } from '../test/utils/hostile-cases';
 import { parallelDefault } from './parallel-default';
 import { promptCache } from './prompt-cache';
 import { findRpcServerPath } from '../src/native/load-binding';
@@ -850,6 +852,47 @@ async function eventLoop(settings: Settings): Promise<void> {
   } finally {
     await stopServer(daemon);
   }
+  await hostileRows();
+}
+
+/** The event-loop section's hostile run (bench/event-loop-hostile.ts): the daemon's own event-loop delay. */
+async function hostileRows(): Promise<void> {
+  const result = await hostileEventLoop(log);
+  const phases: [string, LoopDelayFigures][] = [
+    ['4 benign streams only', result.baseline],
+    ['4 benign streams + the hostile suite', result.hostile],
+  ];
+  for (const [what, f] of phases) {
+    for (const [q, value] of [
+      ['p50', f.p50],
+      ['p99', f.p99],
+      ['max', f.max],
+    ] as const) {
+      row({
+        section: 'event loop',
+        metric: `daemon event-loop delay ${q} (ms), ${what}`,
+        ours: value,
+        theirs: [],
+        unit: 'ms',
+        compare: 'none',
+      });
+    }
+  }
+  row({
+    section: 'event loop',
+    metric: 'longest gap between chunks of a benign stream (ms), during the hostile suite',
+    ours: result.longestGapMs,
+    theirs: [],
+    unit: 'ms',
+    compare: 'none',
+  });
+  notes.push(
+    `event loop, hostile suite: ${HOSTILE_CASES.length} requests in ${fmt(result.hostileMs / 1000, 1)} s; ` +
+      `p50 is the median and p99/max the largest of ${result.hostile.scrapes} scrapes (each over the last 5-10 s); ` +
+      (result.failedCases.length === 0
+        ? 'every hostile request got a 4xx or completed'
+        : `not a 4xx or a completed 2xx: ${result.failedCases.join('; ')}`),
+  );
 }
 
 /**

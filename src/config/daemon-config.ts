@@ -98,6 +98,11 @@ export class DaemonConfig {
   /** LLAMAD_RESPONSES_TTL: how long a stored response is kept, ms (a Go duration such as `30m`). Default 1 h. */
   responsesTtlMs = 60 * 60 * 1000;
   /**
+   * LLAMAD_EVENT_LOOP_WINDOW: how far back the quantiles of `llamad_event_loop_delay_seconds` reach, ms (a duration:
+   * `60s`, `1m`); they cover between half of it and all of it (src/operations/metrics/event-loop-delay.ts).
+   */
+  eventLoopWindowMs = 60_000;
+  /**
    * LLAMAD_RESPONSES_MAX_BYTES: most bytes (JSON size of the stored objects and conversations, estimated) the
    * `/v1/responses` store holds, all principals together; the least recently used go first. Default 256 MiB.
    */
@@ -338,6 +343,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
   config.rpcServers = splitRpcServers([envVar(env, 'LLAMAD_RPC_SERVERS')]).servers;
   config.responsesMax = envUint(env, 'LLAMAD_RESPONSES_MAX', 1000);
   config.responsesTtlMs = envDurationMs(env, 'LLAMAD_RESPONSES_TTL', config.responsesTtlMs);
+  config.eventLoopWindowMs = Math.max(1000, envDurationMs(env, 'LLAMAD_EVENT_LOOP_WINDOW', config.eventLoopWindowMs));
   config.responsesMaxBytes = envUint(env, 'LLAMAD_RESPONSES_MAX_BYTES', config.responsesMaxBytes);
   config.managementBodyLimit = envUint(env, 'LLAMAD_MANAGEMENT_BODY_LIMIT', config.managementBodyLimit);
   config.allowServerPaths = /^(1|true|yes|on)$/i.test(envVar(env, 'LLAMAD_ALLOW_SERVER_PATHS'));

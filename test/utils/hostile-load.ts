@@ -9,6 +9,12 @@ import { freePort } from './registry-server';
 /** The API key the hostile-suite daemon requires (benign clients send it; hostile ones may not). */
 export const HOSTILE_SUITE_KEY = 'hostile-suite-key';
 
+/**
+ * The hostile-suite daemon's event-loop quantile window (LLAMAD_EVENT_LOOP_WINDOW), ms: short, so that a scrape
+ * taken this long after the set-up (model imports block the loop for ~150 ms each) covers none of it.
+ */
+export const HOSTILE_SUITE_WINDOW_MS = 10_000;
+
 /** Origins the hostile-suite daemon allows besides the defaults: several wildcards, for the Origin glob matcher. */
 export const HOSTILE_SUITE_ORIGINS = 'http://*a*a*a*a*.example,https://*.*.*.example';
 
@@ -26,8 +32,8 @@ export interface DaemonProcess {
 
 /**
  * Starts the daemon with its own model store, API keys (HOSTILE_SUITE_KEY), server paths allowed for the key holder,
- * OLLAMA_ORIGINS with wildcards, up to 4 loaded models and one decode thread per model (a 2-core machine keeps a core
- * for the daemon). Resolves once /api/version answers.
+ * OLLAMA_ORIGINS with wildcards, up to 4 loaded models, one decode thread per model (a 2-core machine keeps a core
+ * for the daemon) and a {@link HOSTILE_SUITE_WINDOW_MS} event-loop window. Resolves once /api/version answers.
  * @throws Error when it does not answer within 30 s
  */
 export async function startDaemonProcess(env: Record<string, string> = {}): Promise<DaemonProcess> {
@@ -44,6 +50,7 @@ export async function startDaemonProcess(env: Record<string, string> = {}): Prom
       LLAMAD_API_KEYS: HOSTILE_SUITE_KEY,
       LLAMAD_ALLOW_SERVER_PATHS: '1',
       LLAMAD_THREADS: '1',
+      LLAMAD_EVENT_LOOP_WINDOW: `${HOSTILE_SUITE_WINDOW_MS / 1000}s`,
       ...env,
     },
     stdio: ['ignore', 'ignore', process.env.LLAMAD_TEST_LOGS === '1' ? 'inherit' : 'ignore'],

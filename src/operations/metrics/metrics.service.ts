@@ -1,4 +1,5 @@
-import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy, Optional } from '@nestjs/common';
+import { DaemonConfig } from '../../config';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { SchedulerService, SchedulerStats } from '../../scheduler';
 import { GenerationEndInfo, GenerationHooksRegistry } from '../../observability';
@@ -40,6 +41,7 @@ export class MetricsService implements HttpRequestSink, OnModuleDestroy {
     hooks: GenerationHooksRegistry,
     private readonly scheduler: SchedulerService,
     observation: HttpObservation,
+    @Optional() @Inject(DaemonConfig) config?: DaemonConfig,
   ) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
@@ -90,7 +92,7 @@ export class MetricsService implements HttpRequestSink, OnModuleDestroy {
     );
     this.gauges(registers);
     this.runnerCounters(registers);
-    const eventLoop = new EventLoopDelayMonitor();
+    const eventLoop = new EventLoopDelayMonitor(config?.eventLoopWindowMs);
     new EventLoopDelaySummary(eventLoop, registers);
     this.unregister.push(() => eventLoop.stop());
 
