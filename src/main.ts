@@ -4,6 +4,7 @@ import { createApp } from './app.factory';
 import { kvCacheSettings, loadConfig } from './config';
 import { findAddon } from './native';
 import { installShutdownSignals } from './operations';
+import { ramCacheShareBytes } from './scheduler';
 import { isLoopbackAddress } from './security';
 
 /**
@@ -49,6 +50,10 @@ async function bootstrap(): Promise<void> {
   // Ollama warns when OLLAMA_KV_CACHE_TYPE cannot be applied (unknown, or quantized without flash attention).
   const kv = kvCacheSettings(config);
   if (kv.warning) logger.warn(kv.warning);
+  if (config.cacheRamMiB > 0) {
+    const share = Math.floor(ramCacheShareBytes(config) / 2 ** 20);
+    logger.log(`host-RAM prompt cache: ${config.cacheRamMiB} MiB for the daemon, ${share} MiB per loaded model`);
+  }
   const keysRequired = config.apiKeys.length > 0 || config.apiKeysFile !== '';
   if (keysRequired) {
     logger.log('API keys are required on every route but /, /api/version, /health, /ready (docs/security.md)');

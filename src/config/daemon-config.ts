@@ -2,6 +2,7 @@ import { homedir } from 'node:os';
 import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 import { splitRpcServers } from '../common/options/rpc-servers';
+import { hostMemoryBytes } from '../common/system';
 import { DEFAULT_KEEP_ALIVE_MS, KeepAliveMs, parseGoDuration, parseKeepAliveEnv } from '../common/time';
 
 /** The address the daemon listens on, parsed from OLLAMA_HOST. */
@@ -49,8 +50,28 @@ export function parallelPlan(numParallel: number): ParallelPlan {
   return numParallel > 0 ? { numParallel, kvUnified: false } : { numParallel: AUTO_PARALLEL_SLOTS, kvUnified: true };
 }
 
-/** LLAMAD_CACHE_RAM when unset, MiB (llama-server's `--cache-ram` default). */
+/**
+ * Cap of the daemon-wide host-RAM prompt cache budget when LLAMAD_CACHE_RAM is unset, MiB: llama-server's
+ * `--cache-ram` default (what one model got before the budget was shared). Also the budget of a DaemonConfig built by
+ * hand (not by loadConfig).
+ */
 export const DEFAULT_CACHE_RAM_MIB = 8192;
+
+/**
+ * Share of the daemon's memory (hostMemoryBytes: physical memory, or the cgroup v2 limit when lower) that the host-RAM
+ * prompt cache budget takes when LLAMAD_CACHE_RAM is unset: a quarter, so that three quarters stay for the weights,
+ * KV caches and compute buffers the scheduler admits loads against (docs/native.md "Host-RAM prompt cache").
+ */
+export const CACHE_RAM_MEMORY_SHARE = 0.25;
+
+/**
+ * The default host-RAM prompt cache budget of the whole daemon, MiB: {@link CACHE_RAM_MEMORY_SHARE} of `memoryBytes`
+ * (the memory the daemon may use, bytes), at most {@link DEFAULT_CACHE_RAM_MIB}; rounded down to whole MiB.
+ */
+export function defaultCacheRamMiB(memoryBytes: number): number {
+  const share = Math.floor((CACHE_RAM_MEMORY_SHARE * Math.max(0, memoryBytes)) / 2 ** 20);
+  return Math.min(DEFAULT_CACHE_RAM_MIB, share);
+}
 
 /** LLAMAD_SHUTDOWN_TIMEOUT when unset, ms. */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
@@ -163,11 +184,12 @@ export class DaemonConfig {
   /** OLLAMA_KV_CACHE_TYPE as given (lower-cased, trimmed), for the warning about an unknown value; '' when unset. */
   kvCacheTypeRequested = '';
   /**
-   * LLAMAD_CACHE_RAM: host-RAM prompt cache of every generation model, MiB (beyond Ollama; llama-server's
-   * `--cache-ram`): when a slot's KV is dropped for another conversation, the sequence is kept in the runner's memory
-   * (least recently used out first, at most this much per loaded model) and restored when a request's prompt extends
-   * it (docs/native.md "Host-RAM prompt cache"). Default {@link DEFAULT_CACHE_RAM_MIB}; 0 disables it; a value that is
-   * not a whole number keeps the default.
+   * LLAMAD_CACHE_RAM: the host-RAM prompt cache budget of the whole daemon, MiB (beyond Ollama; llama-server's
+   * `--cache-ram` is per server): when a slot's KV is dropped for another conversation, the sequence is kept in the
+   * runner's memory (least recently used out first) and restored when a request's prompt extends it (docs/native.md
+   * "Host-RAM prompt cache"). Each loaded runner reserves an equal share of it (the scheduler's RamCacheBudget:
+   * budget / OLLAMA_MAX_LOADED_MODELS, 3 when unset), so the runners together never hold more. Unset (or not a whole
+   * number): {@link defaultCacheRamMiB} of the daemon's memory, computed by loadConfig; 0 disables the cache.
    */
   cacheRamMiB = DEFAULT_CACHE_RAM_MIB;
   /** Whether logging is enabled at all (off in tests: every log line is dropped). Not an environment variable. */
@@ -322,8 +344,13 @@ export function kvCacheSettings(
 /**
  * Builds the daemon's configuration from an environment (default: process.env). Unknown or invalid values fall back
  * to Ollama's defaults, as envconfig does.
+ * @param memoryBytes the memory the daemon may use, bytes, for the default LLAMAD_CACHE_RAM budget (read only when
+ *   it is unset); default hostMemoryBytes() (physical memory, or the cgroup v2 limit when lower). Tests pass a value.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  memoryBytes: () => number = () => hostMemoryBytes(),
+): DaemonConfig {
   const config = new DaemonConfig();
   const host = envVar(env, 'OLLAMA_HOST');
   if (host !== '') config.listen = parseListenAddress(host);
@@ -354,6 +381,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): DaemonConfig {
   config.kvCacheTypeRequested = envVar(env, 'OLLAMA_KV_CACHE_TYPE').toLowerCase();
   const kv = KV_CACHE_TYPES.find((t) => t === config.kvCacheTypeRequested);
   if (kv) config.kvCacheType = kv;
-  config.cacheRamMiB = envUint(env, 'LLAMAD_CACHE_RAM', DEFAULT_CACHE_RAM_MIB);
+  const cacheRamMiB = envUint(env, 'LLAMAD_CACHE_RAM', -1);
+  config.cacheRamMiB = cacheRamMiB >= 0 ? cacheRamMiB : defaultCacheRamMiB(memoryBytes());
   return config;
 }

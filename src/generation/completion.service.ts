@@ -11,7 +11,7 @@ import { EffectiveOptions, resolveOptions } from './options';
 import { isEmptyDelta } from './output';
 import { PromptService, PromptSource } from './prompt';
 import { RunnerSpec } from '../runner';
-import { SchedulerService } from '../scheduler';
+import { ramCacheShareBytes, SchedulerService } from '../scheduler';
 
 /** One completion to run. */
 export interface CompletionRequest {
@@ -95,7 +95,7 @@ export class CompletionService {
       spec: {
         modelPath: model.modelPath,
         ...parallelPlan(this.config.numParallel),
-        ...(this.config.cacheRamMiB > 0 ? { cacheRamBytes: this.config.cacheRamMiB * 2 ** 20 } : {}),
+        ...(ramCacheShareBytes(this.config) > 0 ? { cacheRamBytes: ramCacheShareBytes(this.config) } : {}),
         ...effective.load,
         ...(model.projectorPaths.length > 0 ? { projectorPath: model.projectorPaths[0] } : {}),
         ...(model.adapterPaths.length > 0 ? { adapterPaths: model.adapterPaths } : {}),

@@ -55,9 +55,10 @@ export interface RunnerSpec extends LoadOptions {
    */
   kvUnified?: boolean;
   /**
-   * Host-RAM prompt cache of the generation context, bytes (LLAMAD_CACHE_RAM; binding.d.ts
-   * NativeContextParams.cacheRamBytes): sequences a slot drops for another prompt are kept in the runner's memory and
-   * restored when a prompt extends them. Absent/0 = off. Embedding contexts never get one. Part of sameSpec.
+   * Host-RAM prompt cache of the generation context, bytes (binding.d.ts NativeContextParams.cacheRamBytes): sequences
+   * a slot drops for another prompt are kept in the runner's memory and restored when a prompt extends them. Requests
+   * ask for their share of the daemon-wide LLAMAD_CACHE_RAM budget; the scheduler loads with what it grants
+   * (scheduler/ram-cache-budget.ts). Absent/0 = off. Embedding contexts never get one. Not part of sameSpec.
    */
   cacheRamBytes?: number;
   /** Absolute path of a vision projector blob (mmproj GGUF, manifest layer `application/vnd.ollama.image.projector`). */
@@ -256,6 +257,7 @@ export interface RunnerDeath {
 }
 
 export interface Runner {
+  /** The spec it was loaded with, as given to RunnerFactory.create (the scheduler reads its cacheRamBytes grant). */
   readonly spec: RunnerSpec;
   /**
    * Why the runner can no longer serve (an RPC worker's connection broke, its process died), else undefined. The

@@ -3,3 +3,4 @@ export * from './scheduler.types';
 export * from './scheduler.stats';
 export * from './memory.estimator';
 export * from './leased-job';
+export * from './ram-cache-budget';

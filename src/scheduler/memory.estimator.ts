@@ -20,7 +20,9 @@ export interface MemoryProbe {
    * (2 × n_layer × n_ctx_total × n_embd_kv × the element size of `spec.kvCacheType`, see KV_BYTES_PER_ELEMENT;
    * n_ctx_total = numCtx × numParallel, or numCtx when the slots share the cache: kvUnified) + a batch/compute
    * surcharge; with a draft model (`draftModelPath`) the same again for the draft, whose context holds n_ctx_total +
-   * 33 × numParallel cells (native/draft_context.h). Never rejects: unknown facts count as 0.
+   * 33 × numParallel cells (native/draft_context.h); plus the host-RAM prompt cache the runner may fill
+   * (`spec.cacheRamBytes`: its share of the LLAMAD_CACHE_RAM budget, kept in the runner process's own memory, so it
+   * counts against free memory like the weights). Never rejects: unknown facts count as 0.
    */
   estimate(spec: RunnerSpec): Promise<number>;
   /** Bytes the system can still give to a new runner: free memory, capped by the cgroup limit when there is one. */
@@ -106,12 +108,13 @@ export class SystemMemoryProbe implements MemoryProbe {
   /** @inheritdoc */
   async estimate(spec: RunnerSpec): Promise<number> {
     const f = await this.factsOf(spec.modelPath);
+    const ramCache = Math.max(0, spec.cacheRamBytes ?? 0);
     const nCtxTotal = spec.kvUnified ? spec.numCtx : spec.numCtx * Math.max(1, spec.numParallel);
     const { kv, compute } = contextBytes(f, nCtxTotal, spec);
     if ((spec.rpcServers?.length ?? 0) > 0 && spec.numGpu < 0) {
       // Every layer on RPC workers (num_gpu automatic): their weights and KV cache live there; this machine keeps the
       // token embeddings (counted as one layer's share of the file) and the compute buffers (docs/native.md "RPC").
-      return Math.ceil(f.fileSize / (f.nLayer + 1)) + compute;
+      return Math.ceil(f.fileSize / (f.nLayer + 1)) + compute + ramCache;
     }
     let draft = 0;
     if (spec.draftModelPath) {
@@ -119,7 +122,7 @@ export class SystemMemoryProbe implements MemoryProbe {
       const cells = contextBytes(d, nCtxTotal + DRAFT_CELLS_PER_SLOT * Math.max(1, spec.numParallel), spec);
       draft = d.fileSize + cells.kv + cells.compute;
     }
-    return f.fileSize + kv + compute + draft;
+    return f.fileSize + kv + compute + draft + ramCache;
   }
 
   /** @inheritdoc */

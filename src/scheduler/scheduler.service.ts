@@ -5,6 +5,7 @@ import { DaemonConfig } from '../config';
 import { ModelLifecycleService } from '../models';
 import { LoadQueue } from './load-queue';
 import { MEMORY_PROBE, MemoryProbe, SystemMemoryProbe } from './memory.estimator';
+import { RamCacheBudget } from './ram-cache-budget';
 import { Runner, RunnerDeath, RUNNER_FACTORY, RunnerFactory, RunnerSpec } from '../runner';
 
 import {
@@ -91,6 +92,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   private deletions?: Subscription;
   /** Splits the cores between the runners decoding at the same time (thread-split.ts). */
   private readonly threads = new ThreadBalancer();
+  private readonly ramCache = new RamCacheBudget(this.config.cacheRamMiB * 2 ** 20);
 
   constructor(
     private readonly config: DaemonConfig,
@@ -194,11 +196,13 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     }
     const name = modelName ?? key;
     let runner: Runner;
+    const cache = this.ramCache.reserve(spec); // runner.spec.cacheRamBytes: given back by unload()
     try {
       const threads = this.threads.forLoad(this.runners.values());
-      runner = await this.factory.create(spec, { modelName: name, threads });
+      runner = await this.factory.create(cache.spec, { modelName: name, threads });
       this.threads.loaded(runner, threads);
     } catch (err) {
+      this.ramCache.release(cache.bytes);
       if (err instanceof RunnerTerminatedError && err.death) {
         this.crashed.add(key);
         this.runnerEvents.next({ kind: 'crash', model: name, cause: err.death });
@@ -482,6 +486,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     entry.expired = true;
     this.clearTimer(entry);
     if (this.runners.get(entry.key) === entry) this.runners.delete(entry.key);
+    this.ramCache.release(entry.runner.spec.cacheRamBytes ?? 0);
     this.logger.log(`unloading ${entry.key}`);
     void entry.runner
       .close()

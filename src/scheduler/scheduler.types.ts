@@ -109,7 +109,9 @@ export interface LoadedRunnerInfo {
 
 /**
  * Whether a loaded runner (`a`) can serve a request (`b`): Ollama's needsReload, negated; num_gpu -1 matches
- * anything; with `acceptLargerContext` a larger loaded context also serves.
+ * anything; with `acceptLargerContext` a larger loaded context also serves. The host-RAM prompt cache size
+ * (cacheRamBytes) is not compared: it is the scheduler's grant from the daemon-wide budget (ram-cache-budget.ts), not a
+ * load option, and may be less than a request asks for when the budget is short.
  */
 export function sameSpec(a: RunnerSpec, b: RunnerSpec, acceptLargerContext = false): boolean {
   return (
@@ -127,7 +129,6 @@ export function sameSpec(a: RunnerSpec, b: RunnerSpec, acceptLargerContext = fal
     (a.rpcServers ?? []).join(',') === (b.rpcServers ?? []).join(',') &&
     (a.flashAttention ?? 'auto') === (b.flashAttention ?? 'auto') &&
     (a.kvCacheType ?? 'f16') === (b.kvCacheType ?? 'f16') &&
-    (a.cacheRamBytes ?? 0) === (b.cacheRamBytes ?? 0) &&
     (a.draftModelPath ?? '') === (b.draftModelPath ?? '')
   );
 }

@@ -68,7 +68,9 @@ export async function listProcessModels(
               kv_cells: runner.usage.kvCellsTotal,
               kv_cells_used: runner.usage.kvCellsUsed,
               ...(runner.usage.threads !== undefined ? { threads: runner.usage.threads } : {}),
-              ...(runner.usage.ramCache ? { ram_cache: { ...runner.usage.ramCache } } : {}),
+              ...(runner.usage.ramCache
+                ? { ram_cache: { ...runner.usage.ramCache, max_bytes: runner.spec.cacheRamBytes ?? 0 } }
+                : {}),
             },
           }
         : {}),

@@ -110,15 +110,18 @@ export function goExitText(code: number | null, signal: NodeJS.Signals | null): 
 }
 
 /**
- * Classifies a death for the crash metric: `oom` when stderr shows an allocation failure (std::bad_alloc, "out of
- * memory") — the kernel's OOM killer's SIGKILL cannot be told from a `kill -9` and counts as `signal` —, `abort` for
- * SIGABRT (GGML_ASSERT, std::terminate), `signal` for any other signal, `exit` for an exit status.
+ * Classifies a death for the crash metric: `oom` when the kernel's OOM killer killed it (`oomKilled`: a SIGKILL while
+ * the cgroup's `memory.events` oom_kill counter rose, see OomKillCounter) or when stderr shows an allocation failure
+ * (std::bad_alloc, "out of memory"), `abort` for SIGABRT (GGML_ASSERT, std::terminate), `signal` for any other signal
+ * (a `kill -9` included), `exit` for an exit status.
  */
 export function crashCause(
   code: number | null,
   signal: NodeJS.Signals | null,
   lines: readonly string[],
+  oomKilled = false,
 ): RunnerCrashCause {
+  if (oomKilled && signal === 'SIGKILL') return 'oom';
   if (lines.some((l) => /std::bad_alloc|out of memory|cannot allocate memory/i.test(l))) return 'oom';
   if (signal === 'SIGABRT') return 'abort';
   if (signal) return 'signal';

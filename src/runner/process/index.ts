@@ -3,3 +3,4 @@ export * from './protocol';
 export * from './process.runner';
 export * from './process-runner.factory';
 export * from './default-runner.factory';
+export * from './oom-kills';

@@ -2,6 +2,8 @@ import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { RunnerTerminatedError } from '../../common/errors';
 import { NATIVE_BINDING, NativeBindingLoader } from '../../native';
 import type { Runner, RunnerCreateOptions, RunnerFactory, RunnerSpec } from '../runner';
+import { CgroupPaths } from '../../common/system';
+import { OomKillCounter } from './oom-kills';
 import { ProcessRunner, ProcessRunnerOptions } from './process.runner';
 
 /** Early deaths (at load or before the first output) within this window count towards the crash-loop rule, ms. */
@@ -17,6 +19,8 @@ export type ProcessRunnerFactoryOptions = Partial<
 > & {
   /** The clock (ms), for the crash-loop window. */
   now?: () => number;
+  /** Where cgroup v2 and procfs are mounted, for the OOM-kill counter (default /sys/fs/cgroup, /proc). */
+  cgroup?: CgroupPaths;
 };
 
 /** DI token of the ProcessRunnerFactory's test seams (fake child, clock). */
@@ -44,12 +48,15 @@ export class ProcessRunnerFactory implements RunnerFactory {
   private readonly logger = new Logger(ProcessRunnerFactory.name);
   private readonly crashes = new Map<string, CrashHistory>();
   private readonly now: () => number;
+  /** The daemon's OOM-kill counter: a runner SIGKILLed by the OOM killer dies with cause `oom`. */
+  private readonly oomKills: OomKillCounter;
 
   constructor(
     @Inject(NATIVE_BINDING) private readonly loadBinding: NativeBindingLoader,
     @Optional() @Inject(PROCESS_RUNNER_OPTIONS) private readonly seams: ProcessRunnerFactoryOptions = {},
   ) {
     this.now = seams.now ?? Date.now;
+    this.oomKills = OomKillCounter.at(seams.cgroup ?? {});
   }
 
   /**
@@ -68,8 +75,10 @@ export class ProcessRunnerFactory implements RunnerFactory {
     const started = Date.now();
     let runner: ProcessRunner;
     try {
+      const { cgroup: _cgroup, now: _now, ...seams } = this.seams;
       runner = await ProcessRunner.start(spec, {
-        ...this.seams,
+        ...seams,
+        oomKills: this.oomKills,
         label,
         ...(options.threads !== undefined ? { threads: options.threads } : {}),
         binding: this.loadBinding,

@@ -18,6 +18,7 @@ import type {
   RunnerUsage,
 } from '../runner';
 import { crashCause, exitReason, StderrRing } from './exit-reason';
+import { OomKillCounter } from './oom-kills';
 import {
   ChildMessage,
   fromWireError,
@@ -50,6 +51,16 @@ export interface ProcessRunnerOptions {
   closeTimeoutMs?: number;
   /** Threads to load with when spec.numThread is 0 (RunnerCreateOptions.threads). */
   threads?: number;
+  /** Tells OOM kills from other SIGKILLs (the death's cause `oom`); absent: a SIGKILL is always `signal`. */
+  oomKills?: OomKillCounter;
+}
+
+/** How a runner process ended: exit code or signal, its last stderr lines, and whether the OOM killer killed it. */
+interface RunnerExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  lines: string[];
+  oomKilled: boolean;
 }
 
 interface PendingCall {
@@ -95,11 +106,11 @@ export class ProcessRunner implements Runner {
     private readonly child: ChildProcess,
     private readonly options: ProcessRunnerOptions,
     /** Resolves with how the process ended. */
-    private readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; lines: string[] }>,
+    private readonly exited: Promise<RunnerExit>,
   ) {
     this.snapshot = snapshot;
     child.on('message', (message: ChildMessage) => this.onMessage(message));
-    void exited.then(({ code, signal, lines }) => this.onExit(code, signal, lines));
+    void exited.then((exit) => this.onExit(exit));
   }
 
   /**
@@ -108,6 +119,7 @@ export class ProcessRunner implements Runner {
    *   RunnerTerminatedError when the process died while loading (e.g. an abort inside llama.cpp).
    */
   static async start(spec: RunnerSpec, options: ProcessRunnerOptions): Promise<ProcessRunner> {
+    const oomBefore = options.oomKills?.mark();
     const child = fork(options.childPath ?? RUNNER_CHILD_PATH, [options.label, ...(options.childArgs ?? [])], {
       serialization: 'advanced',
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
@@ -119,11 +131,13 @@ export class ProcessRunner implements Runner {
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => onLines(ring.push(chunk)));
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => onLines(chunk.split(/\r?\n/).filter(Boolean)));
     child.on('error', () => undefined); // a send on a closed channel; the exit handler reports the death
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; lines: string[] }>((resolve) =>
+    const exited = new Promise<RunnerExit>((resolve) =>
       child.once('close', (code: number | null, signal: NodeJS.Signals | null) => {
         const last = ring.end();
         if (last !== undefined) log(last);
-        resolve({ code, signal, lines: ring.snapshot() });
+        // A SIGKILL the daemon sent itself (child.killed: close's timeout) is never an OOM kill.
+        const oomKilled = signal === 'SIGKILL' && !child.killed && (options.oomKills?.claim(oomBefore) ?? false);
+        resolve({ code, signal, lines: ring.snapshot(), oomKilled });
       }),
     );
     const handshake = await new Promise<Extract<ChildMessage, { t: 'loaded' }>>((resolve, reject) => {
@@ -132,8 +146,8 @@ export class ProcessRunner implements Runner {
         else if (message.t === 'loadFailed') reject(fromWireError(message.error));
       };
       child.on('message', onMessage);
-      void exited.then(({ code, signal, lines }) =>
-        reject(new RunnerTerminatedError(exitReason(code, signal, lines), crashCause(code, signal, lines))),
+      void exited.then(({ code, signal, lines, oomKilled }) =>
+        reject(new RunnerTerminatedError(exitReason(code, signal, lines), crashCause(code, signal, lines, oomKilled))),
       );
       child.send({
         t: 'load',
@@ -341,13 +355,13 @@ export class ProcessRunner implements Runner {
     }
   }
 
-  private onExit(code: number | null, signal: NodeJS.Signals | null, lines: string[]): void {
+  private onExit({ code, signal, lines, oomKilled }: RunnerExit): void {
     if (this.closing) {
       this.failAll(() => new InternalError('model was unloaded while in use'));
       return;
     }
     const reason = exitReason(code, signal, lines);
-    const event: RunnerDeath = { reason, cause: crashCause(code, signal, lines) };
+    const event: RunnerDeath = { reason, cause: crashCause(code, signal, lines, oomKilled) };
     const death = new RunnerTerminatedError(reason, event.cause);
     this.death = death;
     this.failAll(() => death);

@@ -2,7 +2,16 @@ import assert from 'node:assert/strict';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { kvCacheSettings, loadConfig, parseEnvBool, parseListenAddress } from '../../../src/config';
+import {
+  CACHE_RAM_MEMORY_SHARE,
+  DaemonConfig,
+  DEFAULT_CACHE_RAM_MIB,
+  defaultCacheRamMiB,
+  kvCacheSettings,
+  loadConfig,
+  parseEnvBool,
+  parseListenAddress,
+} from '../../../src/config';
 
 describe('parseListenAddress (OLLAMA_HOST)', () => {
   const cases: Array<[string, { scheme: string; host: string; port: number }]> = [
@@ -178,19 +187,39 @@ describe('OLLAMA_FLASH_ATTENTION and OLLAMA_KV_CACHE_TYPE', () => {
 });
 
 describe('LLAMAD_CACHE_RAM', () => {
-  it('defaults to 8192 MiB (llama-server --cache-ram)', () => {
-    assert.equal(loadConfig({}).cacheRamMiB, 8192);
+  const GIB = 2 ** 30;
+  const never = () => assert.fail('the memory is read only when LLAMAD_CACHE_RAM is unset');
+
+  it('defaults to a quarter of the daemon memory, at most 8192 MiB (llama-server --cache-ram)', () => {
+    assert.equal(loadConfig({}, () => 10 * GIB).cacheRamMiB, 2560);
+    assert.equal(loadConfig({}, () => 4 * GIB + 3).cacheRamMiB, 1024);
+    assert.equal(loadConfig({}, () => 32 * GIB).cacheRamMiB, 8192);
+    assert.equal(loadConfig({}, () => 256 * GIB).cacheRamMiB, 8192);
+    assert.equal(loadConfig({}, () => 0).cacheRamMiB, 0);
   });
 
-  it('reads MiB; 0 disables the cache', () => {
-    assert.equal(loadConfig({ LLAMAD_CACHE_RAM: '512' }).cacheRamMiB, 512);
-    assert.equal(loadConfig({ LLAMAD_CACHE_RAM: ' "1024" ' }).cacheRamMiB, 1024);
-    assert.equal(loadConfig({ LLAMAD_CACHE_RAM: '0' }).cacheRamMiB, 0);
+  it('defaultCacheRamMiB rounds down to whole MiB and never goes negative', () => {
+    assert.equal(defaultCacheRamMiB(4 * 2 ** 20 - 1), 0);
+    assert.equal(defaultCacheRamMiB(4 * 2 ** 20), 1);
+    assert.equal(defaultCacheRamMiB(-1), 0);
+    assert.equal(CACHE_RAM_MEMORY_SHARE * 4, 1);
+  });
+
+  it('reads the daemon-wide budget in MiB; 0 disables the cache', () => {
+    assert.equal(loadConfig({ LLAMAD_CACHE_RAM: '512' }, never).cacheRamMiB, 512);
+    assert.equal(loadConfig({ LLAMAD_CACHE_RAM: ' "1024" ' }, never).cacheRamMiB, 1024);
+    assert.equal(loadConfig({ LLAMAD_CACHE_RAM: '0' }, never).cacheRamMiB, 0);
+    assert.equal(loadConfig({ LLAMAD_CACHE_RAM: '65536' }, never).cacheRamMiB, 65536);
   });
 
   it('keeps the default for a value that is not a whole number of MiB', () => {
     for (const raw of ['-1', '1.5', '8G', 'off', '']) {
-      assert.equal(loadConfig({ LLAMAD_CACHE_RAM: raw }).cacheRamMiB, 8192, raw);
+      assert.equal(loadConfig({ LLAMAD_CACHE_RAM: raw }, () => 8 * GIB).cacheRamMiB, 2048, raw);
     }
+  });
+
+  it('a DaemonConfig built by hand has the 8192 MiB cap as its budget', () => {
+    assert.equal(new DaemonConfig().cacheRamMiB, DEFAULT_CACHE_RAM_MIB);
+    assert.equal(DEFAULT_CACHE_RAM_MIB, 8192);
   });
 });

@@ -39,19 +39,21 @@ describe('CompletionService.plan: the draft model', () => {
   });
 });
 
-// LLAMAD_CACHE_RAM (MiB) becomes the spec's cacheRamBytes; 0 leaves it out.
+// LLAMAD_CACHE_RAM (MiB, the whole daemon's budget) becomes the spec's cacheRamBytes: its share per loaded model
+// (budget / OLLAMA_MAX_LOADED_MODELS, 3 when unset); 0 leaves it out.
 describe('CompletionService.plan: the host-RAM prompt cache', () => {
   let bed: InferenceTestbed;
 
   afterEach(() => bed.close());
 
-  for (const [mib, bytes] of [
-    [8192, 8192 * 2 ** 20],
-    [16, 16 * 2 ** 20],
-    [0, undefined],
+  for (const [mib, maxLoadedModels, bytes] of [
+    [8192, 0, Math.floor((8192 * 2 ** 20) / 3)],
+    [16, 1, 16 * 2 ** 20],
+    [16, 4, 4 * 2 ** 20],
+    [0, 0, undefined],
   ] as const) {
-    it(`LLAMAD_CACHE_RAM=${mib} → cacheRamBytes ${bytes}`, async () => {
-      bed = await createInferenceTestbed({ config: { cacheRamMiB: mib } });
+    it(`LLAMAD_CACHE_RAM=${mib}, OLLAMA_MAX_LOADED_MODELS=${maxLoadedModels} → cacheRamBytes ${bytes}`, async () => {
+      bed = await createInferenceTestbed({ config: { cacheRamMiB: mib, maxLoadedModels } });
       const completion = new CompletionService(bed.config, bed.scheduler, new PromptService());
       await bed.createModel('plain');
       assert.equal(completion.plan(await bed.models.resolve('plain'), {}).spec.cacheRamBytes, bytes);

@@ -52,6 +52,18 @@ describe('SystemMemoryProbe', () => {
     assert.equal(drafted - plain, plain + perCell * 2 * 33);
   });
 
+  it('adds the host-RAM prompt cache the runner may fill (its cacheRamBytes share), on RPC workers too', async () => {
+    ensureTestModels();
+    const probe = new SystemMemoryProbe();
+    const base = { modelPath: TINY_QWEN2, numCtx: 512 };
+    const share = 96 * 2 ** 20;
+    const plain = await probe.estimate(spec(base));
+    assert.equal((await probe.estimate(spec({ ...base, cacheRamBytes: share }))) - plain, share);
+    const rpc = { ...base, rpcServers: ['10.0.0.2:50052'] };
+    const remote = await probe.estimate(spec(rpc));
+    assert.equal((await probe.estimate(spec({ ...rpc, cacheRamBytes: share }))) - remote, share, 'kept in local RAM');
+  });
+
   it('counts only the local share when every layer is on RPC workers', async () => {
     ensureTestModels();
     const probe = new SystemMemoryProbe();

@@ -49,9 +49,11 @@ export interface ProcessParallelWire {
   threads?: number;
   /**
    * The host-RAM prompt cache (LLAMAD_CACHE_RAM; absent when off): conversations and bytes of KV state it keeps; since
-   * the load, prompts restored from it and the prompt tokens those restores spared evaluating.
+   * the load, prompts restored from it and the prompt tokens those restores spared evaluating; `max_bytes`: this
+   * runner's share of the daemon-wide budget, reserved by the scheduler at load (`bytes` never exceeds it, and the
+   * `max_bytes` of all loaded models add up to at most LLAMAD_CACHE_RAM).
    */
-  ram_cache?: { entries: number; bytes: number; hits: number; tokens: number };
+  ram_cache?: { entries: number; bytes: number; hits: number; tokens: number; max_bytes: number };
 }
 
 /** One entry of ProcessModelWire.devices (beyond Ollama). */

@@ -113,7 +113,9 @@ describe('listProcessModels (GET /api/ps)', () => {
       threads: 2,
       ramCache: { entries: 2, bytes: 4096, hits: 5, tokens: 900 },
     };
-    const shared = runner('/b/1', { spec: spec({ modelPath: '/b/1', numCtx: 1024, numParallel: 4, kvUnified: true }) });
+    const shared = runner('/b/1', {
+      spec: spec({ modelPath: '/b/1', numCtx: 1024, numParallel: 4, kvUnified: true, cacheRamBytes: 8192 }),
+    });
     const { ps } = controller([{ ...shared, usage }, runner('/b/2')]);
     const models = (await ps.ps()).models;
     const byName = new Map(models.map((m) => [m.name, m]));
@@ -126,7 +128,7 @@ describe('listProcessModels (GET /api/ps)', () => {
       kv_cells: 1024,
       kv_cells_used: 700,
       threads: 2,
-      ram_cache: { entries: 2, bytes: 4096, hits: 5, tokens: 900 },
+      ram_cache: { entries: 2, bytes: 4096, hits: 5, tokens: 900, max_bytes: 8192 },
     });
     assert.equal(byName.get('m2:latest')?.parallel, undefined);
   });
