@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { RunnerTerminatedError } from '../../common/errors';
+import type { RunnerFault } from '../../config';
 import { NATIVE_BINDING, NativeBindingLoader } from '../../native';
 import type { Runner, RunnerCreateOptions, RunnerFactory, RunnerSpec } from '../runner';
 import { ProcessRunner, ProcessRunnerOptions } from './process.runner';
@@ -11,12 +12,14 @@ export const CRASH_LIMIT = 3;
 /** How long a model in back-off answers its last error at once instead of starting a runner, ms. */
 export const CRASH_BACKOFF_MS = 60_000;
 
-/** Test seams of the factory. */
+/** Test seams of the factory, and its watchdog settings (DaemonConfig: loadTimeoutMs, runnerHeartbeatTimeoutMs). */
 export type ProcessRunnerFactoryOptions = Partial<
-  Pick<ProcessRunnerOptions, 'childPath' | 'childArgs' | 'closeTimeoutMs'>
+  Pick<ProcessRunnerOptions, 'childPath' | 'childArgs' | 'closeTimeoutMs' | 'loadTimeoutMs' | 'heartbeatTimeoutMs'>
 > & {
   /** The clock (ms), for the crash-loop window. */
   now?: () => number;
+  /** LLAMAD_TEST_RUNNER_FAULT: model name (the runner's label) → the fault its runner process simulates. */
+  faults?: Record<string, RunnerFault>;
 };
 
 /** DI token of the ProcessRunnerFactory's test seams (fake child, clock). */
@@ -68,8 +71,11 @@ export class ProcessRunnerFactory implements RunnerFactory {
     const started = Date.now();
     let runner: ProcessRunner;
     try {
+      const { faults, ...seams } = this.seams;
+      const fault = faults?.[label];
       runner = await ProcessRunner.start(spec, {
-        ...this.seams,
+        ...seams,
+        ...(fault ? { fault } : {}),
         label,
         ...(options.threads !== undefined ? { threads: options.threads } : {}),
         binding: this.loadBinding,
