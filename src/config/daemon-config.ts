@@ -188,7 +188,7 @@ export class DaemonConfig {
   runnerHeartbeatTimeoutMs = DEFAULT_RUNNER_HEARTBEAT_TIMEOUT_MS;
   /**
    * LLAMAD_TEST_RUNNER_FAULT: a test hook (`model=load-hang`, `model=stall`, comma separated): the runner process of
-   * that model simulates the fault (watchdog-env.ts RunnerFault). Empty in production.
+   * that model simulates the fault once (watchdog-env.ts RunnerFault). Empty in production.
    */
   runnerFaults: Record<string, RunnerFault> = {};
   /** Whether logging is enabled at all (off in tests: every log line is dropped). Not an environment variable. */

@@ -60,7 +60,8 @@ function parseTimeoutEnv(raw: string, fallback: number): number {
 /**
  * LLAMAD_TEST_RUNNER_FAULT (a test hook, beyond Ollama; never set it in production): comma-separated `model=fault`
  * pairs, `model` being the name a runner is loaded for (`stuck:latest`, as the scheduler labels it) and `fault` one
- * of {@link RunnerFault}. Entries without `=` or with an unknown fault are dropped.
+ * of {@link RunnerFault}; the first runner process started for that model simulates it, later ones run normally.
+ * Entries without `=` or with an unknown fault are dropped.
  * @returns model name → fault.
  */
 export function parseRunnerFaults(raw: string): Record<string, RunnerFault> {

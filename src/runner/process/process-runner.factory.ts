@@ -18,7 +18,10 @@ export type ProcessRunnerFactoryOptions = Partial<
 > & {
   /** The clock (ms), for the crash-loop window. */
   now?: () => number;
-  /** LLAMAD_TEST_RUNNER_FAULT: model name (the runner's label) → the fault its runner process simulates. */
+  /**
+   * LLAMAD_TEST_RUNNER_FAULT: model name (the runner's label) → the fault that the first runner process started for it
+   * simulates (later ones run normally, so a test sees the reload work).
+   */
   faults?: Record<string, RunnerFault>;
 };
 
@@ -47,12 +50,15 @@ export class ProcessRunnerFactory implements RunnerFactory {
   private readonly logger = new Logger(ProcessRunnerFactory.name);
   private readonly crashes = new Map<string, CrashHistory>();
   private readonly now: () => number;
+  /** Faults not used yet (ProcessRunnerFactoryOptions.faults). */
+  private readonly faults: Map<string, RunnerFault>;
 
   constructor(
     @Inject(NATIVE_BINDING) private readonly loadBinding: NativeBindingLoader,
     @Optional() @Inject(PROCESS_RUNNER_OPTIONS) private readonly seams: ProcessRunnerFactoryOptions = {},
   ) {
     this.now = seams.now ?? Date.now;
+    this.faults = new Map(Object.entries(seams.faults ?? {}));
   }
 
   /**
@@ -71,8 +77,9 @@ export class ProcessRunnerFactory implements RunnerFactory {
     const started = Date.now();
     let runner: ProcessRunner;
     try {
-      const { faults, ...seams } = this.seams;
-      const fault = faults?.[label];
+      const { faults: _all, ...seams } = this.seams;
+      const fault = this.faults.get(label);
+      this.faults.delete(label);
       runner = await ProcessRunner.start(spec, {
         ...seams,
         ...(fault ? { fault } : {}),
