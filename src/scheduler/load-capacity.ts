@@ -80,9 +80,9 @@ export class LoadCapacity<E extends CapacityEntry> {
   }
 
   /**
-   * Makes room for a load of `needed` bytes and reserves them: while {@link whyNoRoom} says so, evicts a victim
-   * (`evict` resolves once it is gone) or, with nothing loaded to evict, waits for a load in flight to end; with
-   * neither, the load goes ahead anyway. The check and the reservation happen in one turn of the event loop.
+   * Makes room for a load of `needed` bytes and reserves them: while {@link whyNoRoom} says so, evicts an idle
+   * victim (`evict` resolves once it is gone); else, while loads are in flight, waits for one to end; else evicts a
+   * busy victim (waiting for its requests); with nothing to evict, the load goes ahead anyway. The check and the reservation happen in one turn of the event loop.
    * @param check throws to stop waiting (the scheduler shuts down); called before every decision.
    * @returns the release of the reservation (idempotent): call it once the load ended, after its runner (if any) was
    *   added to `runners`.
@@ -97,7 +97,8 @@ export class LoadCapacity<E extends CapacityEntry> {
       const reason = this.whyNoRoom(needed);
       if (!reason) break;
       const victim = this.findVictim();
-      if (victim) await evict(victim, reason);
+      // A busy victim is only waited for when no load in flight could end first (and perhaps free the room).
+      if (victim && (victim.refCount === 0 || this.reservations.size === 0)) await evict(victim, reason);
       else if (this.reservations.size > 0) await this.settled();
       else break;
     }

@@ -11,9 +11,10 @@ interface PendingLoad<T> {
 }
 
 /**
- * What the queue does with one request at the head of its model's line: `load` finds or loads the runner (rejecting
- * with the load's error); `deliver` hands it to a requester who still waits (taking a reference), `abandon` to nobody
- * (the requester went away meanwhile: the runner idles under its keep-alive); `sameLoad` says whether a request
+ * What the queue does with one request at the head of its model's line: `load` finds or loads the runner and takes a
+ * reference on it for the request (rejecting with the load's error); `deliver` hands it to a requester who still
+ * waits, `abandon` to nobody (the requester went away meanwhile: the reference is dropped and the runner idles under
+ * its keep-alive); `sameLoad` says whether a request
  * waiting behind a failed one needs the very same load (it then fails with the same error instead of loading again).
  */
 export interface LoadQueueHandler<T> {

@@ -110,13 +110,12 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     this.queue = new LoadQueue<LoadedRunner>(
       {
         load: (r) => this.loadFor(r.spec, r.acceptLargerContext, r.modelName),
-        deliver: (entry, r) => {
-          this.hold(entry, r.keepAliveMs);
-          entry.refCount++;
-        },
+        // loadFor took the request's reference already (so that no other load evicts the runner before this).
+        deliver: (entry, r) => this.hold(entry, r.keepAliveMs),
         // Nobody waits any more: the runner stays loaded and idles under its keep-alive.
         abandon: (entry, r) => {
           this.hold(entry, r.keepAliveMs);
+          entry.refCount = Math.max(0, entry.refCount - 1);
           this.afterIdle(entry);
         },
         sameLoad: (failed, waiting) => sameSpec(failed.spec, waiting.spec) && sameSpec(waiting.spec, failed.spec),
@@ -172,11 +171,18 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     };
   }
 
-  /** Finds or loads a runner for `spec` (without taking a reference): reload, capacity and memory checks first. */
+  /**
+   * Finds or loads a runner for `spec` and takes a reference on it for the request (in the same turn as it is found or
+   * added, so that a parallel load never sees it idle before the requester has it): reload, capacity and memory
+   * checks first.
+   */
   private async loadFor(spec: RunnerSpec, acceptLargerContext = false, modelName?: string): Promise<LoadedRunner> {
     const key = spec.modelPath;
     const existing = this.runners.get(key);
-    if (existing && !existing.expired && sameSpec(existing.runner.spec, spec, acceptLargerContext)) return existing;
+    if (existing && !existing.expired && sameSpec(existing.runner.spec, spec, acceptLargerContext)) {
+      existing.refCount++;
+      return existing;
+    }
     if (existing) {
       // §7.2 needsReload (or already expiring): drain and close the old runner first.
       this.logger.log(`reloading ${key}: load options changed`);
@@ -227,7 +233,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     const entry: LoadedRunner = {
       key,
       runner,
-      refCount: 0,
+      refCount: 1, // the loading request's
       keepAliveMs: this.config.keepAliveMs,
       expired: false,
       sizeBytes: needed,

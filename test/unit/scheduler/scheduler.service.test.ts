@@ -5,7 +5,7 @@ import { lastValueFrom, NEVER, Observable, of, throwError, toArray } from 'rxjs'
 import { ModelLoadError, RequestCancelledError, ServerBusyError } from '../../../src/common/errors';
 import { DaemonConfig } from '../../../src/config';
 import { RunnerLease, SchedulerService, sameSpec } from '../../../src/scheduler/scheduler.service';
-import { spec } from '../../utils/fake-runner';
+import { FakeRunner, spec } from '../../utils/fake-runner';
 import { ControlledFactory, FakeMemory, flush } from '../../utils/scheduler-fakes';
 
 const MIN = 60_000;
@@ -35,6 +35,7 @@ describe('SchedulerService', () => {
       .loaded()
       .map((r) => r.spec.modelPath)
       .sort();
+  const open = (lease: RunnerLease) => !(lease.runner as FakeRunner).closed;
   const acquire = (modelPath: string, keepAliveMs?: number) =>
     scheduler.acquire({ spec: spec({ modelPath }), keepAliveMs });
 
@@ -330,9 +331,15 @@ describe('SchedulerService', () => {
         'b (45 > 0.8 × 50 left beside a’s reservation) waits; c (10) loads beside a',
       );
       factory.gates[1].open();
-      (await c).release();
+      const leaseC = await c;
+      await flush();
+      assert.equal(open(leaseC), true, 'b never evicts a runner before its requester has it');
+      assert.equal(factory.requested.length, 2, 'b waits for a’s load rather than evict the busy c');
+      leaseC.release();
       factory.gates[0].open();
-      (await a).release();
+      const leaseA = await a;
+      assert.equal(open(leaseA), true);
+      leaseA.release();
       await flush();
       assert.deepEqual(
         factory.requested.map((s) => s.modelPath),
