@@ -82,7 +82,8 @@ export class LoadCapacity<E extends CapacityEntry> {
   /**
    * Makes room for a load of `needed` bytes and reserves them: while {@link whyNoRoom} says so, evicts an idle
    * victim (`evict` resolves once it is gone); else, while loads are in flight, waits for one to end; else evicts a
-   * busy victim (waiting for its requests); with nothing to evict, the load goes ahead anyway. The check and the reservation happen in one turn of the event loop.
+   * busy victim (waiting for its requests); with nothing to evict, the load goes ahead anyway. The check and the
+   * reservation happen in one turn of the event loop.
    * @param check throws to stop waiting (the scheduler shuts down); called before every decision.
    * @returns the release of the reservation (idempotent): call it once the load ended, after its runner (if any) was
    *   added to `runners`.
