@@ -78,7 +78,7 @@ export type ChildMessage =
       snapshot: RunnerSnapshot;
     }
   | { t: 'loadFailed'; error: WireError }
-  /** Load progress in [0, 1] (llama.cpp's progress callback, sent when it moved by 1 % or more): re-arms the load timer. */
+  /** Load progress in [0, 1] (llama.cpp's progress callback, sent per move of 1 % or more): re-arms the load timer. */
   | { t: 'loadProgress'; progress: number }
   /**
    * Sent every `heartbeatMs` once loaded: `progress` is the engine's progress counter (decode steps of the generation

@@ -81,7 +81,7 @@ export interface RunnerWork {
    * one llama_decode), the batches of the largest embed job in flight (an embed job reports nothing until it ends).
    */
   steps: number;
-  /** When the oldest other call in flight (tokenize, detokenize, template) was sent, ms since the epoch; none: undefined. */
+  /** When the oldest other call in flight (tokenize, detokenize, template) was sent, ms since the epoch. */
   oldestCallAt?: number;
 }
 
