@@ -4,6 +4,7 @@ import { RequestCancelledError, RunnerTerminatedError, ServerBusyError } from '.
 import { DaemonConfig } from '../config';
 import { ModelLifecycleService } from '../models';
 import { LoadCapacity } from './load-capacity';
+import type { LoadedRunner } from './loaded-runner';
 import { LoadQueue } from './load-queue';
 import { MEMORY_PROBE, MemoryProbe, SystemMemoryProbe } from './memory.estimator';
 import { Runner, RunnerDeath, RUNNER_FACTORY, RunnerFactory, RunnerSpec } from '../runner';
@@ -25,30 +26,6 @@ export * from './scheduler.types';
 
 /** setTimeout's longest delay (2^31 - 1 ms, about 24.8 days); longer keep-alives re-arm in steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
-
-/** A loaded runner and its bookkeeping (Ollama `runnerRef`, reference/ollama-api.md §7.1). */
-interface LoadedRunner {
-  key: string;
-  runner: Runner;
-  /** In-flight requests holding this runner. */
-  refCount: number;
-  /** How long to stay loaded once idle, ms (Infinity = forever, 0 = unload when idle). */
-  keepAliveMs: number;
-  timer?: NodeJS.Timeout;
-  /** When the idle timer fires (undefined while in use or forever). */
-  expiresAt?: Date;
-  /** Set when the runner must go as soon as it is idle (reload, eviction, keep_alive 0, delete). */
-  expired: boolean;
-  /** Estimated resident bytes (memory.estimator.ts). */
-  sizeBytes: number;
-  /** Resolves once the runner is unloaded and closed. */
-  gone: Promise<void>;
-  markGone: () => void;
-  /** Whether unload() already ran. */
-  unloading: boolean;
-  /** The model name it was last acquired under (metrics labels); the weights path until one is given. */
-  name: string;
-}
 
 /**
  * Keeps loaded runners and decides when to load and unload them — Ollama's scheduler (`server/sched.go`,
