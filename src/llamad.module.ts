@@ -308,7 +308,11 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
         provide: RUNNER_FACTORY,
         inject: [DaemonConfig, NATIVE_BINDING],
         useFactory: (config: DaemonConfig, loader: NativeBindingLoader): RunnerFactory =>
-          new DefaultRunnerFactory(config.runner, loader),
+          new DefaultRunnerFactory(config.runner, loader, {
+            loadTimeoutMs: config.loadTimeoutMs,
+            heartbeatTimeoutMs: config.runnerHeartbeatTimeoutMs,
+            faults: config.runnerFaults,
+          }),
       },
       { provide: MEMORY_PROBE, useClass: SystemMemoryProbe },
       { provide: TEMPLATE_RENDERER, useClass: GoTemplateRenderer },

@@ -27,6 +27,7 @@ const ENV: Record<string, string> = {
   OLLAMA_HOST: 'IP Address for the ollama server (default 127.0.0.1:11434)',
   OLLAMA_CONTEXT_LENGTH: 'Context length to use unless otherwise specified (default: 4k/32k/256k based on VRAM)',
   OLLAMA_KEEP_ALIVE: 'The duration that models stay loaded in memory (default "5m")',
+  OLLAMA_LOAD_TIMEOUT: 'How long to allow model loads to stall before giving up (default "5m")',
   OLLAMA_MAX_LOADED_MODELS: 'Maximum number of loaded models per GPU',
   OLLAMA_MAX_QUEUE: 'Maximum number of queued requests',
   OLLAMA_MODELS: 'The path to the models directory',
@@ -52,6 +53,7 @@ export const COMMAND_ENV: Record<string, string[]> = {
     'OLLAMA_MODELS',
     'OLLAMA_NUM_PARALLEL',
     'OLLAMA_ORIGINS',
+    'OLLAMA_LOAD_TIMEOUT',
   ],
 };
 

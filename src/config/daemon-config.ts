@@ -4,6 +4,14 @@ import { join, resolve } from 'node:path';
 import { splitRpcServers } from '../common/options/rpc-servers';
 import { hostMemoryBytes } from '../common/system';
 import { DEFAULT_KEEP_ALIVE_MS, KeepAliveMs, parseGoDuration, parseKeepAliveEnv } from '../common/time';
+import {
+  DEFAULT_LOAD_TIMEOUT_MS,
+  DEFAULT_RUNNER_HEARTBEAT_TIMEOUT_MS,
+  parseHeartbeatTimeoutEnv,
+  parseLoadTimeoutEnv,
+  parseRunnerFaults,
+  RunnerFault,
+} from './watchdog-env';
 
 /** The address the daemon listens on, parsed from OLLAMA_HOST. */
 export interface ListenAddress {
@@ -192,6 +200,24 @@ export class DaemonConfig {
    * number): {@link defaultCacheRamMiB} of the daemon's memory, computed by loadConfig; 0 disables the cache.
    */
   cacheRamMiB = DEFAULT_CACHE_RAM_MIB;
+  /**
+   * OLLAMA_LOAD_TIMEOUT: how long a model load may go without progress before it fails with Ollama's 500 `timed out
+   * waiting for llama runner to start - progress 0.00 - …` and its runner process is killed, ms (Go duration or
+   * seconds; ≤ 0 = Infinity, no timeout). Default 5 min (reference/ollama-api.md §7.6, §13.2).
+   */
+  loadTimeoutMs = DEFAULT_LOAD_TIMEOUT_MS;
+  /**
+   * LLAMAD_RUNNER_HEARTBEAT_TIMEOUT: a runner process with requests in flight whose engine makes no progress (no
+   * decode step, event or result) for this long per step of up to 512 batch tokens is killed; its requests fail with
+   * `llama runner process has terminated: …stopped responding…`, ms (Go duration or seconds; ≤ 0 = Infinity, off).
+   * Default 5 min (beyond Ollama; docs/architecture.md "Watchdogs").
+   */
+  runnerHeartbeatTimeoutMs = DEFAULT_RUNNER_HEARTBEAT_TIMEOUT_MS;
+  /**
+   * LLAMAD_TEST_RUNNER_FAULT: a test hook (`model=load-hang`, `model=stall`, comma separated): the runner process of
+   * that model simulates the fault once (watchdog-env.ts RunnerFault). Empty in production.
+   */
+  runnerFaults: Record<string, RunnerFault> = {};
   /** Whether logging is enabled at all (off in tests: every log line is dropped). Not an environment variable. */
   logging = true;
 }
@@ -383,5 +409,8 @@ export function loadConfig(
   if (kv) config.kvCacheType = kv;
   const cacheRamMiB = envUint(env, 'LLAMAD_CACHE_RAM', -1);
   config.cacheRamMiB = cacheRamMiB >= 0 ? cacheRamMiB : defaultCacheRamMiB(memoryBytes());
+  config.loadTimeoutMs = parseLoadTimeoutEnv(envVar(env, 'OLLAMA_LOAD_TIMEOUT'));
+  config.runnerHeartbeatTimeoutMs = parseHeartbeatTimeoutEnv(envVar(env, 'LLAMAD_RUNNER_HEARTBEAT_TIMEOUT'));
+  config.runnerFaults = parseRunnerFaults(envVar(env, 'LLAMAD_TEST_RUNNER_FAULT'));
   return config;
 }

@@ -2,3 +2,4 @@ export * from './api-version';
 export * from './config.module';
 export * from './daemon-config';
 export * from './paths';
+export * from './watchdog-env';

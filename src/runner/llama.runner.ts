@@ -127,10 +127,16 @@ export class LlamaRunner implements Runner {
   /**
    * Loads the weights and creates the context.
    * @param threads threads to start with when spec.numThread is 0 (default: the physical cores).
+   * @param onProgress the weights' load progress in [0, 1] (NativeModel.load), on the JS thread.
    * @throws ModelLoadError (unloadable file, unknown architecture, context creation failure, missing addon),
    *   InsufficientMemoryError.
    */
-  static async load(binding: NativeBinding, spec: RunnerSpec, threads?: number): Promise<LlamaRunner> {
+  static async load(
+    binding: NativeBinding,
+    spec: RunnerSpec,
+    threads?: number,
+    onProgress?: (progress: number) => void,
+  ): Promise<LlamaRunner> {
     let model: NativeModel;
     try {
       model = new binding.Model(spec.modelPath, {
@@ -138,7 +144,7 @@ export class LlamaRunner implements Runner {
         ...(spec.useMmap !== undefined ? { useMmap: spec.useMmap } : {}),
         ...(spec.rpcServers && spec.rpcServers.length > 0 ? { rpcServers: spec.rpcServers } : {}),
       });
-      await model.load();
+      await model.load(onProgress);
     } catch (err) {
       throw asLoadError(err);
     }
@@ -307,6 +313,7 @@ export class LlamaRunner implements Runner {
           }
         : {}),
       ...(stats.draftTokens > 0 ? { draftTokens: stats.draftTokens, draftAccepted: stats.draftAccepted } : {}),
+      ...(typeof stats.decodeSteps === 'number' ? { decodeSteps: stats.decodeSteps } : {}),
     };
   }
 

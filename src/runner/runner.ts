@@ -226,6 +226,11 @@ export interface RunnerUsage {
   /** Speculative decoding since the load: tokens drafted and verified, and of those the accepted ones. */
   draftTokens?: number;
   draftAccepted?: number;
+  /**
+   * llama_decode calls of generation steps since the load (the engine's progress counter: the runner process's
+   * heartbeat carries it to the daemon's watchdog); absent: unknown.
+   */
+  decodeSteps?: number;
 }
 
 /**
@@ -252,8 +257,11 @@ export interface RunnerMemory {
 export interface RunnerDeath {
   /** Ollama's reason text: the runner's last meaningful stderr line, else `exit status N` / `signal: aborted`. */
   reason: string;
-  /** For the crash metric: 'abort' (SIGABRT, GGML_ASSERT), 'signal', 'exit' (an exit status), 'oom'. */
-  cause: 'abort' | 'signal' | 'exit' | 'oom';
+  /**
+   * For the crash metric: 'abort' (SIGABRT, GGML_ASSERT), 'signal', 'exit' (an exit status), 'oom', 'hang' (killed by
+   * the daemon's watchdog: no engine progress with requests in flight).
+   */
+  cause: 'abort' | 'signal' | 'exit' | 'oom' | 'hang';
 }
 
 export interface Runner {

@@ -11,51 +11,63 @@ interface PendingLoad<T> {
 }
 
 /**
- * What the queue does with one request at the head: `load` finds or loads the runner (rejecting with the load's
- * error); `deliver` hands it to a requester who still waits (taking a reference), `abandon` to nobody (the requester
- * went away meanwhile: the runner idles under its keep-alive).
+ * What the queue does with one request at the head of its model's line: `load` finds or loads the runner and takes a
+ * reference on it for the request (rejecting with the load's error); `deliver` hands it to a requester who still
+ * waits, `abandon` to nobody (the requester went away meanwhile: the reference is dropped and the runner idles under
+ * its keep-alive); `sameLoad` says whether a request
+ * waiting behind a failed one needs the very same load (it then fails with the same error instead of loading again).
  */
 export interface LoadQueueHandler<T> {
   load(request: AcquireRequest): Promise<T>;
   deliver(entry: T, request: AcquireRequest): void;
   abandon(entry: T, request: AcquireRequest): void;
+  sameLoad(failed: AcquireRequest, waiting: AcquireRequest): boolean;
 }
 
 /**
- * The scheduler's pending-load queue (Ollama's pendingReqCh and processPending loop, reference/ollama-api.md §7.3):
- * requests that need a load wait here in arrival order and are loaded one at a time. Caps the pending requests
- * (waiting or loading) at `maxQueue`; a request whose AbortSignal fires while it waits leaves the queue.
- * All state is touched on the main thread only.
+ * The scheduler's pending-load queue (Ollama's pendingReqCh and processPending loop, reference/ollama-api.md §7.3),
+ * one line per model (weights path): requests of one model are served in arrival order, one load at a time, so that
+ * concurrent requests for the same model coalesce on one load (the next ones find the runner loaded); lines of
+ * different models run independently, so a slow or stuck load delays only its own model (issue 32 item 5; the
+ * scheduler's capacity accounting keeps parallel loads within memory). When a load fails, the requests waiting in its
+ * line for the same load fail with the same error. Caps the pending requests (waiting or loading, all models) at
+ * `maxQueue`; a request whose AbortSignal fires while it waits leaves the queue. Main thread only.
  */
 export class LoadQueue<T> {
-  /** Requests waiting for a load, in arrival order. */
-  private readonly queue: PendingLoad<T>[] = [];
-  /** The request whose load is in progress (not in `queue` any more). */
-  private active?: PendingLoad<T>;
-  private processing = false;
+  /** Per weights path: the requests waiting for a load, in arrival order. */
+  private readonly lines = new Map<string, PendingLoad<T>[]>();
+  /** Per weights path: the request whose load is in progress (not in its line any more). */
+  private readonly active = new Map<string, PendingLoad<T>>();
+  /** Weights paths whose line is being processed. */
+  private readonly processing = new Set<string>();
 
   constructor(
     private readonly handler: LoadQueueHandler<T>,
     private readonly maxQueue: () => number,
   ) {}
 
-  /** Requests waiting for a load, including the one loading now. */
+  /** Requests waiting for a load, including those loading now. */
   pendingCount(): number {
-    return this.queue.length + (this.active ? 1 : 0);
+    let count = this.active.size;
+    for (const line of this.lines.values()) count += line.length;
+    return count;
   }
 
   /**
-   * Queues a request; resolves with what `handler.load` gave once `deliver` took it.
+   * Queues a request in its model's line; resolves with what `handler.load` gave once `deliver` took it.
    * @throws ServerBusyError when `maxQueue` requests are already pending (503, §7.3); RequestCancelledError when
    *   `signal` aborts while the request waits; the load's own errors.
    */
   enqueue(request: AcquireRequest, signal?: AbortSignal): Promise<T> {
     if (this.pendingCount() >= this.maxQueue()) return Promise.reject(new ServerBusyError());
+    const key = request.spec.modelPath;
     return new Promise<T>((resolve, reject) => {
       const onAbort = () => {
         pending.cancelled = true;
-        const at = this.queue.indexOf(pending);
-        if (at >= 0) this.queue.splice(at, 1);
+        const line = this.lines.get(key);
+        const at = line?.indexOf(pending) ?? -1;
+        if (at >= 0) line?.splice(at, 1);
+        if (line?.length === 0 && !this.processing.has(key)) this.lines.delete(key);
         reject(new RequestCancelledError());
       };
       const pending: PendingLoad<T> = {
@@ -71,24 +83,28 @@ export class LoadQueue<T> {
         },
       };
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.queue.push(pending);
-      void this.process();
+      const line = this.lines.get(key);
+      if (line) line.push(pending);
+      else this.lines.set(key, [pending]);
+      void this.process(key);
     });
   }
 
-  /** Fails every waiting request (not the one loading now) with `err` (shutdown). */
+  /** Fails every waiting request (not those loading now) with `err` (shutdown). */
   rejectAll(err: unknown): void {
-    for (const pending of this.queue.splice(0)) pending.reject(err);
+    const lines = [...this.lines.values()];
+    this.lines.clear();
+    for (const line of lines) for (const pending of line) pending.reject(err);
   }
 
-  /** The pending loop (§7.3): one request at a time. */
-  private async process(): Promise<void> {
-    if (this.processing) return;
-    this.processing = true;
+  /** The pending loop of one model's line (§7.3): one request at a time. */
+  private async process(key: string): Promise<void> {
+    if (this.processing.has(key)) return;
+    this.processing.add(key);
     try {
-      for (let next = this.queue.shift(); next; next = this.queue.shift()) {
+      for (let next = this.next(key); next; next = this.next(key)) {
         if (next.cancelled) continue;
-        this.active = next;
+        this.active.set(key, next);
         try {
           const entry = await this.handler.load(next.request);
           if (next.cancelled) {
@@ -99,12 +115,32 @@ export class LoadQueue<T> {
           }
         } catch (err) {
           next.reject(err);
+          this.failSame(key, next.request, err);
         } finally {
-          this.active = undefined;
+          this.active.delete(key);
         }
       }
     } finally {
-      this.processing = false;
+      this.processing.delete(key);
     }
+  }
+
+  /** Takes the head of a line (dropping the line once empty). */
+  private next(key: string): PendingLoad<T> | undefined {
+    const line = this.lines.get(key);
+    const head = line?.shift();
+    if (line && line.length === 0) this.lines.delete(key);
+    return head;
+  }
+
+  /** Fails the requests of a line that wait for the same load as `failed`. */
+  private failSame(key: string, failed: AcquireRequest, err: unknown): void {
+    const line = this.lines.get(key);
+    if (!line) return;
+    const same = line.filter((p) => this.handler.sameLoad(failed, p.request));
+    const rest = line.filter((p) => !same.includes(p));
+    if (rest.length > 0) this.lines.set(key, rest);
+    else this.lines.delete(key);
+    for (const pending of same) pending.reject(err);
   }
 }

@@ -3,6 +3,8 @@ import { Observable, Subject, Subscription } from 'rxjs';
 import { RequestCancelledError, RunnerTerminatedError, ServerBusyError } from '../common/errors';
 import { DaemonConfig } from '../config';
 import { ModelLifecycleService } from '../models';
+import { LoadCapacity } from './load-capacity';
+import type { LoadedRunner } from './loaded-runner';
 import { LoadQueue } from './load-queue';
 import { MEMORY_PROBE, MemoryProbe, SystemMemoryProbe } from './memory.estimator';
 import { RamCacheBudget } from './ram-cache-budget';
@@ -10,7 +12,6 @@ import { Runner, RunnerDeath, RUNNER_FACTORY, RunnerFactory, RunnerSpec } from '
 
 import {
   AcquireRequest,
-  DEFAULT_MAX_LOADED_MODELS,
   LoadedRunnerInfo,
   MEMORY_FIT_RATIO,
   MemoryFit,
@@ -27,43 +28,24 @@ export * from './scheduler.types';
 /** setTimeout's longest delay (2^31 - 1 ms, about 24.8 days); longer keep-alives re-arm in steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** A loaded runner and its bookkeeping (Ollama `runnerRef`, reference/ollama-api.md §7.1). */
-interface LoadedRunner {
-  key: string;
-  runner: Runner;
-  /** In-flight requests holding this runner. */
-  refCount: number;
-  /** How long to stay loaded once idle, ms (Infinity = forever, 0 = unload when idle). */
-  keepAliveMs: number;
-  timer?: NodeJS.Timeout;
-  /** When the idle timer fires (undefined while in use or forever). */
-  expiresAt?: Date;
-  /** Set when the runner must go as soon as it is idle (reload, eviction, keep_alive 0, delete). */
-  expired: boolean;
-  /** Estimated resident bytes (memory.estimator.ts). */
-  sizeBytes: number;
-  /** Resolves once the runner is unloaded and closed. */
-  gone: Promise<void>;
-  markGone: () => void;
-  /** Whether unload() already ran. */
-  unloading: boolean;
-  /** The model name it was last acquired under (metrics labels); the weights path until one is given. */
-  name: string;
-}
-
 /**
  * Keeps loaded runners and decides when to load and unload them — Ollama's scheduler (`server/sched.go`,
  * reference/ollama-api.md §7):
  * - runners are keyed by the weights' blob path; a request whose load options differ (`sameSpec`) forces a reload:
  *   the old runner is marked expired, drained, closed, then the new one loads;
  * - requests for a loaded, compatible runner bypass the queue (refCount + 1, idle timer stopped);
- * - every other request waits in the pending queue, processed one at a time (one load at a time). When
- *   OLLAMA_MAX_QUEUE requests are already pending (waiting or loading) a new one fails at once with ServerBusyError
- *   (503 `server busy, please try again.  maximum pending requests exceeded`);
- * - before a load: while OLLAMA_MAX_LOADED_MODELS (0 → 3) runners are resident, or while the new runner's estimate
- *   exceeds 80 % of the free memory (system free memory, capped by total − the estimates of loaded runners), a
- *   victim is evicted: the idle runner with the shortest keep-alive (forever last), then by path; if none is idle,
- *   the first in that order is expired and its in-flight requests are awaited. The first model always loads;
+ * - every other request waits in the pending queue (load-queue.ts): one line per model, one load at a time per model
+ *   (concurrent requests for a model coalesce on one load; a failed load fails the requests waiting for the same
+ *   load), while loads of different models run in parallel, so a slow or stuck load (bounded by OLLAMA_LOAD_TIMEOUT in
+ *   the runner factory) delays only its own model. When OLLAMA_MAX_QUEUE requests are already pending (waiting or
+ *   loading) a new one fails at once with ServerBusyError (503 `server busy, please try again.  maximum pending
+ *   requests exceeded`);
+ * - before a load (load-capacity.ts): while OLLAMA_MAX_LOADED_MODELS (0 → 3) runners are resident or loading, or
+ *   while the new runner's estimate exceeds 80 % of the free memory (system free memory less the reservations of the
+ *   loads in flight, capped by total − the estimates of loaded, loading and closing runners), a victim is evicted:
+ *   the idle runner with the shortest keep-alive (forever last), then by path; if none is idle, the first in that
+ *   order is expired and its in-flight requests are awaited; with nothing loaded to evict, the load waits for a load in
+ *   flight to end. A load reserves its estimate before its runner starts. The first model always loads;
  * - keep-alive (§4.2): a request's keep_alive overwrites the runner's; none keeps it; a new load starts with
  *   OLLAMA_KEEP_ALIVE. When the reference count drops to 0: 0 unloads now, Infinity never, otherwise a timer fires
  *   after that long;
@@ -77,8 +59,10 @@ interface LoadedRunner {
 export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   private readonly logger = new Logger(SchedulerService.name);
   private readonly runners = new Map<string, LoadedRunner>();
-  /** Requests waiting for a load (load-queue.ts), loaded one at a time. */
+  /** Requests waiting for a load (load-queue.ts), one load at a time per model. */
   private readonly queue: LoadQueue<LoadedRunner>;
+  /** Resident and loading models, and their memory (load-capacity.ts). */
+  private readonly capacity: LoadCapacity<LoadedRunner>;
   private shuttingDown = false;
   /** Ends each request running through {@link withRunner} now (see {@link abortAll}). */
   private readonly inFlight = new Set<(err: unknown) => void>();
@@ -101,18 +85,19 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     @Optional() private readonly lifecycle?: ModelLifecycleService,
   ) {
     this.memory = memory ?? new SystemMemoryProbe();
+    this.capacity = new LoadCapacity(this.runners, this.memory, () => this.config.maxLoadedModels);
     this.queue = new LoadQueue<LoadedRunner>(
       {
         load: (r) => this.loadFor(r.spec, r.acceptLargerContext, r.modelName),
-        deliver: (entry, r) => {
-          this.hold(entry, r.keepAliveMs);
-          entry.refCount++;
-        },
+        // loadFor took the request's reference already (so that no other load evicts the runner before this).
+        deliver: (entry, r) => this.hold(entry, r.keepAliveMs),
         // Nobody waits any more: the runner stays loaded and idles under its keep-alive.
         abandon: (entry, r) => {
           this.hold(entry, r.keepAliveMs);
+          entry.refCount = Math.max(0, entry.refCount - 1);
           this.afterIdle(entry);
         },
+        sameLoad: (failed, waiting) => sameSpec(failed.spec, waiting.spec) && sameSpec(waiting.spec, failed.spec),
       },
       () => this.config.maxQueue,
     );
@@ -165,11 +150,18 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     };
   }
 
-  /** Finds or loads a runner for `spec` (without taking a reference): reload, capacity and memory checks first. */
+  /**
+   * Finds or loads a runner for `spec` and takes a reference on it for the request (in the same turn as it is found or
+   * added, so that a parallel load never sees it idle before the requester has it): reload, capacity and memory
+   * checks first.
+   */
   private async loadFor(spec: RunnerSpec, acceptLargerContext = false, modelName?: string): Promise<LoadedRunner> {
     const key = spec.modelPath;
     const existing = this.runners.get(key);
-    if (existing && !existing.expired && sameSpec(existing.runner.spec, spec, acceptLargerContext)) return existing;
+    if (existing && !existing.expired && sameSpec(existing.runner.spec, spec, acceptLargerContext)) {
+      existing.refCount++;
+      return existing;
+    }
     if (existing) {
       // §7.2 needsReload (or already expiring): drain and close the old runner first.
       this.logger.log(`reloading ${key}: load options changed`);
@@ -178,23 +170,26 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     }
     if (this.shuttingDown) throw new ServerBusyError('server is shutting down');
     const needed = await this.memory.estimate(spec);
-    for (;;) {
-      if (this.shuttingDown) throw new ServerBusyError('server is shutting down');
-      const cap = this.config.maxLoadedModels > 0 ? this.config.maxLoadedModels : DEFAULT_MAX_LOADED_MODELS;
-      let reason: string | undefined;
-      if (this.runners.size >= cap) reason = `${this.runners.size} models loaded (max ${cap})`;
-      else if (this.runners.size > 0) {
-        const free = this.freeBytes();
-        if (needed > MEMORY_FIT_RATIO * free) reason = `needs ${needed} bytes, ${free} free`;
-      }
-      if (!reason) break;
-      const victim = this.findVictim();
-      if (!victim) break;
-      this.logger.log(`evicting ${victim.key}: ${reason}`);
-      this.expireEntry(victim);
-      await victim.gone;
+    const release = await this.capacity.makeRoom(
+      needed,
+      async (victim, reason) => {
+        this.logger.log(`evicting ${victim.key}: ${reason}`);
+        this.expireEntry(victim);
+        await victim.gone;
+      },
+      () => {
+        if (this.shuttingDown) throw new ServerBusyError('server is shutting down');
+      },
+    );
+    try {
+      return await this.start(spec, key, modelName ?? key, needed);
+    } finally {
+      release();
     }
-    const name = modelName ?? key;
+  }
+
+  /** Starts the runner of a load that has room (its estimate reserved) and adds it to the loaded runners. */
+  private async start(spec: RunnerSpec, key: string, name: string, needed: number): Promise<LoadedRunner> {
     let runner: Runner;
     const cache = this.ramCache.reserve(spec); // runner.spec.cacheRamBytes: given back by unload()
     try {
@@ -219,7 +214,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     const entry: LoadedRunner = {
       key,
       runner,
-      refCount: 0,
+      refCount: 1, // the loading request's
       keepAliveMs: this.config.keepAliveMs,
       expired: false,
       sizeBytes: needed,
@@ -231,24 +226,6 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     this.runners.set(key, entry);
     runner.onDeath?.((death) => this.onDeath(entry, death));
     return entry;
-  }
-
-  /** Free bytes for a new runner: the system's view, capped by total − what loaded runners are estimated to use. */
-  private freeBytes(): number {
-    let used = 0;
-    for (const e of this.runners.values()) used += e.sizeBytes;
-    return Math.max(0, Math.min(this.memory.free(), this.memory.total() - used));
-  }
-
-  /**
-   * Ollama's findRunnerToUnload (§7.3): by keep-alive ascending (forever last), then path; the first idle one, else
-   * the first one at all (the caller waits for its in-flight requests).
-   */
-  private findVictim(): LoadedRunner | undefined {
-    const sorted = [...this.runners.values()].sort(
-      (a, b) => a.keepAliveMs - b.keepAliveMs || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
-    );
-    return sorted.find((e) => e.refCount === 0) ?? sorted[0];
   }
 
   /**
@@ -406,7 +383,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   async memoryFit(spec: RunnerSpec): Promise<MemoryFit> {
     const neededBytes = await this.memory.estimate(spec);
     const replaced = this.runners.get(spec.modelPath)?.sizeBytes ?? 0;
-    const availableBytes = this.freeBytes() + replaced;
+    const availableBytes = this.capacity.freeBytes() + replaced;
     return { fits: neededBytes <= MEMORY_FIT_RATIO * availableBytes, neededBytes, availableBytes };
   }
 
@@ -488,9 +465,13 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     if (this.runners.get(entry.key) === entry) this.runners.delete(entry.key);
     this.ramCache.release(entry.runner.spec.cacheRamBytes ?? 0);
     this.logger.log(`unloading ${entry.key}`);
+    const closed = this.capacity.unloading(entry.sizeBytes);
     void entry.runner
       .close()
       .catch((err: unknown) => this.logger.error(`closing ${entry.key} failed: ${(err as Error).message}`))
-      .finally(() => entry.markGone());
+      .finally(() => {
+        closed();
+        entry.markGone();
+      });
   }
 }

@@ -139,4 +139,4 @@ export function sameSpec(a: RunnerSpec, b: RunnerSpec, acceptLargerContext = fal
  */
 export type RunnerLifecycleEvent =
   | { kind: 'start'; model: string; restart: boolean }
-  | { kind: 'crash'; model: string; cause: 'abort' | 'signal' | 'exit' | 'oom' };
+  | { kind: 'crash'; model: string; cause: 'abort' | 'signal' | 'exit' | 'oom' | 'hang' };

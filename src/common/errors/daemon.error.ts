@@ -146,12 +146,12 @@ export class RunnerTerminatedError extends DaemonError {
   readonly code = ErrorCode.RUNNER_TERMINATED;
   /**
    * @param reason the text after `llama runner process has terminated: `.
-   * @param death how the process ended ('abort', 'signal', 'exit', 'oom'), when this error reports a death itself
-   *   (absent when it repeats an earlier one, e.g. during crash-loop back-off).
+   * @param death how the process ended ('abort', 'signal', 'exit', 'oom', 'hang'), when this error reports a death
+   *   itself (absent when it repeats an earlier one, e.g. during crash-loop back-off).
    */
   constructor(
     readonly reason: string,
-    readonly death?: 'abort' | 'signal' | 'exit' | 'oom',
+    readonly death?: 'abort' | 'signal' | 'exit' | 'oom' | 'hang',
   ) {
     super(`llama runner process has terminated: ${reason}`);
   }

@@ -144,7 +144,7 @@ export class MetricsService implements HttpRequestSink, OnModuleDestroy {
 
   /**
    * Runner lifecycle counters, fed by the scheduler's runnerEvents$: starts and restarts (a start after the model's
-   * previous runner died) per model, crashes per model and cause ('abort' | 'signal' | 'exit' | 'oom').
+   * previous runner died) per model, crashes per model and cause ('abort' | 'signal' | 'exit' | 'oom' | 'hang').
    */
   private runnerCounters(registers: Registry[]): void {
     const starts = new Counter({
@@ -161,7 +161,7 @@ export class MetricsService implements HttpRequestSink, OnModuleDestroy {
     });
     const crashes = new Counter({
       name: 'llamad_runner_crashes_total',
-      help: 'Runner processes that died on their own, by model and cause (abort, signal, exit, oom).',
+      help: 'Runner processes that died on their own, by model and cause (abort, signal, exit, oom, hang).',
       labelNames: ['model', 'cause'] as const,
       registers,
     });

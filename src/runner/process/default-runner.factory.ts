@@ -2,7 +2,7 @@ import { ModelLoadError } from '../../common/errors';
 import { isCompiledAddon, NativeBindingLoader } from '../../native';
 import { LlamaRunnerFactory } from '../llama.runner';
 import type { Runner, RunnerCreateOptions, RunnerFactory, RunnerSpec } from '../runner';
-import { ProcessRunnerFactory } from './process-runner.factory';
+import { ProcessRunnerFactory, ProcessRunnerFactoryOptions } from './process-runner.factory';
 
 /**
  * The default RUNNER_FACTORY of LlamadModule: picks where each model runs when it loads.
@@ -17,12 +17,17 @@ export class DefaultRunnerFactory implements RunnerFactory {
   private readonly inProcess: LlamaRunnerFactory;
   private readonly perProcess: ProcessRunnerFactory;
 
+  /**
+   * @param watchdogs the runner processes' watchdog settings and test faults (DaemonConfig loadTimeoutMs,
+   *   runnerHeartbeatTimeoutMs, runnerFaults); absent: the defaults (5 min each, no faults).
+   */
   constructor(
     private readonly mode: 'process' | 'inprocess',
     private readonly loadBinding: NativeBindingLoader,
+    watchdogs: Pick<ProcessRunnerFactoryOptions, 'loadTimeoutMs' | 'heartbeatTimeoutMs' | 'faults'> = {},
   ) {
     this.inProcess = new LlamaRunnerFactory(loadBinding);
-    this.perProcess = new ProcessRunnerFactory(loadBinding);
+    this.perProcess = new ProcessRunnerFactory(loadBinding, watchdogs);
   }
 
   /** Which runner a load would use now ('process' or 'inprocess'). */

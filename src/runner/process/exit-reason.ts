@@ -25,7 +25,7 @@ const GO_SIGNAL_NAMES: Record<string, string> = {
 };
 
 /** Prefixes of the lines Ollama's StatusWriter keeps as the runner's error (the text from the prefix on). */
-const ERROR_MARKERS = [
+export const ERROR_MARKERS = [
   'GGML_ASSERT',
   'error:',
   'CUDA error',

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { RunnerTerminatedError } from '../../common/errors';
+import type { RunnerFault } from '../../config';
 import { NATIVE_BINDING, NativeBindingLoader } from '../../native';
 import type { Runner, RunnerCreateOptions, RunnerFactory, RunnerSpec } from '../runner';
 import { CgroupPaths } from '../../common/system';
@@ -13,14 +14,19 @@ export const CRASH_LIMIT = 3;
 /** How long a model in back-off answers its last error at once instead of starting a runner, ms. */
 export const CRASH_BACKOFF_MS = 60_000;
 
-/** Test seams of the factory. */
+/** Test seams of the factory, and its watchdog settings (DaemonConfig: loadTimeoutMs, runnerHeartbeatTimeoutMs). */
 export type ProcessRunnerFactoryOptions = Partial<
-  Pick<ProcessRunnerOptions, 'childPath' | 'childArgs' | 'closeTimeoutMs'>
+  Pick<ProcessRunnerOptions, 'childPath' | 'childArgs' | 'closeTimeoutMs' | 'loadTimeoutMs' | 'heartbeatTimeoutMs'>
 > & {
   /** The clock (ms), for the crash-loop window. */
   now?: () => number;
   /** Where cgroup v2 and procfs are mounted, for the OOM-kill counter (default /sys/fs/cgroup, /proc). */
   cgroup?: CgroupPaths;
+  /**
+   * LLAMAD_TEST_RUNNER_FAULT: model name (the runner's label) → the fault that the first runner process started for it
+   * simulates (later ones run normally, so a test sees the reload work).
+   */
+  faults?: Record<string, RunnerFault>;
 };
 
 /** DI token of the ProcessRunnerFactory's test seams (fake child, clock). */
@@ -50,6 +56,8 @@ export class ProcessRunnerFactory implements RunnerFactory {
   private readonly now: () => number;
   /** The daemon's OOM-kill counter: a runner SIGKILLed by the OOM killer dies with cause `oom`. */
   private readonly oomKills: OomKillCounter;
+  /** Faults not used yet (ProcessRunnerFactoryOptions.faults). */
+  private readonly faults: Map<string, RunnerFault>;
 
   constructor(
     @Inject(NATIVE_BINDING) private readonly loadBinding: NativeBindingLoader,
@@ -57,6 +65,7 @@ export class ProcessRunnerFactory implements RunnerFactory {
   ) {
     this.now = seams.now ?? Date.now;
     this.oomKills = OomKillCounter.at(seams.cgroup ?? {});
+    this.faults = new Map(Object.entries(seams.faults ?? {}));
   }
 
   /**
@@ -75,10 +84,13 @@ export class ProcessRunnerFactory implements RunnerFactory {
     const started = Date.now();
     let runner: ProcessRunner;
     try {
-      const { cgroup: _cgroup, now: _now, ...seams } = this.seams;
+      const { cgroup: _cgroup, now: _now, faults: _all, ...seams } = this.seams;
+      const fault = this.faults.get(label);
+      this.faults.delete(label);
       runner = await ProcessRunner.start(spec, {
         ...seams,
         oomKills: this.oomKills,
+        ...(fault ? { fault } : {}),
         label,
         ...(options.threads !== undefined ? { threads: options.threads } : {}),
         binding: this.loadBinding,

@@ -2,7 +2,14 @@ import { ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
 import { Observable, Subscriber } from 'rxjs';
 import type { NativeBinding, NativeModel } from '../../../binding';
-import { DaemonError, InternalError, RequestCancelledError, RunnerTerminatedError } from '../../common/errors';
+import {
+  DaemonError,
+  InternalError,
+  ModelLoadError,
+  RequestCancelledError,
+  RunnerTerminatedError,
+} from '../../common/errors';
+import { DEFAULT_LOAD_TIMEOUT_MS, DEFAULT_RUNNER_HEARTBEAT_TIMEOUT_MS, RunnerFault } from '../../config';
 import { mapNativeError } from '../../native';
 import type {
   Runner,
@@ -17,7 +24,7 @@ import type {
   RunnerSpec,
   RunnerUsage,
 } from '../runner';
-import { crashCause, exitReason, StderrRing } from './exit-reason';
+import { crashCause, ERROR_MARKERS, exitReason, StderrRing } from './exit-reason';
 import { OomKillCounter } from './oom-kills';
 import {
   ChildMessage,
@@ -28,6 +35,15 @@ import {
   RunnerSnapshot,
   WireError,
 } from './protocol';
+import {
+  embedBatches,
+  heartbeatIntervalMs,
+  loadTimeoutMessage,
+  ProgressWatchdog,
+  RunnerWork,
+  StallTimer,
+  stallReason,
+} from './watchdog';
 
 /** The child entry, next to this file (dist/src/runner/process/runner-child.js in the package). */
 export const RUNNER_CHILD_PATH = join(__dirname, 'runner-child.js');
@@ -51,6 +67,18 @@ export interface ProcessRunnerOptions {
   closeTimeoutMs?: number;
   /** Threads to load with when spec.numThread is 0 (RunnerCreateOptions.threads). */
   threads?: number;
+  /**
+   * OLLAMA_LOAD_TIMEOUT: the load fails (ModelLoadError with Ollama's text) and the process is killed when this many
+   * ms pass without load progress; Infinity = never. Default DEFAULT_LOAD_TIMEOUT_MS (5 min).
+   */
+  loadTimeoutMs?: number;
+  /**
+   * LLAMAD_RUNNER_HEARTBEAT_TIMEOUT: the progress watchdog's timeout, ms (watchdog.ts ProgressWatchdog); Infinity =
+   * off. Default DEFAULT_RUNNER_HEARTBEAT_TIMEOUT_MS (5 min).
+   */
+  heartbeatTimeoutMs?: number;
+  /** A fault the child simulates (LLAMAD_TEST_RUNNER_FAULT; tests only). */
+  fault?: RunnerFault;
   /** Tells OOM kills from other SIGKILLs (the death's cause `oom`); absent: a SIGKILL is always `signal`. */
   oomKills?: OomKillCounter;
 }
@@ -65,6 +93,10 @@ interface RunnerExit {
 
 interface PendingCall {
   method: RunnerCall['method'];
+  /** When it was sent, ms since the epoch (the watchdog's age of a call that is not engine work). */
+  sentAt: number;
+  /** For an embed job: the batches it needs at most (watchdog.ts embedBatches). */
+  steps?: number;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
@@ -82,7 +114,12 @@ interface PendingCall {
  *   because its result carries a synchronous output parser (a native object) that cannot cross a process boundary;
  * - when the child dies on its own (abort, signal, OOM kill, exit) every generation and call in flight fails with
  *   RunnerTerminatedError (`llama runner process has terminated: <last meaningful stderr line>`), later calls fail
- *   the same way, and the onDeath listeners (the scheduler) run once.
+ *   the same way, and the onDeath listeners (the scheduler) run once;
+ * - watchdogs (watchdog.ts, docs/architecture.md "Watchdogs"): a load without progress for `loadTimeoutMs` is killed
+ *   and fails with Ollama's `timed out waiting for llama runner to start - progress …` (ModelLoadError, 500); a
+ *   loaded runner with requests in flight whose engine shows no progress for `heartbeatTimeoutMs` (per 512-token step)
+ *   is killed (SIGKILL) and its requests fail with RunnerTerminatedError `…the runner stopped responding (…)`, cause
+ *   `hang`.
  */
 export class ProcessRunner implements Runner {
   private readonly generations = new Map<number, Subscriber<RunnerEvent>>();
@@ -96,6 +133,9 @@ export class ProcessRunner implements Runner {
   private vocab: Promise<NativeModel> | undefined;
   /** Whether a generation produced output or an embed returned (a death before that is an early death). */
   private decoded = false;
+  private readonly watchdog: ProgressWatchdog;
+  /** Set when the watchdog killed the process: the reason of its death. */
+  private hung: string | undefined;
 
   private constructor(
     readonly spec: RunnerSpec,
@@ -109,14 +149,22 @@ export class ProcessRunner implements Runner {
     private readonly exited: Promise<RunnerExit>,
   ) {
     this.snapshot = snapshot;
+    this.watchdog = new ProgressWatchdog({
+      timeoutMs: options.heartbeatTimeoutMs ?? DEFAULT_RUNNER_HEARTBEAT_TIMEOUT_MS,
+      numBatch: spec.numBatch,
+      work: () => this.work(),
+      onStall: (idleMs) => this.onStall(idleMs),
+    });
     child.on('message', (message: ChildMessage) => this.onMessage(message));
     void exited.then((exit) => this.onExit(exit));
   }
 
   /**
    * Starts a runner process and loads `spec` in it.
-   * @throws ModelLoadError / InsufficientMemoryError as the child's LlamaRunner.load raised them;
-   *   RunnerTerminatedError when the process died while loading (e.g. an abort inside llama.cpp).
+   * @throws ModelLoadError / InsufficientMemoryError as the child's LlamaRunner.load raised them; ModelLoadError
+   *   `timed out waiting for llama runner to start - progress 0.42 - ` after `loadTimeoutMs` without load progress
+   *   (the process is killed first); RunnerTerminatedError when the process died while loading (e.g. an abort inside
+   *   llama.cpp).
    */
   static async start(spec: RunnerSpec, options: ProcessRunnerOptions): Promise<ProcessRunner> {
     const oomBefore = options.oomKills?.mark();
@@ -140,21 +188,33 @@ export class ProcessRunner implements Runner {
         resolve({ code, signal, lines: ring.snapshot(), oomKilled });
       }),
     );
+    let stall: StallTimer | undefined;
     const handshake = await new Promise<Extract<ChildMessage, { t: 'loaded' }>>((resolve, reject) => {
+      stall = new StallTimer(options.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS, () => {
+        // Ollama's stall timer (llm/server.go WaitUntilRunning): the load made no progress for the timeout.
+        const lastError = ring.snapshot().findLast((line) => ERROR_MARKERS.some((m) => line.includes(m)));
+        reject(new ModelLoadError(loadTimeoutMessage(stall?.value ?? 0, lastError?.trim())));
+        child.kill('SIGKILL');
+      });
       const onMessage = (message: ChildMessage) => {
         if (message.t === 'loaded') resolve(message);
         else if (message.t === 'loadFailed') reject(fromWireError(message.error));
+        else if (message.t === 'loadProgress') stall?.progress(message.progress);
       };
       child.on('message', onMessage);
       void exited.then(({ code, signal, lines, oomKilled }) =>
         reject(new RunnerTerminatedError(exitReason(code, signal, lines), crashCause(code, signal, lines, oomKilled))),
       );
+      const heartbeatMs = heartbeatIntervalMs(options.heartbeatTimeoutMs ?? DEFAULT_RUNNER_HEARTBEAT_TIMEOUT_MS);
       child.send({
         t: 'load',
         spec,
         ...(options.threads !== undefined ? { threads: options.threads } : {}),
+        ...(heartbeatMs > 0 ? { heartbeatMs } : {}),
+        ...(options.fault ? { fault: options.fault } : {}),
       } satisfies ParentMessage);
     }).catch(async (err: unknown) => {
+      stall?.stop();
       child.removeAllListeners('message');
       if (child.exitCode === null && child.signalCode === null) {
         if (child.connected) child.send({ t: 'close' } satisfies ParentMessage);
@@ -164,6 +224,7 @@ export class ProcessRunner implements Runner {
       }
       throw err;
     });
+    stall?.stop();
     child.removeAllListeners('message');
     return new ProcessRunner(
       spec,
@@ -243,7 +304,8 @@ export class ProcessRunner implements Runner {
   async embed(inputs: number[][], signal?: AbortSignal): Promise<Float32Array[]> {
     if (signal?.aborted) throw new RequestCancelledError();
     if (inputs.length === 0) return [];
-    return (await this.call({ method: 'embed', args: [inputs] }, signal)) as Float32Array[];
+    const steps = embedBatches(inputs, Math.min(this.spec.numBatch, this.spec.numCtx));
+    return (await this.call({ method: 'embed', args: [inputs] }, signal, steps)) as Float32Array[];
   }
 
   usage(): RunnerUsage {
@@ -276,6 +338,7 @@ export class ProcessRunner implements Runner {
    * in use`. Idempotent; resolves at once for a dead runner.
    */
   close(): Promise<void> {
+    this.watchdog.stop();
     this.closing ??= (async () => {
       const unloaded = () => new InternalError('model was unloaded while in use');
       this.failAll(unloaded);
@@ -289,7 +352,7 @@ export class ProcessRunner implements Runner {
     return this.closing;
   }
 
-  private call(call: RunnerCall, signal?: AbortSignal): Promise<unknown> {
+  private call(call: RunnerCall, signal?: AbortSignal, steps?: number): Promise<unknown> {
     if (this.death) return Promise.reject(this.death);
     if (this.closing) return Promise.reject(new InternalError('model was unloaded while in use'));
     const id = this.nextId++;
@@ -298,6 +361,8 @@ export class ProcessRunner implements Runner {
       signal?.addEventListener('abort', onAbort, { once: true });
       this.calls.set(id, {
         method: call.method,
+        sentAt: Date.now(),
+        ...(steps !== undefined ? { steps } : {}),
         resolve: (value) => {
           signal?.removeEventListener('abort', onAbort);
           resolve(value);
@@ -319,13 +384,18 @@ export class ProcessRunner implements Runner {
     switch (message.t) {
       case 'events':
         this.snapshot = { memory: this.snapshot.memory, usage: message.usage, broken: message.broken };
+        if (message.batch.length > 0) this.watchdog.progress();
         for (const record of message.batch) this.onRecord(record);
+        break;
+      case 'heartbeat':
+        this.watchdog.heartbeat(message.progress);
         break;
       case 'result': {
         this.snapshot = message.snapshot;
         const pending = this.calls.get(message.id);
         if (!pending) break;
         this.calls.delete(message.id);
+        if (pending.steps !== undefined) this.watchdog.progress();
         if (message.error) pending.reject(fromWireError(message.error));
         else {
           if (pending.method === 'embed') this.decoded = true;
@@ -335,6 +405,7 @@ export class ProcessRunner implements Runner {
       }
       case 'loaded':
       case 'loadFailed':
+      case 'loadProgress':
         break;
     }
   }
@@ -355,13 +426,36 @@ export class ProcessRunner implements Runner {
     }
   }
 
+  /** What the watchdog watches: engine jobs in flight, the steps the slowest may take, the oldest other call. */
+  private work(): RunnerWork {
+    let engineJobs = this.generations.size;
+    let steps = engineJobs > 0 ? 1 : 0;
+    let oldestCallAt: number | undefined;
+    for (const call of this.calls.values()) {
+      if (call.steps !== undefined) {
+        engineJobs++;
+        steps = Math.max(steps, call.steps);
+      } else if (oldestCallAt === undefined || call.sentAt < oldestCallAt) oldestCallAt = call.sentAt;
+    }
+    return { engineJobs, steps, ...(oldestCallAt !== undefined ? { oldestCallAt } : {}) };
+  }
+
+  /** The watchdog fired: the engine made no progress for too long with requests in flight. Kills the process. */
+  private onStall(idleMs: number): void {
+    if (this.closing || this.death) return;
+    this.hung = stallReason(idleMs, this.generations.size + this.calls.size);
+    this.options.log?.(`watchdog: ${this.hung}`);
+    this.child.kill('SIGKILL');
+  }
+
   private onExit({ code, signal, lines, oomKilled }: RunnerExit): void {
+    this.watchdog.stop();
     if (this.closing) {
       this.failAll(() => new InternalError('model was unloaded while in use'));
       return;
     }
-    const reason = exitReason(code, signal, lines);
-    const event: RunnerDeath = { reason, cause: crashCause(code, signal, lines, oomKilled) };
+    const reason = this.hung ?? exitReason(code, signal, lines);
+    const event: RunnerDeath = { reason, cause: this.hung ? 'hang' : crashCause(code, signal, lines, oomKilled) };
     const death = new RunnerTerminatedError(reason, event.cause);
     this.death = death;
     this.failAll(() => death);

@@ -9,6 +9,7 @@ import {
   RunnerTerminatedError,
   ServerBusyError,
 } from '../../common/errors';
+import type { RunnerFault } from '../../config';
 import type {
   RunnerChatMessage,
   RunnerEvent,
@@ -52,8 +53,12 @@ export interface RunnerSnapshot {
 
 /** Parent → child. */
 export type ParentMessage =
-  /** `threads`: RunnerCreateOptions.threads (the daemon's share of the cores when spec.numThread is 0). */
-  | { t: 'load'; spec: RunnerSpec; threads?: number }
+  /**
+   * `threads`: RunnerCreateOptions.threads (the daemon's share of the cores when spec.numThread is 0); `heartbeatMs`:
+   * send a `heartbeat` this often once loaded (absent or 0: none, the watchdog is off); `fault`: a test hook
+   * (LLAMAD_TEST_RUNNER_FAULT) the child simulates.
+   */
+  | { t: 'load'; spec: RunnerSpec; threads?: number; heartbeatMs?: number; fault?: RunnerFault }
   /** Runner.setThreads: the daemon split the cores anew (another runner started or stopped decoding). */
   | { t: 'threads'; threads: number }
   | { t: 'generate'; id: number; request: RunnerRequest }
@@ -73,6 +78,13 @@ export type ChildMessage =
       snapshot: RunnerSnapshot;
     }
   | { t: 'loadFailed'; error: WireError }
+  /** Load progress in [0, 1] (llama.cpp's progress callback, sent per move of 1 % or more): re-arms the load timer. */
+  | { t: 'loadProgress'; progress: number }
+  /**
+   * Sent every `heartbeatMs` once loaded: `progress` is the engine's progress counter (decode steps of the generation
+   * context): the daemon's watchdog (watchdog.ts) needs it to move while generations are in flight.
+   */
+  | { t: 'heartbeat'; progress: number }
   /**
    * The generation events of one tick, in order (`error` ends that generation), with the slots' usage after them.
    * Memory is not repeated per batch: it is fixed once loaded, and changes only with a call (embed's context).

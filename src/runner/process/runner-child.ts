@@ -6,6 +6,10 @@
  *
  * - Generation events are batched per tick: every event of the current turn of the event loop is sent in one
  *   message on setImmediate, with a usage/memory snapshot.
+ * - Load progress is forwarded (`loadProgress`, at most once per 1 %) for the daemon's load timer; once loaded, a
+ *   `heartbeat` with the engine's decode-step counter goes out every `heartbeatMs` for its progress watchdog.
+ * - Test hook (load message `fault`, from LLAMAD_TEST_RUNNER_FAULT): `load-hang` never answers the load; `stall`
+ *   forwards a generation's first event and then nothing more, with a frozen progress counter (a stuck engine).
  * - The process exits at once when its parent goes away (IPC 'disconnect'; a ppid check every second as a fallback),
  *   so a daemon killed with SIGKILL leaves no runner behind. SIGINT, SIGTERM and SIGHUP are ignored: the daemon
  *   decides when its runners end (after draining on its own SIGTERM).
@@ -13,6 +17,7 @@
  */
 import type { Subscription } from 'rxjs';
 import type { NativeBinding } from '../../../binding';
+import type { RunnerFault } from '../../config';
 import { ModelLoadError } from '../../common/errors';
 import { loadBinding } from '../../native';
 import { LlamaRunner } from '../llama.runner';
@@ -37,6 +42,9 @@ class RunnerChild {
   private readonly embeds = new Map<number, AbortController>();
   private batch: GenerationRecord[] = [];
   private flushScheduled = false;
+  private fault: RunnerFault | undefined;
+  /** With the `stall` fault: the progress counter frozen at the first event; nothing is forwarded after it. */
+  private stalledAt: number | undefined;
 
   constructor(
     private readonly send: (message: ChildMessage) => void,
@@ -46,7 +54,9 @@ class RunnerChild {
   handle(message: ParentMessage): void {
     switch (message.t) {
       case 'load':
-        void this.load(message.spec, message.threads);
+        this.fault = message.fault;
+        // The `load-hang` test fault: a load that never finishes (the daemon's load timer must kill this process).
+        if (message.fault !== 'load-hang') void this.load(message.spec, message.threads, message.heartbeatMs);
         break;
       case 'threads':
         this.runner?.setThreads(message.threads);
@@ -75,7 +85,11 @@ class RunnerChild {
     return { usage: runner.usage(), memory: runner.memory(), ...(broken ? { broken } : {}) };
   }
 
-  private async load(spec: Extract<ParentMessage, { t: 'load' }>['spec'], threads?: number): Promise<void> {
+  private async load(
+    spec: Extract<ParentMessage, { t: 'load' }>['spec'],
+    threads?: number,
+    heartbeatMs?: number,
+  ): Promise<void> {
     try {
       let binding: NativeBinding;
       try {
@@ -83,8 +97,14 @@ class RunnerChild {
       } catch (err) {
         throw new ModelLoadError((err as Error).message, { cause: err });
       }
-      const runner = await LlamaRunner.load(binding, spec, threads);
+      let sent = -1;
+      const runner = await LlamaRunner.load(binding, spec, threads, (progress) => {
+        if (progress - sent < 0.01 && progress < 1) return;
+        sent = progress;
+        this.send({ t: 'loadProgress', progress });
+      });
       this.runner = runner;
+      if (heartbeatMs) setInterval(() => this.send({ t: 'heartbeat', progress: this.progress() }), heartbeatMs).unref();
       let capabilities = { tools: false, thinking: false };
       try {
         capabilities = runner.chatCapabilities();
@@ -103,6 +123,11 @@ class RunnerChild {
     }
   }
 
+  /** The engine's progress counter: decode steps of the generation context (frozen by the `stall` fault). */
+  private progress(): number {
+    return this.stalledAt ?? this.runner?.usage().decodeSteps ?? 0;
+  }
+
   private generate(id: number, message: Extract<ParentMessage, { t: 'generate' }>): void {
     const runner = this.runner;
     if (!runner) {
@@ -110,10 +135,14 @@ class RunnerChild {
       return;
     }
     const subscription = runner.generate(message.request).subscribe({
-      next: (event) => this.push({ id, event }),
+      next: (event) => {
+        if (this.stalledAt !== undefined) return;
+        this.push({ id, event });
+        if (this.fault === 'stall') this.stalledAt = this.progress();
+      },
       error: (err: unknown) => {
         this.generations.delete(id);
-        this.push({ id, error: toWireError(err) });
+        if (this.stalledAt === undefined) this.push({ id, error: toWireError(err) });
       },
       complete: () => this.generations.delete(id),
     });
@@ -146,6 +175,7 @@ class RunnerChild {
           break;
         }
       }
+      if (this.stalledAt !== undefined && message.method === 'embed') return; // a stalled engine ends no job
       this.send({ t: 'result', id, value, snapshot: this.snapshot() });
     } catch (err) {
       this.send({ t: 'result', id, error: toWireError(err), snapshot: this.snapshot() });

@@ -5,7 +5,7 @@ import { lastValueFrom, NEVER, Observable, of, throwError, toArray } from 'rxjs'
 import { ModelLoadError, RequestCancelledError, ServerBusyError } from '../../../src/common/errors';
 import { DaemonConfig } from '../../../src/config';
 import { RunnerLease, SchedulerService, sameSpec } from '../../../src/scheduler/scheduler.service';
-import { spec } from '../../utils/fake-runner';
+import { FakeRunner, spec } from '../../utils/fake-runner';
 import { ControlledFactory, FakeMemory, flush } from '../../utils/scheduler-fakes';
 
 const MIN = 60_000;
@@ -35,6 +35,7 @@ describe('SchedulerService', () => {
       .loaded()
       .map((r) => r.spec.modelPath)
       .sort();
+  const open = (lease: RunnerLease) => !(lease.runner as FakeRunner).closed;
   const acquire = (modelPath: string, keepAliveMs?: number) =>
     scheduler.acquire({ spec: spec({ modelPath }), keepAliveMs });
 
@@ -78,19 +79,58 @@ describe('SchedulerService', () => {
       got.forEach((l) => l.release());
     });
 
-    it('loads different models one at a time', async () => {
+    it('loads different models in parallel: a stuck load delays only its own model', async () => {
       factory.hold = true;
       const a = acquire('/m/a');
       const b = acquire('/m/b');
       await flush();
-      assert.equal(factory.gates.length, 1, 'the second load waits for the first');
-      factory.gates[0].open();
-      (await a).release();
-      await flush();
-      assert.equal(factory.gates.length, 2);
+      assert.equal(factory.gates.length, 2, 'both loads started');
+      assert.equal(scheduler.pendingCount(), 2);
       factory.gates[1].open();
       (await b).release();
+      assert.deepEqual(paths(), ['/m/b'], 'b answered while a is still loading');
+      factory.gates[0].open();
+      (await a).release();
       assert.deepEqual(paths(), ['/m/a', '/m/b']);
+    });
+
+    it('loads one model with other options after its current load, in the same line', async () => {
+      factory.hold = true;
+      const first = scheduler.acquire({ spec: spec({ numCtx: 2048 }) });
+      const other = scheduler.acquire({ spec: spec({ numCtx: 1024 }) });
+      await flush();
+      assert.equal(factory.gates.length, 1, 'one load at a time per model');
+      factory.gates[0].open();
+      const lease = await first;
+      await flush();
+      assert.equal(factory.gates.length, 1, 'the reload waits for the loaded runner to drain');
+      lease.release();
+      await flush();
+      factory.gates[1].open();
+      (await other).release();
+      assert.deepEqual(
+        factory.requested.map((s) => s.numCtx),
+        [2048, 1024],
+      );
+    });
+
+    it('a failed load fails the requests waiting for the same load, not those for another one', async () => {
+      factory.hold = true;
+      const first = acquire('/m/a');
+      const same = acquire('/m/a');
+      const other = scheduler.acquire({ spec: spec({ modelPath: '/m/a', numCtx: 1024 }) });
+      await flush();
+      factory.fail = new ModelLoadError('timed out waiting for llama runner to start - progress 0.00 - ');
+      factory.gates[0].fail(factory.fail);
+      await assert.rejects(first, { message: /^timed out waiting for llama runner to start/ });
+      await assert.rejects(same, { message: /^timed out waiting for llama runner to start/ });
+      factory.fail = undefined;
+      await flush();
+      assert.equal(factory.gates.length, 2, 'the other options load next');
+      factory.gates[1].open();
+      (await other).release();
+      assert.equal(factory.requested.length, 2, 'the failed load was not repeated for the same spec');
+      assert.equal(scheduler.pendingCount(), 0);
     });
 
     it('bypasses the queue for a loaded compatible runner while another model loads', async () => {
@@ -274,6 +314,58 @@ describe('SchedulerService', () => {
       assert.deepEqual(paths(), ['/m/b']);
     });
 
+    it('counts loads in flight: a load that does not fit beside one waits for it, then evicts', async () => {
+      memory.totalBytes = 100;
+      memory.freeBytes = 100;
+      memory.sizes.set('/m/a', 50);
+      memory.sizes.set('/m/b', 45);
+      memory.sizes.set('/m/c', 10);
+      factory.hold = true;
+      const a = acquire('/m/a');
+      const b = acquire('/m/b');
+      const c = acquire('/m/c');
+      await flush();
+      assert.deepEqual(
+        factory.requested.map((s) => s.modelPath),
+        ['/m/a', '/m/c'],
+        'b (45 > 0.8 × 50 left beside a’s reservation) waits; c (10) loads beside a',
+      );
+      factory.gates[1].open();
+      const leaseC = await c;
+      await flush();
+      assert.equal(open(leaseC), true, 'b never evicts a runner before its requester has it');
+      assert.equal(factory.requested.length, 2, 'b waits for a’s load rather than evict the busy c');
+      leaseC.release();
+      factory.gates[0].open();
+      const leaseA = await a;
+      assert.equal(open(leaseA), true);
+      leaseA.release();
+      await flush();
+      assert.deepEqual(
+        factory.requested.map((s) => s.modelPath),
+        ['/m/a', '/m/c', '/m/b'],
+      );
+      factory.gates[2].open();
+      (await b).release();
+      assert.deepEqual(paths(), ['/m/b'], 'the idle c, then a once it had loaded, were evicted to make room');
+      assert.ok(factory.created.filter((r) => r.spec.modelPath !== '/m/b').every((r) => r.closed));
+    });
+
+    it('counts loads in flight against OLLAMA_MAX_LOADED_MODELS', async () => {
+      config.maxLoadedModels = 1;
+      factory.hold = true;
+      const a = acquire('/m/a');
+      const b = acquire('/m/b');
+      await flush();
+      assert.equal(factory.gates.length, 1, 'b waits for the load of a');
+      factory.gates[0].open();
+      (await a).release();
+      await flush();
+      factory.gates[1].open();
+      (await b).release();
+      assert.deepEqual(paths(), ['/m/b']);
+    });
+
     it('always loads the first model, even when it does not fit', async () => {
       memory.freeBytes = 1;
       memory.defaultSize = 1e9;
@@ -308,7 +400,7 @@ describe('SchedulerService', () => {
       factory.hold = true;
       const loading = acquire('/m/a');
       const abort = new AbortController();
-      const queued = scheduler.acquire({ spec: spec({ modelPath: '/m/b' }) }, abort.signal);
+      const queued = scheduler.acquire({ spec: spec({ modelPath: '/m/a', numCtx: 1024 }) }, abort.signal);
       await flush();
       assert.equal(scheduler.pendingCount(), 2);
       abort.abort();
@@ -373,7 +465,7 @@ describe('SchedulerService', () => {
     it('unsubscribing while queued drops the request from the queue', async () => {
       factory.hold = true;
       const first = scheduler.withRunner({ spec: spec({ modelPath: '/m/a' }) }, () => of(1)).subscribe();
-      const second = scheduler.withRunner({ spec: spec({ modelPath: '/m/b' }) }, () => of(1)).subscribe();
+      const second = scheduler.withRunner({ spec: spec({ modelPath: '/m/a', numCtx: 1024 }) }, () => of(1)).subscribe();
       await flush();
       assert.equal(scheduler.pendingCount(), 2);
       second.unsubscribe();
@@ -391,7 +483,7 @@ describe('SchedulerService', () => {
     (await acquire('/m/1')).release();
     factory.hold = true;
     const loading = acquire('/m/2');
-    const queued = acquire('/m/3');
+    const queued = scheduler.acquire({ spec: spec({ modelPath: '/m/2', numCtx: 1024 }) });
     await flush();
     const shutdown = scheduler.onApplicationShutdown();
     await assert.rejects(queued, ServerBusyError);

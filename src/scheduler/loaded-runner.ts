@@ -1,0 +1,25 @@
+import type { Runner } from '../runner';
+
+/** A loaded runner and its bookkeeping (Ollama `runnerRef`, reference/ollama-api.md §7.1). */
+export interface LoadedRunner {
+  key: string;
+  runner: Runner;
+  /** In-flight requests holding this runner. */
+  refCount: number;
+  /** How long to stay loaded once idle, ms (Infinity = forever, 0 = unload when idle). */
+  keepAliveMs: number;
+  timer?: NodeJS.Timeout;
+  /** When the idle timer fires (undefined while in use or forever). */
+  expiresAt?: Date;
+  /** Set when the runner must go as soon as it is idle (reload, eviction, keep_alive 0, delete). */
+  expired: boolean;
+  /** Estimated resident bytes (memory.estimator.ts). */
+  sizeBytes: number;
+  /** Resolves once the runner is unloaded and closed. */
+  gone: Promise<void>;
+  markGone: () => void;
+  /** Whether unload() already ran. */
+  unloading: boolean;
+  /** The model name it was last acquired under (metrics labels); the weights path until one is given. */
+  name: string;
+}
