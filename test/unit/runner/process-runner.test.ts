@@ -61,7 +61,8 @@ describe('ProcessRunner (against a fake runner process)', () => {
       const vectors = await runner.embed([[5, 6, 7]]);
       assert.ok(vectors[0] instanceof Float32Array, 'embeddings cross as Float32Array');
       assert.equal(vectors[0].length, 8);
-      assert.equal(runner.jsonSchemaToGrammar('{"type":"string"}').length > 0, true);
+      assert.equal((await runner.jsonSchemaToGrammar('{"type":"string"}')).length > 0, true, 'converted in the child');
+      await assert.rejects(runner.jsonSchemaToGrammar('{nope'), InvalidRequestError);
       // A Ctrl-C reaches the whole process group: the runner ignores it (the daemon decides when it ends).
       process.kill(runner.pid!, 'SIGINT');
       await new Promise((r) => setTimeout(r, 100));
