@@ -74,6 +74,22 @@ describe('ProcessRunner (against a fake runner process)', () => {
     await assert.rejects(runner.tokenize('x', { addSpecial: false, parseSpecial: false }), InternalError);
   });
 
+  it('renderChat uses a vocab-only model in the daemon that close() frees; after close it is refused', async () => {
+    const own = new FakeBinding();
+    const runner = await ProcessRunner.start(spec('/m/vocab'), {
+      childPath: CHILD,
+      label: 'vocab',
+      binding: () => own,
+    });
+    const request = { messages: [{ role: 'user', content: 'hi' }], addGenerationPrompt: true };
+    assert.match((await runner.renderChat(request)).prompt, /hi/);
+    assert.equal(own.models.length, 1);
+    await runner.close();
+    assert.equal(own.models[0].disposed, true, 'the vocab-only model is freed');
+    await assert.rejects(runner.renderChat(request), InternalError);
+    assert.equal(own.models.length, 1, 'no model is loaded after close');
+  });
+
   it('loads with the daemon’s thread share and takes a new one through the threads message', async () => {
     const runner = await ProcessRunner.start(
       { ...spec('/m/threads'), numThread: 0, numParallel: 4, kvUnified: true },
