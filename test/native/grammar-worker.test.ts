@@ -11,8 +11,10 @@ const { binding, skip } = realAddon();
 /** A schema of about `bytes` of JSON text: an object of many string properties with a pattern each. */
 function bigSchema(bytes: number): string {
   const properties: Record<string, unknown> = {};
-  for (let i = 0; JSON.stringify(properties).length < bytes; i++) {
-    properties[`field_${i}`] = { type: 'string', pattern: `^[a-z]{${i % 7},${(i % 7) + 3}}$` };
+  for (let i = 0, size = 0; size < bytes; i++) {
+    const value = { type: 'string', pattern: `^[a-z]{${i % 7},${(i % 7) + 3}}$` };
+    properties[`field_${i}`] = value;
+    size += JSON.stringify(value).length + 12;
   }
   return JSON.stringify({ type: 'object', properties, required: Object.keys(properties) });
 }
