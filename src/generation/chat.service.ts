@@ -5,7 +5,7 @@ import { ModelsService, ResolvedModel } from '../models';
 import { CompletionService } from './completion.service';
 import { thinkingUnsupported, wantsThinking } from './generate.service';
 import { ChatCommand, ChatObserver, GenerationEvent } from './generation.types';
-import { checkImages, PromptService } from './prompt';
+import { checkImages, GrammarBudget, PromptService } from './prompt';
 import { SchedulerService } from '../scheduler';
 
 /**
@@ -70,7 +70,10 @@ export class ChatService {
     );
   }
 
-  /** Capability checks of chat(), in Ollama's order. */
+  /**
+   * Capability checks of chat(), in Ollama's order, then the request's grammar budget (GrammarBudget.of: a 400 when
+   * `format` and the tools' schemas are too large together).
+   */
   private check(cmd: ChatCommand, model: ResolvedModel): void {
     if (!model.capabilities.includes('completion')) {
       throw new UnsupportedCapabilityError(`${JSON.stringify(cmd.model)} does not support chat`, 'completion');
@@ -83,6 +86,8 @@ export class ChatService {
       model,
       cmd.messages.reduce((n, m) => n + (m.images?.length ?? 0), 0),
     );
+    // The request's grammar budget (format + every tool's schema), before the model is even loaded.
+    GrammarBudget.of(cmd.format, cmd.tools);
   }
 
   private run(cmd: ChatCommand, model: ResolvedModel, observer?: ChatObserver): Observable<GenerationEvent> {

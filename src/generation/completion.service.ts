@@ -1,5 +1,5 @@
 import { Injectable, Logger, Optional } from '@nestjs/common';
-import { catchError, defer, from, mergeMap, Observable, of, switchMap, throwError } from 'rxjs';
+import { catchError, from, mergeMap, Observable, of, switchMap, throwError } from 'rxjs';
 import { ContextLengthExceededError } from '../common/errors';
 import { OptionMap } from '../common/options';
 import { KeepAliveMs } from '../common/time';
@@ -9,8 +9,8 @@ import { GenerationHooksRegistry, GenerationTracker } from '../observability/gen
 import { ChatObserver, GenerationEvent, GenerationMetrics, Logprob } from './generation.types';
 import { EffectiveOptions, resolveOptions } from './options';
 import { isEmptyDelta } from './output';
-import { PromptService, PromptSource } from './prompt';
-import { RunnerSpec } from '../runner';
+import { PreparedPrompt, PromptService, PromptSource } from './prompt';
+import { Runner, RunnerSpec } from '../runner';
 import { ramCacheShareBytes, SchedulerService } from '../scheduler';
 
 /** One completion to run. */
@@ -200,6 +200,30 @@ export class CompletionService {
   }
 
   /**
+   * The prompt stage as a cold Observable: one PreparedPrompt, then complete. Unsubscribing aborts the stage's
+   * AbortSignal, so it stops between renders, tokenizations and grammar conversions (its RequestCancelledError then
+   * goes nowhere).
+   */
+  private preparePrompt(
+    source: PromptSource,
+    model: ResolvedModel,
+    runner: Runner,
+    options: EffectiveOptions,
+  ): Observable<PreparedPrompt> {
+    return new Observable<PreparedPrompt>((subscriber) => {
+      const abort = new AbortController();
+      this.prompts.prepare(source, model, runner, options, abort.signal).then(
+        (prompt) => {
+          subscriber.next(prompt);
+          subscriber.complete();
+        },
+        (err: unknown) => subscriber.error(err),
+      );
+      return () => abort.abort();
+    });
+  }
+
+  /**
    * One attempt of {@link complete} with these options; `grown` marks the reload for a long prompt; `tracker` is told
    * the prompt size and every generated token.
    */
@@ -219,9 +243,10 @@ export class CompletionService {
     return this.scheduler.withRunner(acquire, (lease) => {
       const source = request.prompt;
       if (request.loadOnly || !source) return of<GenerationEvent>({ kind: 'done', reason: 'load' });
-      // The prompt is prepared asynchronously (template rendering and tokenizing run off the JS thread); an
-      // unsubscribe meanwhile never starts the generation.
-      return defer(() => this.prompts.prepare(source, request.model, lease.runner, options)).pipe(
+      // The prompt is prepared asynchronously (template rendering, tokenizing and grammar conversion run off the JS
+      // thread); an unsubscribe meanwhile (the client went away) aborts the prompt stage before its next step and
+      // never starts the generation.
+      return this.preparePrompt(source, request.model, lease.runner, options).pipe(
         switchMap((prompt) => {
           request.observer?.onPrompt?.(prompt.tokens.length);
           tracker?.prompt(prompt.tokens.length);

@@ -4,7 +4,7 @@ import { InvalidRequestError, ModelNotFoundError, UnsupportedCapabilityError } f
 import { ModelsService, ResolvedModel } from '../models';
 import { CompletionService } from './completion.service';
 import { GenerateCommand, GenerationEvent } from './generation.types';
-import { checkImages } from './prompt';
+import { checkImages, GrammarBudget } from './prompt';
 import { SchedulerService } from '../scheduler';
 
 /** Ollama's text when `think` is asked of a model without the capability (§5.2): the name as sent, Go-quoted. */
@@ -65,6 +65,7 @@ export class GenerateService {
     }
     if (wantsThinking(cmd.think) && !model.capabilities.includes('thinking')) throw thinkingUnsupported(cmd.model);
     checkImages(model, cmd.images?.length ?? 0);
+    GrammarBudget.of(cmd.format, undefined); // the request's grammar budget, before the model is loaded
     if (GenerateService.isShortcut(cmd)) {
       return this.completion.complete({
         model,

@@ -30,6 +30,7 @@ import {
 } from './runner';
 import { cacheRamParams, kvParams, loraParams, threadParams, totalCells } from './context-params';
 import { physicalCores } from './cpu-threads';
+import { grammarConverter } from './grammar-worker';
 
 /** A failure while loading is a load error unless the addon said something more specific (e.g. out of memory). */
 function asLoadError(err: unknown): DaemonError {
@@ -96,6 +97,7 @@ export class LlamaRunner implements Runner {
   private lostWorker: string | undefined;
   /** Threads the contexts were last given (setThreads), for an embedding context created later. */
   private threads: number | undefined;
+  private toGrammar: ((schema: string, signal?: AbortSignal) => Promise<string>) | undefined;
 
   private constructor(
     readonly spec: RunnerSpec,
@@ -395,12 +397,10 @@ export class LlamaRunner implements Runner {
     }
   }
 
-  jsonSchemaToGrammar(schema: string): string {
-    try {
-      return this.binding.jsonSchemaToGrammar(schema);
-    } catch (err) {
-      throw mapNativeError(err);
-    }
+  /** The addon's conversion in its grammar worker thread (grammarConverter), never on this JS thread. */
+  jsonSchemaToGrammar(schema: string, signal?: AbortSignal): Promise<string> {
+    this.toGrammar ??= grammarConverter(this.binding);
+    return this.toGrammar(schema, signal);
   }
 
   async embed(inputs: number[][], signal?: AbortSignal): Promise<Float32Array[]> {

@@ -310,10 +310,13 @@ export interface Runner {
   /** What the GGUF Jinja template supports (tool calls, thinking); all false without a template. */
   chatCapabilities(): { tools: boolean; thinking: boolean };
   /**
-   * A GBNF grammar for a JSON Schema (JSON text), llama.cpp json_schema_to_grammar.
-   * @throws InvalidRequestError when the schema cannot be converted.
+   * A GBNF grammar for a JSON Schema (JSON text), llama.cpp json_schema_to_grammar, converted off the daemon's JS
+   * thread (a worker thread of the addon, grammar-worker.ts; in the runner process for a ProcessRunner). `signal`
+   * drops a conversion that has not started yet (RequestCancelledError). The caller bounds the schema sizes (the
+   * prompt stage's per-request grammar budget).
+   * Rejects with InvalidRequestError when the schema cannot be converted.
    */
-  jsonSchemaToGrammar(schema: string): string;
+  jsonSchemaToGrammar(schema: string, signal?: AbortSignal): Promise<string>;
   /**
    * Embeds inputs (token ids, each non-empty and at most `slotContext` tokens) in ONE engine call, which batches
    * them; returns one pooled vector per input, in order, NOT normalized. A generation model gets a separate embedding

@@ -93,7 +93,13 @@ export class FakeRunner implements Runner {
     return { tools: false, thinking: false };
   }
 
-  jsonSchemaToGrammar(schema: string): string {
+  /** Schemas converted so far, in order. */
+  readonly conversions: string[] = [];
+
+  async jsonSchemaToGrammar(schema: string, signal?: AbortSignal): Promise<string> {
+    await Promise.resolve();
+    if (signal?.aborted) throw new RequestCancelledError();
+    this.conversions.push(schema);
     return `root ::= ${schema}`;
   }
 

@@ -1,8 +1,9 @@
-import { InvalidRequestError } from '../../common/errors';
+import { InternalError, InvalidRequestError } from '../../common/errors';
 import { ChatMessage, ToolDefinition } from '../generation.types';
 import { RenderedOutputParser } from '../output';
 import { Runner } from '../../runner';
-import { afterThinkingTrigger, boundedToGrammar, formatGrammar } from './format';
+import { afterThinkingTrigger, JSON_OBJECT_GRAMMAR } from './format';
+import { formatGrammar, GrammarBudget } from './grammar-budget';
 import { GoTemplateHandle, GoTemplatesApi, thinkingTags } from './go-template.port';
 import { PreparedPrompt, RenderedPrompt } from './prompt.types';
 import { GoRenderOptions, thinkLevel } from './render-options';
@@ -12,11 +13,59 @@ import { GoRenderOptions, thinkLevel } from './render-options';
  * rendered by the Go-template engine, with Ollama's output parsing and the grammar that forces a tool call.
  */
 
+/** The grammars of a rendered-mode request, converted once per request ({@link goGrammars}) for all its renders. */
+export interface GoGrammars {
+  /** The `format` grammar. */
+  format?: string;
+  /** With `toolChoice: 'required'`: each tool's arguments schema (JSON text) → its grammar, or why it failed. */
+  toolArgs?: Map<string, string | Error>;
+}
+
+/** A conversion the converter rejected (kept per schema, reported by the forced grammar naming the tool). */
+class ConversionFailed extends Error {
+  constructor(readonly failure: unknown) {
+    super((failure as Error)?.message ?? String(failure));
+  }
+}
+
+/**
+ * Converts what a rendered-mode request needs besides its messages, once per request, off the JS thread and within
+ * the request's grammar budget: the `format` grammar, else (with `toolChoice: 'required'` and tools) the arguments
+ * grammar of each tool that the forced-call grammar uses (the schema texts buildToolCallGrammar asks for).
+ * @throws InvalidRequestError `invalid JSON schema in format: …` or a budget limit (400); RequestCancelledError.
+ */
+export async function goGrammars(
+  api: GoTemplatesApi,
+  template: GoTemplateHandle,
+  runner: Runner,
+  opts: GoRenderOptions,
+  budget: GrammarBudget,
+  signal?: AbortSignal,
+): Promise<GoGrammars> {
+  if (opts.format) return { format: await formatGrammar(opts.format, budget, runner, signal) };
+  if (opts.toolChoice !== 'required' || !opts.tools || opts.tools.length === 0) return {};
+  const schemas: string[] = [];
+  api.buildToolCallGrammar(api.inferToolCallSyntax(template), opts.tools, (schema) => {
+    schemas.push(schema);
+    return 'root ::= ""';
+  });
+  const toolArgs = new Map<string, string | Error>();
+  for (const schema of new Set(schemas)) {
+    try {
+      toolArgs.set(schema, await budget.convert(runner, schema, 'tools', signal, (err) => new ConversionFailed(err)));
+    } catch (err) {
+      if (!(err instanceof ConversionFailed)) throw err;
+      toolArgs.set(schema, err.failure instanceof Error ? err.failure : err);
+    }
+  }
+  return { toolArgs };
+}
+
 /**
  * The grammar that forces a tool call in rendered mode (beyond Ollama, which ignores `tool_choice`): only the
  * template's own tool-call syntax (inferToolCallSyntax, §8.5) with each tool's arguments following its JSON Schema
- * (llama.cpp json_schema_to_grammar through the runner), applied from the first generated token. With thinking on,
- * the thinking block is admitted first (up to the close tag), as llama.cpp's own required-call grammar admits the
+ * (the grammars {@link goGrammars} converted), applied from the first generated token. With thinking on, the
+ * thinking block is admitted first (up to the close tag), as llama.cpp's own required-call grammar admits the
  * reasoning block in native mode: turning thinking off instead would change the prompt the model was trained on and
  * ignore an explicit `think`. One call (as native mode, see singleCallGrammar): ChatCommand carries no parallel
  * flag, so OpenAI `parallel_tool_calls` / Anthropic `disable_parallel_tool_use` do not change it. Returns the grammar
@@ -27,21 +76,20 @@ import { GoRenderOptions, thinkLevel } from './render-options';
 function forcedToolCallGrammar(
   api: GoTemplatesApi,
   template: GoTemplateHandle,
-  runner: Runner,
   tools: ToolDefinition[],
+  toolArgs: Map<string, string | Error>,
   thinking: { open: string; close: string; startInThinking: boolean } | undefined,
 ): { grammar: string; preservedTokens: string[] } | undefined {
   const syntax = api.inferToolCallSyntax(template);
+  const lookup = (schema: string): string => {
+    const grammar = toolArgs.get(schema);
+    if (grammar instanceof Error) throw grammar;
+    if (grammar === undefined) throw new InternalError('the tool schema was not converted');
+    return grammar;
+  };
   let grammar: string | undefined;
   try {
-    grammar = api.buildToolCallGrammar(
-      syntax,
-      tools,
-      boundedToGrammar((s) => runner.jsonSchemaToGrammar(s), 'tools'),
-      {
-        ...(thinking ? { thinking } : {}),
-      },
-    );
+    grammar = api.buildToolCallGrammar(syntax, tools, lookup, { ...(thinking ? { thinking } : {}) });
   } catch (err) {
     throw new InvalidRequestError((err as Error).message, 'tools', { cause: err });
   }
@@ -52,22 +100,18 @@ function forcedToolCallGrammar(
 }
 
 /**
- * Renders with a Go template (rendered mode, §8.1/§8.2) and sets up Ollama's own output parsing: thinking split with
- * the tags inferred from the template (starting inside thinking when the prompt ends with the open tag), tool calls
- * with the template's tool-call tag. `format` → a grammar; with thinking on it is applied lazily after the close tag.
- * Otherwise `toolChoice: 'required'` with tools → the forced-call grammar (forcedToolCallGrammar), non-lazy.
- * @throws InvalidRequestError `template error: …` when the template fails; a tool schema that cannot be converted.
+ * The prompt text of a Go-template render (rendered mode, §8.1/§8.2) and nothing else: what the fitting search
+ * measures.
+ * @throws InvalidRequestError `template error: …` when the template fails.
  */
-export function renderGo(
+export function renderGoText(
   api: GoTemplatesApi,
   template: GoTemplateHandle,
-  runner: Runner,
   messages: ChatMessage[],
   opts: GoRenderOptions,
-): RenderedPrompt {
-  let text: string;
+): string {
   try {
-    text = api.renderPrompt(template, {
+    return api.renderPrompt(template, {
       messages,
       ...(opts.tools ? { tools: opts.tools } : {}),
       think: opts.thinking,
@@ -78,6 +122,25 @@ export function renderGo(
   } catch (err) {
     throw new InvalidRequestError(`template error: ${(err as Error).message}`, 'template', { cause: err });
   }
+}
+
+/**
+ * Renders with a Go template (rendered mode, §8.1/§8.2) and sets up Ollama's own output parsing: thinking split with
+ * the tags inferred from the template (starting inside thinking when the prompt ends with the open tag), tool calls
+ * with the template's tool-call tag. `format` → its grammar (grammars.format); with thinking on it is applied lazily
+ * after the close tag. Otherwise `toolChoice: 'required'` with tools → the forced-call grammar
+ * (forcedToolCallGrammar over grammars.toolArgs), non-lazy. Synchronous: every conversion was done by goGrammars.
+ * @param text the prompt text when the caller already rendered these messages (renderGoText), else rendered here.
+ * @throws InvalidRequestError `template error: …` when the template fails; a tool schema that cannot be converted.
+ */
+export function renderGo(
+  api: GoTemplatesApi,
+  template: GoTemplateHandle,
+  messages: ChatMessage[],
+  opts: GoRenderOptions,
+  grammars: GoGrammars,
+  text: string = renderGoText(api, template, messages, opts),
+): RenderedPrompt {
   const tags = opts.thinking ? thinkingTags(api, template) : undefined;
   const startInThinking = tags ? text.trimEnd().endsWith(tags.open) : false;
   const thinkingParser = tags ? new api.ThinkingParser(tags.open, tags.close, startInThinking) : undefined;
@@ -89,7 +152,7 @@ export function renderGo(
     ...(tag && tag !== '{' && tag !== '[' ? { preservedTokens: [tag] } : {}),
   };
   if (opts.format) {
-    const grammar = formatGrammar(opts.format, (s) => runner.jsonSchemaToGrammar(s));
+    const grammar = grammars.format ?? JSON_OBJECT_GRAMMAR;
     if (tags) {
       return {
         text,
@@ -99,7 +162,13 @@ export function renderGo(
     return { text, prompt: { ...prompt, grammar } };
   }
   if (opts.toolChoice === 'required' && opts.tools && opts.tools.length > 0) {
-    const forced = forcedToolCallGrammar(api, template, runner, opts.tools, tags && { ...tags, startInThinking });
+    const forced = forcedToolCallGrammar(
+      api,
+      template,
+      opts.tools,
+      grammars.toolArgs ?? new Map(),
+      tags && { ...tags, startInThinking },
+    );
     if (forced) return { text, prompt: { ...prompt, ...forced } };
   }
   return { text, prompt };

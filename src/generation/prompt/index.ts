@@ -13,3 +13,4 @@ export * from './media';
 export * from './format';
 export * from './go-template.port';
 export * from './template-renderer';
+export * from './grammar-budget';

@@ -2,7 +2,8 @@ import type { NativeChatRequestMessage, NativeChatTool } from '../../../binding'
 import { ChatMessage, ToolDefinition } from '../generation.types';
 import { NativeOutputParser } from '../output';
 import { Runner, RunnerChatRender, RunnerChatRequest } from '../../runner';
-import { afterThinkingTrigger, formatGrammar } from './format';
+import { afterThinkingTrigger, JSON_OBJECT_GRAMMAR } from './format';
+import { formatGrammar, GrammarBudget, toolSchemaText } from './grammar-budget';
 import { PreparedPrompt, RenderedPrompt } from './prompt.types';
 import { NativeRenderOptions, thinkLevel } from './render-options';
 
@@ -31,14 +32,78 @@ export function toNativeMessages(messages: ChatMessage[]): NativeChatRequestMess
   }));
 }
 
-/** Wire tool definitions → common/chat tools (parameters as JSON Schema text). */
-export function toNativeTools(tools: ToolDefinition[] | undefined): NativeChatTool[] | undefined {
+/**
+ * Wire tool definitions → common/chat tools (parameters as JSON Schema text).
+ * @param schemas the parameters' JSON texts when already computed (GrammarBudget.toolSchemas), in the same order.
+ */
+export function toNativeTools(tools: ToolDefinition[] | undefined, schemas?: string[]): NativeChatTool[] | undefined {
   if (!tools || tools.length === 0) return undefined;
-  return tools.map((t) => ({
+  return tools.map((t, i) => ({
     name: t.function?.name ?? '',
     description: t.function?.description ?? '',
-    parameters: JSON.stringify(t.function?.parameters ?? { type: 'object', properties: {} }),
+    parameters: schemas?.[i] ?? toolSchemaText(t),
   }));
+}
+
+/** What a native-mode request needs besides its messages, computed once per request ({@link nativeGrammars}). */
+export interface NativePrepared {
+  /** The request's tools as common/chat tools. */
+  tools?: NativeChatTool[];
+  /** The `format` grammar. */
+  format?: string;
+}
+
+/**
+ * Converts what a native-mode request needs besides its messages, once per request: the common/chat tools (schema
+ * texts of the budget) and the `format` grammar (off the JS thread, within the request's grammar budget).
+ * @throws InvalidRequestError `invalid JSON schema in format: …` or a budget limit (400); RequestCancelledError.
+ */
+export async function nativeGrammars(
+  runner: Runner,
+  opts: NativeRenderOptions,
+  budget: GrammarBudget,
+  signal?: AbortSignal,
+): Promise<NativePrepared> {
+  const tools = toNativeTools(opts.tools, budget.toolSchemas);
+  if (!opts.format) return tools ? { tools } : {};
+  return { ...(tools ? { tools } : {}), format: await formatGrammar(opts.format, budget, runner, signal) };
+}
+
+/** The common/chat request of a native render. */
+function nativeRequest(
+  messages: ChatMessage[],
+  opts: NativeRenderOptions,
+  tools?: NativeChatTool[],
+): RunnerChatRequest {
+  const level = thinkLevel(opts.think);
+  return {
+    messages: toNativeMessages(messages),
+    tools,
+    ...(opts.toolChoice && tools?.length ? { toolChoice: opts.toolChoice } : {}),
+    enableThinking: opts.thinking,
+    addGenerationPrompt: true,
+    templateKwargs: {
+      enable_thinking: JSON.stringify(opts.thinking),
+      ...(typeof opts.think === 'string' ? { reasoning_effort: JSON.stringify(level) } : {}),
+    },
+  };
+}
+
+/**
+ * The prompt text of a native render and nothing else: what the fitting search measures. The tools are rendered into
+ * the prompt as in the full render, but with `toolChoice: 'none'` so that common/chat builds no tool-call grammar
+ * (it only changes the grammar and the output parser, not the prompt; the full render's text is tokenized again when
+ * it differs).
+ * @throws InvalidRequestError `template error: …` (the runner's renderChat).
+ */
+export async function renderNativeText(
+  runner: Runner,
+  messages: ChatMessage[],
+  opts: NativeRenderOptions,
+  prepared: NativePrepared,
+): Promise<string> {
+  const request = nativeRequest(messages, opts, prepared.tools);
+  return (await runner.renderChat(prepared.tools?.length ? { ...request, toolChoice: 'none' } : request)).prompt;
 }
 
 /**
@@ -48,27 +113,19 @@ export function toNativeTools(tools: ToolDefinition[] | undefined): NativeChatTo
  * lazily from the end of the thinking block (pattern trigger after `</think>`) instead of Ollama's two phases (§9).
  * With `toolChoice: 'required'` the render's non-lazy grammar forces one call that starts right away: its opening
  * ends the prompt (requiredCallOpening, one more render with `auto` to learn it) and only one call is admitted
- * (singleCallGrammar).
+ * (singleCallGrammar). The tool-call grammar llama.cpp built is charged to the request's grammar budget.
  * The Jinja rendering runs off the JS thread (Runner.renderChat).
- * @throws InvalidRequestError `template error: …` (the runner's renderChat), `invalid JSON schema in format: …`.
+ * @param prepared the request's tools and format grammar ({@link nativeGrammars}).
+ * @throws InvalidRequestError `template error: …` (the runner's renderChat), a grammar budget limit (400).
  */
 export async function renderNative(
   runner: Runner,
   messages: ChatMessage[],
   opts: NativeRenderOptions,
+  prepared: NativePrepared,
+  budget?: GrammarBudget,
 ): Promise<RenderedPrompt> {
-  const level = thinkLevel(opts.think);
-  const request: RunnerChatRequest = {
-    messages: toNativeMessages(messages),
-    tools: toNativeTools(opts.tools),
-    ...(opts.toolChoice && opts.tools?.length ? { toolChoice: opts.toolChoice } : {}),
-    enableThinking: opts.thinking,
-    addGenerationPrompt: true,
-    templateKwargs: {
-      enable_thinking: JSON.stringify(opts.thinking),
-      ...(typeof opts.think === 'string' ? { reasoning_effort: JSON.stringify(level) } : {}),
-    },
-  };
+  const request = nativeRequest(messages, opts, prepared.tools);
   const render = await runner.renderChat(request);
   const base: Omit<PreparedPrompt, 'tokens'> = {
     stops: render.additionalStops,
@@ -76,7 +133,7 @@ export async function renderNative(
     parser: new NativeOutputParser(render.parser),
   };
   if (opts.format) {
-    const grammar = formatGrammar(opts.format, (s) => runner.jsonSchemaToGrammar(s));
+    const grammar = prepared.format ?? JSON_OBJECT_GRAMMAR;
     if (render.thinking) {
       return {
         text: render.prompt,
@@ -86,6 +143,7 @@ export async function renderNative(
     return { text: render.prompt, prompt: { ...base, grammar } };
   }
   if (render.grammar) {
+    budget?.chargeRender(render.grammar, 'tools');
     const opening = await requiredCallOpening(runner, render, request);
     if (opening) {
       // The call's opening is part of the prompt: the model continues inside the call, the grammar (prefilled past

@@ -2,36 +2,29 @@ import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { UnsupportedCapabilityError } from '../../common/errors';
 import { ResolvedModel } from '../../models';
 import { Runner } from '../../runner';
-import { ChatCommand, ChatMessage, GenerateCommand } from '../generation.types';
+import { ChatCommand, GenerateCommand } from '../generation.types';
 import { EffectiveOptions } from '../options';
+import { ChatProbe, ChatRenderer } from './chat-render';
 import { fitPrompt, tokenizePrompt } from './fit';
-import { formatGrammar } from './format';
+import { dropOldest, droppableCount, fewestDrops } from './fit-messages';
 import { goTemplateFor, renderGo } from './go-render';
+import { formatGrammar, GrammarBudget, throwIfCancelled } from './grammar-budget';
 import { toMediaPrompt, withImageMarkers } from './media';
 import { assembleChatMessages, generateMessages } from './messages';
 import { renderNative } from './native-render';
 import { PreparedPrompt, PromptSource, RenderedPrompt } from './prompt.types';
-import { NativeRenderOptions, thinkingEnabled } from './render-options';
+import { thinkingEnabled } from './render-options';
 import { GoTemplateRenderer, TEMPLATE_RENDERER, TemplateRenderer } from './template-renderer';
-
-/** The render options of a chat request (tools, tool choice, thinking, format), shared by prompts and token counts. */
-function chatRenderOptions(cmd: ChatCommand, model: ResolvedModel): NativeRenderOptions {
-  return {
-    tools: cmd.tools,
-    toolChoice: cmd.toolChoice,
-    think: cmd.think,
-    thinking: thinkingEnabled(cmd.think, model),
-    format: cmd.format,
-  };
-}
 
 /**
  * The prompt stage (reference/ollama-api.md §4.4, §8, §9): turns a generate or chat command into the tokens to submit
  * for one loaded runner, which owns the template and the tokenizer — render (the Go template in rendered mode, else
- * the GGUF Jinja template through the runner in native mode) → tokenize → fit (Ollama's message dropping, then the
- * n_keep token truncation, or a 400 with `truncate: false`) → images (media markers) — with the grammar (format,
- * forced tool calls), stops and the output parser that go with the render. Called by CompletionService with the
- * runner of its lease, and by ChatService.countPromptTokens. Captures nothing of a request between calls.
+ * the GGUF Jinja template through the runner in native mode) → tokenize → fit (Ollama's message dropping, found by a
+ * binary search, fit-messages.ts; then the n_keep token truncation, or a 400 with `truncate: false`) → images (media
+ * markers) — with the grammar (format, forced tool calls; one grammar budget per request, grammar-budget.ts, converted
+ * off the JS thread), stops and the output parser that go with the render. The request's AbortSignal (the client went
+ * away) stops it between renders, tokenizations and conversions (RequestCancelledError). Called by CompletionService
+ * with the runner of its lease, and by ChatService.countPromptTokens. Captures nothing of a request between calls.
  */
 @Injectable()
 export class PromptService {
@@ -49,44 +42,60 @@ export class PromptService {
   /**
    * The prompt of `source` for `runner`: {@link prepareChat} or {@link prepareGenerate}.
    * @param options the request's effective options (num_keep for truncation).
+   * @param signal aborted when the client went away: the stage stops before its next step (RequestCancelledError).
    */
   prepare(
     source: PromptSource,
     model: ResolvedModel,
     runner: Runner,
     options: EffectiveOptions,
+    signal?: AbortSignal,
   ): Promise<PreparedPrompt> {
     return source.kind === 'chat'
-      ? this.prepareChat(source.cmd, model, runner, options)
-      : this.prepareGenerate(source.cmd, model, runner, options);
+      ? this.prepareChat(source.cmd, model, runner, options, signal)
+      : this.prepareGenerate(source.cmd, model, runner, options, signal);
   }
 
   /**
    * A chat prompt (§3.3, §4.4): the assembled messages (assembleChatMessages) rendered and tokenized
-   * ({@link renderChat}); when the prompt does not fit the slot, the oldest messages are dropped one at a time
-   * (never system messages, never the last message) and the rest re-rendered, like Ollama's chatPrompt; if it still
-   * does not fit, tokens are cut keeping the first num_keep (fitPrompt). With images no message is dropped and
-   * nothing cut (the engine answers a prompt that does not fit with a 400). `growContext` implies `truncate: false`.
-   * @throws InvalidRequestError `template error: …`, `invalid JSON schema in format: …`; ContextLengthExceededError
-   *   (Ollama's prompt-too-long 400, with the prompt and context sizes) when it does not fit and may not be cut.
+   * ({@link ChatRenderer}); when the prompt does not fit the slot, the oldest messages are dropped (never system
+   * messages, never the last message) like Ollama's chatPrompt, the number to drop found by binary search over
+   * text-only renders (fewestDrops: O(log n) renders, the same messages as one at a time whenever the token count does
+   * not grow as messages are dropped), then the kept ones rendered in full; if it still does not fit, tokens are cut
+   * keeping the first num_keep (fitPrompt). With images no message is dropped and nothing cut (the engine answers a
+   * prompt that does not fit with a 400). `growContext` implies `truncate: false`. The grammar budget is checked and
+   * the grammars converted once, before the first render.
+   * @throws InvalidRequestError `template error: …`, `invalid JSON schema in format: …`, a grammar budget limit;
+   *   ContextLengthExceededError (Ollama's prompt-too-long 400, with the prompt and context sizes) when it does not
+   *   fit and may not be cut; RequestCancelledError when `signal` fired.
    */
   async prepareChat(
     cmd: ChatCommand,
     model: ResolvedModel,
     runner: Runner,
     options: EffectiveOptions,
+    signal?: AbortSignal,
   ): Promise<PreparedPrompt> {
     const messages = assembleChatMessages(cmd, model);
-    if (model.template && !goTemplateFor(model.template, this.templates.engine())) this.noteTemplateFallback(model);
+    const renderer = await this.chatRenderer(cmd, model, runner, signal);
     // Images: the engine evaluates the text and images itself; no message dropping or truncation (too long → 400 there).
-    if (messages.some((m) => m.images?.length)) return this.renderChat(cmd, model, runner, messages);
-    let prepared = await this.renderChat(cmd, model, runner, messages);
+    if (messages.some((m) => m.images?.length)) return renderer.render(messages);
+    let prepared = await renderer.render(messages);
     const truncate = cmd.growContext ? false : cmd.truncate;
-    while (truncate !== false && prepared.tokens.length >= runner.slotContext) {
-      const drop = messages.findIndex((m, i) => m.role !== 'system' && i < messages.length - 1);
-      if (drop < 0) break;
-      messages.splice(drop, 1);
-      prepared = await this.renderChat(cmd, model, runner, messages);
+    const limit = runner.slotContext;
+    if (truncate !== false && prepared.tokens.length >= limit) {
+      const probes = new Map<number, ChatProbe>();
+      const drop = await fewestDrops(
+        droppableCount(messages),
+        async (k) => {
+          if (k === 0) return false; // the full render above did not fit
+          const probe = await renderer.probe(dropOldest(messages, k));
+          probes.set(k, probe);
+          return probe.tokens.length < limit;
+        },
+        signal,
+      );
+      if (drop > 0) prepared = await renderer.render(dropOldest(messages, drop), probes.get(drop));
     }
     const fitted = fitPrompt(prepared.tokens, runner, options, truncate);
     if (fitted.dropped > 0) {
@@ -101,8 +110,13 @@ export class PromptService {
    * markers count as text).
    * @throws InvalidRequestError as {@link prepareChat}.
    */
-  countChat(cmd: ChatCommand, model: ResolvedModel, runner: Runner): Promise<PreparedPrompt> {
-    return this.renderChat(cmd, model, runner, assembleChatMessages(cmd, model));
+  async countChat(
+    cmd: ChatCommand,
+    model: ResolvedModel,
+    runner: Runner,
+    signal?: AbortSignal,
+  ): Promise<PreparedPrompt> {
+    return (await this.chatRenderer(cmd, model, runner, signal)).render(assembleChatMessages(cmd, model));
   }
 
   /**
@@ -122,15 +136,19 @@ export class PromptService {
     model: ResolvedModel,
     runner: Runner,
     options: EffectiveOptions,
+    signal?: AbortSignal,
   ): Promise<PreparedPrompt> {
     if (cmd.promptTokens?.length) cmd = { ...cmd, prompt: await runner.detokenize(cmd.promptTokens) };
-    const { text, prompt: extra } = await this.renderGenerate(cmd, model, runner);
+    throwIfCancelled(signal);
+    const { text, prompt: extra } = await this.renderGenerate(cmd, model, runner, signal);
+    throwIfCancelled(signal);
     const media = toMediaPrompt(text, cmd.images ?? []);
     if (media) {
       // Images are evaluated by the engine from the text (no truncation: a prompt that does not fit is a 400 there).
       return { ...extra, tokens: await tokenizePrompt(runner, media.prompt), media };
     }
     const tokens = await tokenizePrompt(runner, text);
+    throwIfCancelled(signal);
     const fitted = fitPrompt(tokens, runner, options, cmd.growContext ? false : cmd.truncate);
     if (fitted.dropped > 0) {
       this.logger.warn(
@@ -151,47 +169,51 @@ export class PromptService {
   }
 
   /**
-   * THE render + tokenize step of a chat prompt, shared by prepareChat and countChat so both see the same tokens:
-   * rendered mode with the model's Go TEMPLATE when it has one (and the engine is available), else native mode (GGUF
-   * Jinja through llama.cpp common/chat), with the request's tools, tool choice, thinking and format (§8.1);
-   * tokenized like llama.cpp's server (tokenizePrompt: special tokens added and parsed). Messages with images get
-   * `[img-N]` markers turned into media markers (`media`; `tokens` then only count the text). No fitting.
+   * THE renderer of a chat request, shared by prepareChat and countChat so both see the same tokens: rendered mode with
+   * the model's Go TEMPLATE when it has one (and the engine is available), else native mode (GGUF Jinja through
+   * llama.cpp common/chat), with the grammar budget checked and the grammars converted once (ChatRenderer.create).
    */
-  private async renderChat(
+  private chatRenderer(
     cmd: ChatCommand,
     model: ResolvedModel,
     runner: Runner,
-    messages: ChatMessage[],
-  ): Promise<PreparedPrompt> {
-    const opts = chatRenderOptions(cmd, model);
+    signal: AbortSignal | undefined,
+  ): Promise<ChatRenderer> {
     const go = goTemplateFor(model.template, this.templates.engine());
-    const images = messages.flatMap((m) => m.images ?? []);
-    const r = go
-      ? renderGo(go.api, go.template, runner, messages, opts)
-      : await renderNative(runner, images.length > 0 ? withImageMarkers(messages) : messages, opts);
-    const media = toMediaPrompt(r.text, images);
-    if (media) return { ...r.prompt, tokens: await tokenizePrompt(runner, media.prompt), media };
-    return { ...r.prompt, tokens: await tokenizePrompt(runner, r.text) };
+    if (model.template && !go) this.noteTemplateFallback(model);
+    return ChatRenderer.create(cmd, model, runner, go, signal);
   }
 
-  /** The text of a generate prompt before tokenizing, with the render's grammar, stops and parser (see prepareGenerate). */
-  private async renderGenerate(cmd: GenerateCommand, model: ResolvedModel, runner: Runner): Promise<RenderedPrompt> {
-    const formatOnly = () =>
-      cmd.format ? { grammar: formatGrammar(cmd.format, (s) => runner.jsonSchemaToGrammar(s)) } : {};
-    if (cmd.raw) return { text: cmd.prompt, prompt: formatOnly() };
-    const templateText = cmd.template || model.template;
+  /**
+   * The text of a generate prompt before tokenizing, with the render's grammar, stops and parser (see prepareGenerate).
+   * The `format` grammar is converted once, within the request's grammar budget, after the checks that need none.
+   */
+  private async renderGenerate(
+    cmd: GenerateCommand,
+    model: ResolvedModel,
+    runner: Runner,
+    signal: AbortSignal | undefined,
+  ): Promise<RenderedPrompt> {
+    const budget = GrammarBudget.of(cmd.format, undefined);
+    const templateText = cmd.raw ? undefined : cmd.template || model.template;
     const go = goTemplateFor(templateText, this.templates.engine());
     if (templateText && !go) this.noteTemplateFallback(model);
+    if (!cmd.raw && cmd.suffix && !go) {
+      throw new UnsupportedCapabilityError(`${model.name.toFullString()} does not support insert`, 'insert');
+    }
+    const format = cmd.format ? await formatGrammar(cmd.format, budget, runner, signal) : undefined;
+    const formatOnly = format ? { grammar: format } : {};
+    if (cmd.raw) return { text: cmd.prompt, prompt: formatOnly };
     const opts = { think: cmd.think, thinking: thinkingEnabled(cmd.think, model), format: cmd.format };
     let r: RenderedPrompt;
-    if (cmd.suffix) {
-      if (!go) throw new UnsupportedCapabilityError(`${model.name.toFullString()} does not support insert`, 'insert');
-      r = renderGo(go.api, go.template, runner, [], { ...opts, fim: { prompt: cmd.prompt, suffix: cmd.suffix } });
+    if (cmd.suffix && go) {
+      r = renderGo(go.api, go.template, [], { ...opts, fim: { prompt: cmd.prompt, suffix: cmd.suffix } }, { format });
     } else {
       const messages = generateMessages(cmd, model);
-      if (go) r = renderGo(go.api, go.template, runner, messages, opts);
-      else if (runner.info.hasChatTemplate) r = await renderNative(runner, withImageMarkers(messages), opts);
-      else r = { text: cmd.prompt, prompt: formatOnly() };
+      if (go) r = renderGo(go.api, go.template, messages, opts, { format });
+      else if (runner.info.hasChatTemplate) {
+        r = await renderNative(runner, withImageMarkers(messages), opts, { format }, budget);
+      } else r = { text: cmd.prompt, prompt: formatOnly };
     }
     if (cmd.context && cmd.context.length > 0) return { ...r, text: (await runner.detokenize(cmd.context)) + r.text };
     return r;

@@ -59,7 +59,7 @@ export interface ProcessRunnerOptions {
   childArgs?: string[];
   /** The label of log lines and of the child's command line (the model name, else the weights path). */
   label: string;
-  /** The parent's own binding, for jsonSchemaToGrammar and renderChat (a vocab-only model); loaded lazily. */
+  /** The parent's own binding, for renderChat (a vocab-only model); loaded lazily. */
   binding: () => NativeBinding;
   /** Where the child's stderr/stdout lines go, one call per line. */
   log?: (line: string) => void;
@@ -109,9 +109,10 @@ interface PendingCall {
  * - generate(): one id per generation; events arrive batched per tick and are replayed in order; unsubscribing sends
  *   `cancel`; tokenize/detokenize/applyChatTemplate/embed are request/response messages (embed's AbortSignal sends
  *   `cancel`); errors cross as {name, message} and are rebuilt as the same domain error classes;
- * - jsonSchemaToGrammar() runs on the parent's own binding (a pure llama.cpp function, no model), and renderChat() on
- *   a vocab-only copy of the model loaded in the parent (GGUF metadata and tokenizer only: no tensors, no decoding),
- *   because its result carries a synchronous output parser (a native object) that cannot cross a process boundary;
+ * - jsonSchemaToGrammar() is a call too (the child converts in its grammar worker thread); renderChat() runs on a
+ *   vocab-only copy of the model loaded in the parent (GGUF metadata and tokenizer only: no tensors, no decoding; the
+ *   Jinja rendering on the libuv pool), because its result carries a synchronous output parser (a native object)
+ *   that cannot cross a process boundary; after close() it refuses, and close() frees that copy;
  * - when the child dies on its own (abort, signal, OOM kill, exit) every generation and call in flight fails with
  *   RunnerTerminatedError (`llama runner process has terminated: <last meaningful stderr line>`), later calls fail
  *   the same way, and the onDeath listeners (the scheduler) run once;
@@ -277,6 +278,7 @@ export class ProcessRunner implements Runner {
 
   async renderChat(request: RunnerChatRequest): Promise<RunnerChatRender> {
     if (this.death) throw this.death;
+    if (this.closing) throw new InternalError('model was unloaded while in use');
     this.vocab ??= (async () => {
       const model = new (this.options.binding().Model)(this.spec.modelPath, { vocabOnly: true });
       await model.load();
@@ -293,12 +295,10 @@ export class ProcessRunner implements Runner {
     return { ...this.capabilities };
   }
 
-  jsonSchemaToGrammar(schema: string): string {
-    try {
-      return this.options.binding().jsonSchemaToGrammar(schema);
-    } catch (err) {
-      throw mapNativeError(err);
-    }
+  /** Converted in the runner process (its LlamaRunner's grammar worker); `signal` sends `cancel`. */
+  async jsonSchemaToGrammar(schema: string, signal?: AbortSignal): Promise<string> {
+    if (signal?.aborted) throw new RequestCancelledError();
+    return (await this.call({ method: 'jsonSchemaToGrammar', args: [schema] }, signal)) as string;
   }
 
   async embed(inputs: number[][], signal?: AbortSignal): Promise<Float32Array[]> {
@@ -342,11 +342,13 @@ export class ProcessRunner implements Runner {
     this.closing ??= (async () => {
       const unloaded = () => new InternalError('model was unloaded while in use');
       this.failAll(unloaded);
-      if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-      this.send({ t: 'close' });
-      const timer = setTimeout(() => this.child.kill('SIGKILL'), this.options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS);
-      await this.exited;
-      clearTimeout(timer);
+      if (this.child.exitCode === null && this.child.signalCode === null) {
+        this.send({ t: 'close' });
+        const timer = setTimeout(() => this.child.kill('SIGKILL'), this.options.closeTimeoutMs ?? CLOSE_TIMEOUT_MS);
+        await this.exited;
+        clearTimeout(timer);
+      }
+      // The vocab-only model of renderChat (renderChat refuses once closing, so no new one appears after this).
       await this.vocab?.then((m) => m.dispose()).catch(() => undefined);
     })();
     return this.closing;

@@ -41,7 +41,9 @@ export type RunnerCall =
   | { method: 'tokenize'; args: [text: string, options: { addSpecial: boolean; parseSpecial: boolean }] }
   | { method: 'detokenize'; args: [tokens: number[]] }
   | { method: 'applyChatTemplate'; args: [messages: RunnerChatMessage[], options: { addGenerationPrompt: boolean }] }
-  | { method: 'embed'; args: [inputs: number[][]] };
+  | { method: 'embed'; args: [inputs: number[][]] }
+  /** Runner.jsonSchemaToGrammar, run by the child's LlamaRunner (its grammar worker thread); `cancel` drops it. */
+  | { method: 'jsonSchemaToGrammar'; args: [schema: string] };
 
 /** The runner's state the parent keeps for its synchronous members, pushed by the child. */
 export interface RunnerSnapshot {

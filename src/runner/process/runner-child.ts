@@ -164,6 +164,16 @@ class RunnerChild {
         case 'applyChatTemplate':
           value = await runner.applyChatTemplate(...message.args);
           break;
+        case 'jsonSchemaToGrammar': {
+          const abort = new AbortController(); // a `cancel` drops the conversion while it waits for the worker
+          this.embeds.set(id, abort);
+          try {
+            value = await runner.jsonSchemaToGrammar(message.args[0], abort.signal);
+          } finally {
+            this.embeds.delete(id);
+          }
+          break;
+        }
         case 'embed': {
           const abort = new AbortController();
           this.embeds.set(id, abort);

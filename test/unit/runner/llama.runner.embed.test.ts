@@ -52,8 +52,8 @@ describe('LlamaRunner embeddings, grammar, render', () => {
 
   it('maps jsonSchemaToGrammar errors and exposes the template’s capabilities', async () => {
     const runner = await LlamaRunner.load(binding, spec());
-    assert.throws(() => runner.jsonSchemaToGrammar('{nope'), InvalidRequestError);
-    assert.equal(runner.jsonSchemaToGrammar('{"type":"object"}'), 'root ::= {"type":"object"}');
+    await assert.rejects(runner.jsonSchemaToGrammar('{nope'), InvalidRequestError);
+    assert.equal(await runner.jsonSchemaToGrammar('{"type":"object"}'), 'root ::= {"type":"object"}');
     binding.chat.thinking = true;
     assert.deepEqual(runner.chatCapabilities(), { tools: true, thinking: true });
     await runner.close();

@@ -61,7 +61,8 @@ describe('ProcessRunner (against a fake runner process)', () => {
       const vectors = await runner.embed([[5, 6, 7]]);
       assert.ok(vectors[0] instanceof Float32Array, 'embeddings cross as Float32Array');
       assert.equal(vectors[0].length, 8);
-      assert.equal(runner.jsonSchemaToGrammar('{"type":"string"}').length > 0, true);
+      assert.equal((await runner.jsonSchemaToGrammar('{"type":"string"}')).length > 0, true, 'converted in the child');
+      await assert.rejects(runner.jsonSchemaToGrammar('{nope'), InvalidRequestError);
       // A Ctrl-C reaches the whole process group: the runner ignores it (the daemon decides when it ends).
       process.kill(runner.pid!, 'SIGINT');
       await new Promise((r) => setTimeout(r, 100));
@@ -71,6 +72,22 @@ describe('ProcessRunner (against a fake runner process)', () => {
     }
     assert.equal(alive(runner.pid!), false, 'the runner process exited');
     await assert.rejects(runner.tokenize('x', { addSpecial: false, parseSpecial: false }), InternalError);
+  });
+
+  it('renderChat uses a vocab-only model in the daemon that close() frees; after close it is refused', async () => {
+    const own = new FakeBinding();
+    const runner = await ProcessRunner.start(spec('/m/vocab'), {
+      childPath: CHILD,
+      label: 'vocab',
+      binding: () => own,
+    });
+    const request = { messages: [{ role: 'user', content: 'hi' }], addGenerationPrompt: true };
+    assert.match((await runner.renderChat(request)).prompt, /hi/);
+    assert.equal(own.models.length, 1);
+    await runner.close();
+    assert.equal(own.models[0].disposed, true, 'the vocab-only model is freed');
+    await assert.rejects(runner.renderChat(request), InternalError);
+    assert.equal(own.models.length, 1, 'no model is loaded after close');
   });
 
   it('loads with the daemon’s thread share and takes a new one through the threads message', async () => {

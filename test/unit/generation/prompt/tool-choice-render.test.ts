@@ -5,8 +5,10 @@ import { InvalidRequestError } from '../../../../src/common/errors';
 import { JSON_OBJECT_GRAMMAR } from '../../../../src/generation/prompt/format';
 import { ToolDefinition } from '../../../../src/generation/generation.types';
 import { loadGoTemplates } from '../../../../src/generation/prompt/go-template.port';
-import { renderGo } from '../../../../src/generation/prompt/go-render';
-import { renderNative } from '../../../../src/generation/prompt/native-render';
+import { goGrammars, renderGo } from '../../../../src/generation/prompt/go-render';
+import { GrammarBudget } from '../../../../src/generation/prompt/grammar-budget';
+import { nativeGrammars, renderNative } from '../../../../src/generation/prompt/native-render';
+import type { NativeRenderOptions } from '../../../../src/generation/prompt/render-options';
 import type { RunnerChatRender, RunnerChatRequest } from '../../../../src/runner/runner';
 import { FakeRunner, spec } from '../../../utils/fake-runner';
 
@@ -67,7 +69,8 @@ class ChatRunner extends FakeRunner {
     };
   }
 
-  override jsonSchemaToGrammar(schema: string): string {
+  override async jsonSchemaToGrammar(schema: string): Promise<string> {
+    await Promise.resolve();
     if (schema.includes('"nope"')) throw new InvalidRequestError('Unrecognized schema: "nope"', 'format');
     return 'root ::= "{}"';
   }
@@ -76,10 +79,16 @@ class ChatRunner extends FakeRunner {
 const messages = [{ role: 'user' as const, content: 'Weather in Paris?' }];
 const base = { think: undefined, thinking: false };
 
+/** renderNative with the request's tools and grammars prepared once, as the prompt stage does. */
+async function native(runner: ChatRunner, opts: NativeRenderOptions) {
+  const budget = GrammarBudget.of(opts.format, opts.tools);
+  return renderNative(runner, messages, opts, await nativeGrammars(runner, opts, budget), budget);
+}
+
 describe('renderNative with toolChoice "required"', () => {
   it('puts the call opening at the end of the prompt, prefills the grammar past it, one call only', async () => {
     const runner = new ChatRunner();
-    const { text, prompt } = await renderNative(runner, messages, {
+    const { text, prompt } = await native(runner, {
       ...base,
       tools: [weather],
       toolChoice: 'required',
@@ -103,7 +112,7 @@ describe('renderNative with toolChoice "required"', () => {
   it('keeps llama.cpp grammar as it is when thinking comes first or the trigger is not one word', async () => {
     const thinking = new ChatRunner();
     thinking.thinking = true;
-    const a = await renderNative(thinking, messages, { ...base, tools: [weather], toolChoice: 'required' });
+    const a = await native(thinking, { ...base, tools: [weather], toolChoice: 'required' });
     assert.ok(a.text.endsWith(GEN_PROMPT));
     assert.equal(a.prompt.grammar, REQUIRED_GRAMMAR);
     assert.equal(a.prompt.grammarPrefill, GEN_PROMPT);
@@ -111,14 +120,14 @@ describe('renderNative with toolChoice "required"', () => {
 
     const pattern = new ChatRunner();
     pattern.autoTriggers = [{ type: 'pattern', value: '<tool_call>|<function=' }];
-    const b = await renderNative(pattern, messages, { ...base, tools: [weather], toolChoice: 'required' });
+    const b = await native(pattern, { ...base, tools: [weather], toolChoice: 'required' });
     assert.ok(b.text.endsWith(GEN_PROMPT));
     assert.equal(b.prompt.grammar, REQUIRED_GRAMMAR);
   });
 
   it('auto: one render, the lazy grammar and its triggers unchanged', async () => {
     const runner = new ChatRunner();
-    const { text, prompt } = await renderNative(runner, messages, { ...base, tools: [weather] });
+    const { text, prompt } = await native(runner, { ...base, tools: [weather] });
     assert.ok(text.endsWith(GEN_PROMPT));
     assert.equal(prompt.grammarLazy, true);
     assert.equal(prompt.grammarPrefill, undefined);
@@ -129,9 +138,18 @@ describe('renderNative with toolChoice "required"', () => {
 describe('renderGo with toolChoice "required"', () => {
   const api = loadGoTemplates()!;
   const template = api.GoTemplate.parse(QWEN_TOOLS_GO_TEMPLATE);
+  /** renderGo with the grammars converted once, as the prompt stage does. */
+  const go = async (runner: ChatRunner, opts: NativeRenderOptions) =>
+    renderGo(
+      api,
+      template,
+      messages,
+      opts,
+      await goGrammars(api, template, runner, opts, GrammarBudget.of(opts.format, opts.tools)),
+    );
 
-  it("forces a call in the template's own syntax from the first token", () => {
-    const { text, prompt } = renderGo(api, template, new ChatRunner(), messages, {
+  it("forces a call in the template's own syntax from the first token", async () => {
+    const { text, prompt } = await go(new ChatRunner(), {
       ...base,
       tools: [weather],
       toolChoice: 'required',
@@ -146,10 +164,10 @@ describe('renderGo with toolChoice "required"', () => {
     assert.ok(prompt.parser, 'the tool-call parser reads the call');
   });
 
-  it('auto and "format" leave the forced grammar out', () => {
-    const auto = renderGo(api, template, new ChatRunner(), messages, { ...base, tools: [weather] });
+  it('auto and "format" leave the forced grammar out', async () => {
+    const auto = await go(new ChatRunner(), { ...base, tools: [weather] });
     assert.equal(auto.prompt.grammar, undefined);
-    const format = renderGo(api, template, new ChatRunner(), messages, {
+    const format = await go(new ChatRunner(), {
       ...base,
       tools: [weather],
       toolChoice: 'required',
@@ -158,15 +176,12 @@ describe('renderGo with toolChoice "required"', () => {
     assert.equal(format.prompt.grammar, JSON_OBJECT_GRAMMAR);
   });
 
-  it('a tool schema the converter rejects is a 400 naming the tool', () => {
+  it('a tool schema the converter rejects is a 400 naming the tool', async () => {
     const bad: ToolDefinition = { type: 'function', function: { name: 'bad', parameters: { type: 'nope' } } };
-    assert.throws(
-      () => renderGo(api, template, new ChatRunner(), messages, { ...base, tools: [bad], toolChoice: 'required' }),
-      (err: unknown) => {
-        assert.ok(err instanceof InvalidRequestError);
-        assert.match(err.message, /^invalid JSON schema in the parameters of tool "bad": /);
-        return true;
-      },
-    );
+    await assert.rejects(go(new ChatRunner(), { ...base, tools: [bad], toolChoice: 'required' }), (err: unknown) => {
+      assert.ok(err instanceof InvalidRequestError);
+      assert.match(err.message, /^invalid JSON schema in the parameters of tool "bad": /);
+      return true;
+    });
   });
 });
