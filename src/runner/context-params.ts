@@ -10,7 +10,38 @@ export function totalCells(spec: RunnerSpec): number {
 }
 
 /**
- * Thread parameters of a context: an explicit num_thread as asked; otherwise `threads` (the scheduler's share of the
+ * Sequences an embedding context decodes together (native/context_plan.cpp kEmbedSeqMax): its n_seq_max, so its batch
+ * must hold at least that many outputs.
+ */
+export const EMBED_SEQ_MAX = 64;
+
+/** ggml's thread limit (GGML_MAX_N_THREADS). */
+const MAX_THREADS = 512;
+
+/**
+ * Batch of a generation context, tokens: num_batch, but never fewer than the slots and never more than the context's
+ * cells. llama.cpp sizes its output buffer for n_batch outputs and asserts that a batch's outputs, at least one per
+ * sequence (n_seq_max = the slots), fit: `num_batch: 0` (→ 1) with 4 slots was `GGML_ASSERT(n_outputs_max <=
+ * cparams.n_outputs_max)` and a dead runner (issue 32 item 3). The merge already keeps num_batch in [1, num_ctx]
+ * (generation/options option-rules clampNumBatch); this is the guard at the one place options become native params.
+ */
+export function batchParams(spec: RunnerSpec): Pick<NativeContextParams, 'nBatch'> {
+  const cells = totalCells(spec);
+  const batch = Math.min(Math.max(1, Math.trunc(spec.numBatch)), cells);
+  return { nBatch: Math.max(batch, Math.max(1, spec.numParallel)) };
+}
+
+/**
+ * Batch (= ubatch: a non-causal model sees a whole input in one ubatch) of an embedding context, tokens: at least
+ * num_ctx (one whole input), and at least {@link EMBED_SEQ_MAX} (its n_seq_max; fewer asserts in llama.cpp like
+ * {@link batchParams}).
+ */
+export function embeddingBatch(spec: RunnerSpec): number {
+  return Math.max(Math.trunc(spec.numBatch), spec.numCtx, spec.numParallel, EMBED_SEQ_MAX);
+}
+
+/**
+ * Thread parameters of a context: an explicit num_thread as asked (at most ggml's 512); otherwise `threads` (the scheduler's share of the
  * cores, default all physical cores) with thread pools sized for all physical cores, so that setThreads() can give it
  * more later.
  */
@@ -18,7 +49,7 @@ export function threadParams(
   spec: RunnerSpec,
   threads: number | undefined,
 ): Pick<NativeContextParams, 'nThreads' | 'nThreadsMax'> {
-  if (spec.numThread > 0) return { nThreads: spec.numThread };
+  if (spec.numThread > 0) return { nThreads: Math.min(Math.trunc(spec.numThread), MAX_THREADS) };
   const cores = physicalCores();
   return { nThreads: Math.min(cores, Math.max(1, threads ?? cores)), nThreadsMax: cores };
 }

@@ -28,7 +28,15 @@ import {
   RunnerSpec,
   RunnerUsage,
 } from './runner';
-import { cacheRamParams, kvParams, loraParams, threadParams, totalCells } from './context-params';
+import {
+  batchParams,
+  cacheRamParams,
+  embeddingBatch,
+  kvParams,
+  loraParams,
+  threadParams,
+  totalCells,
+} from './context-params';
 import { physicalCores } from './cpu-threads';
 
 /** A failure while loading is a load error unless the addon said something more specific (e.g. out of memory). */
@@ -110,7 +118,7 @@ export class LlamaRunner implements Runner {
 
   /** Parameters of an embedding context for `spec`. */
   private static embeddingParams(spec: RunnerSpec, threads: number | undefined): NativeContextParams {
-    const batch = Math.max(spec.numBatch, spec.numCtx);
+    const batch = embeddingBatch(spec);
     return {
       nCtx: totalCells(spec),
       nBatch: batch,
@@ -160,7 +168,7 @@ export class LlamaRunner implements Runner {
           ? LlamaRunner.embeddingParams(spec, threads)
           : {
               nCtx: totalCells(spec),
-              nBatch: spec.numBatch,
+              ...batchParams(spec),
               nParallel: spec.numParallel,
               ...(spec.kvUnified ? { kvUnified: true } : {}),
               ...threadParams(spec, threads),
