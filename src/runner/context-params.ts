@@ -15,6 +15,9 @@ export function totalCells(spec: RunnerSpec): number {
  */
 export const EMBED_SEQ_MAX = 64;
 
+/** Most cells (and batch tokens) the addon accepts for a context (native/convert.cpp kMaxTokens). */
+const MAX_CELLS = 2 ** 24;
+
 /** ggml's thread limit (GGML_MAX_N_THREADS). */
 const MAX_THREADS = 512;
 
@@ -32,12 +35,19 @@ export function batchParams(spec: RunnerSpec): Pick<NativeContextParams, 'nBatch
 }
 
 /**
- * Batch (= ubatch: a non-causal model sees a whole input in one ubatch) of an embedding context, tokens: at least
- * num_ctx (one whole input), and at least {@link EMBED_SEQ_MAX} (its n_seq_max; fewer asserts in llama.cpp like
- * {@link batchParams}).
+ * Cells and batch (= ubatch: a non-causal model sees a whole input in one ubatch) of an embedding context, tokens.
+ * Its n_seq_max is max(slots, {@link EMBED_SEQ_MAX}), and llama.cpp reserves its worst-case graph with
+ * min(n_ctx, n_ubatch) tokens split over n_seq_max sequences: unless that count is a multiple of n_seq_max, mean
+ * pooling asserts (`GGML_ASSERT(ggml_can_mul_mat(a, b))`, e.g. num_ctx 96 on a BERT model), and below n_seq_max the
+ * outputs do not fit (`n_outputs_max`, e.g. num_ctx 4 on a causal model, whose n_batch llama.cpp caps at n_ctx). So
+ * the batch is max(num_batch, num_ctx) rounded up to a multiple of n_seq_max, and the context has at least that many
+ * cells. Inputs are still limited to num_ctx tokens (the embed service truncates or refuses them first).
  */
-export function embeddingBatch(spec: RunnerSpec): number {
-  return Math.max(Math.trunc(spec.numBatch), spec.numCtx, spec.numParallel, EMBED_SEQ_MAX);
+export function embeddingSizes(spec: RunnerSpec): Pick<NativeContextParams, 'nCtx' | 'nBatch' | 'nUbatch'> {
+  const seqMax = Math.max(1, spec.numParallel, EMBED_SEQ_MAX);
+  const wanted = Math.max(1, Math.trunc(spec.numBatch), spec.numCtx);
+  const batch = Math.min(Math.ceil(wanted / seqMax), Math.floor(MAX_CELLS / seqMax)) * seqMax;
+  return { nCtx: Math.min(Math.max(totalCells(spec), batch), MAX_CELLS), nBatch: batch, nUbatch: batch };
 }
 
 /**

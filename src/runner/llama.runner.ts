@@ -10,8 +10,14 @@ import type {
   NativeTaskParams,
   NativeTokenLogprob,
 } from '../../binding';
-import { DaemonError, InternalError, ModelLoadError, RequestCancelledError } from '../common/errors';
-import { mapNativeError, NATIVE_BINDING, NativeBindingLoader } from '../native';
+import {
+  ContextLengthExceededError,
+  DaemonError,
+  InternalError,
+  ModelLoadError,
+  RequestCancelledError,
+} from '../common/errors';
+import { mapNativeError, NATIVE_BINDING, NativeBindingLoader, PROMPT_TOO_LONG_MESSAGE } from '../native';
 import {
   Runner,
   RunnerChatMessage,
@@ -31,7 +37,7 @@ import {
 import {
   batchParams,
   cacheRamParams,
-  embeddingBatch,
+  embeddingSizes,
   kvParams,
   loraParams,
   threadParams,
@@ -118,11 +124,8 @@ export class LlamaRunner implements Runner {
 
   /** Parameters of an embedding context for `spec`. */
   private static embeddingParams(spec: RunnerSpec, threads: number | undefined): NativeContextParams {
-    const batch = embeddingBatch(spec);
     return {
-      nCtx: totalCells(spec),
-      nBatch: batch,
-      nUbatch: batch,
+      ...embeddingSizes(spec),
       nParallel: spec.numParallel,
       embeddings: true,
       ...(spec.kvUnified ? { kvUnified: true } : {}),
@@ -408,6 +411,9 @@ export class LlamaRunner implements Runner {
     if (this.closed) throw new InternalError('model was unloaded while in use');
     if (signal?.aborted) throw new RequestCancelledError();
     if (inputs.length === 0) return [];
+    // The embedding context may hold more cells than num_ctx (context-params embeddingSizes): the limit is checked here.
+    const tooLong = inputs.find((input) => input.length > this.spec.numCtx);
+    if (tooLong) throw new ContextLengthExceededError(PROMPT_TOO_LONG_MESSAGE, tooLong.length, this.spec.numCtx);
     this.embedContext ??= this.binding.Context.create(this.model, LlamaRunner.embeddingParams(this.spec, this.threads));
     let context: NativeContext;
     try {

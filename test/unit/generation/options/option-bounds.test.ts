@@ -4,29 +4,9 @@ import { InvalidRequestError } from '../../../../src/common/errors';
 import { decodeOptions, formatParams, OPTION_TABLE, OptionMap } from '../../../../src/common/options';
 import { EffectiveOptions, resolveOptions } from '../../../../src/generation/options/options';
 import { INT32_MAX, MAX_CONTEXT_CELLS } from '../../../../src/generation/options/option-rules';
-import { batchParams, embeddingBatch, threadParams, totalCells } from '../../../../src/runner/context-params';
+import { batchParams, embeddingSizes, threadParams, totalCells } from '../../../../src/runner/context-params';
 import type { RunnerSpec } from '../../../../src/runner';
-
-/** The extreme values of the fuzz (issue 32 item 3), as JSON values. */
-export const EXTREME_VALUES: readonly unknown[] = [
-  0,
-  -1,
-  1,
-  2 ** 31,
-  -(2 ** 31),
-  2 ** 53,
-  1e308,
-  -1e308,
-  'NaN',
-  'abc',
-  '',
-  true,
-  [],
-  {},
-];
-
-/** The same as Modelfile PARAMETER text (what formatParams sees). */
-const EXTREME_STRINGS = ['0', '-1', '1', '2147483648', '-2147483648', '9007199254740992', '1e308', '-1e308', 'NaN'];
+import { EXTREME_PARAMETER_TEXTS, EXTREME_VALUES } from '../../../utils/extreme-values';
 
 const FLOAT32_MAX = 3.4028234663852886e38;
 const isInt32 = (n: number, lo = -(2 ** 31)) => Number.isInteger(n) && n >= lo && n <= INT32_MAX;
@@ -46,7 +26,13 @@ function assertInEngineRanges(
   assert.ok(load.numBatch >= 1 && load.numBatch <= load.numCtx && Number.isInteger(load.numBatch), `${what}: batch`);
   const nBatch = batchParams(spec).nBatch ?? 0;
   assert.ok(nBatch >= parallel.numParallel && nBatch <= MAX_CONTEXT_CELLS, `${what}: native batch ≥ slots`);
-  assert.ok(embeddingBatch(spec) >= 64 && embeddingBatch(spec) <= MAX_CONTEXT_CELLS, `${what}: embedding batch`);
+  const embed = embeddingSizes(spec);
+  const seqMax = Math.max(64, parallel.numParallel);
+  assert.ok(
+    embed.nBatch !== undefined && embed.nBatch % seqMax === 0 && embed.nBatch >= seqMax,
+    `${what}: embed batch`,
+  );
+  assert.ok(embed.nCtx >= embed.nBatch && embed.nCtx <= MAX_CONTEXT_CELLS, `${what}: embedding cells`);
   assert.ok(isInt32(load.numGpu, -1), `${what}: numGpu`);
   if (load.mainGpu !== undefined) assert.ok(isInt32(load.mainGpu, -1), `${what}: mainGpu`);
   assert.ok(load.numThread >= 0 && load.numThread <= 512 && Number.isInteger(load.numThread), `${what}: threads`);
@@ -109,7 +95,7 @@ describe('every option × every extreme value: a 400 or values the engine accept
     });
 
     it(`${key} as a Modelfile PARAMETER`, () => {
-      for (const text of EXTREME_STRINGS) {
+      for (const text of EXTREME_PARAMETER_TEXTS) {
         let params: OptionMap;
         try {
           params = formatParams(new Map([[key, [text]]])).params;
@@ -143,9 +129,26 @@ describe('context-params: the native guard', () => {
     assert.deepEqual(batchParams(spec({ numBatch: 256 })), { nBatch: 256 });
   });
 
-  it('an embedding context’s batch holds one whole input and one output per packed sequence (64)', () => {
-    assert.equal(embeddingBatch(spec({ numBatch: 1, numCtx: 4 })), 64);
-    assert.equal(embeddingBatch(spec({ numBatch: 512, numCtx: 2048 })), 2048);
+  it('an embedding context: batch a multiple of its 64 sequences, at least num_ctx; as many cells', () => {
+    // num_ctx 4 on a causal model: n_batch capped at n_ctx = 4 < 64 sequences was the n_outputs_max assert.
+    assert.deepEqual(embeddingSizes(spec({ numBatch: 1, numCtx: 4 })), { nCtx: 64, nBatch: 64, nUbatch: 64 });
+    // num_ctx 96 on BERT: a 96-token ubatch over 64 sequences was GGML_ASSERT(ggml_can_mul_mat(a, b)).
+    assert.deepEqual(embeddingSizes(spec({ numBatch: 96, numCtx: 96 })), { nCtx: 128, nBatch: 128, nUbatch: 128 });
+    assert.deepEqual(embeddingSizes(spec({ numBatch: 512, numCtx: 2048 })), {
+      nCtx: 2048,
+      nBatch: 2048,
+      nUbatch: 2048,
+    });
+    assert.deepEqual(embeddingSizes(spec({ numBatch: 512, numCtx: 512, numParallel: 2 })), {
+      nCtx: 1024,
+      nBatch: 512,
+      nUbatch: 512,
+    });
+    assert.deepEqual(embeddingSizes(spec({ numBatch: 8, numCtx: 8, numParallel: 100, kvUnified: true })), {
+      nCtx: 100,
+      nBatch: 100,
+      nUbatch: 100,
+    });
   });
 
   it('an explicit num_thread never asks ggml for more than 512 threads', () => {
