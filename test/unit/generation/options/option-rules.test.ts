@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import {
   clampFloat32,
@@ -20,6 +22,8 @@ import {
   MAX_CONTEXT_CELLS,
   maxThreads,
 } from '../../../../src/generation/options/option-rules';
+import { OPTION_TABLE } from '../../../../src/common/options';
+import { REPO_ROOT } from '../../../../src/config';
 import { resolveOptions } from '../../../../src/generation/options/options';
 
 // Issue 32 item 3: one rule per option (docs/security.md "Option bounds").
@@ -201,5 +205,22 @@ describe('resolveOptions applies the rules', () => {
     assert.equal(load.numCtx, 4096);
     assert.equal(load.numBatch, 2);
     assert.equal(sampling.topK, 40);
+  });
+});
+
+describe('docs/security.md "Option bounds"', () => {
+  it('has a rule row for every option of the option table', () => {
+    const doc = readFileSync(join(REPO_ROOT, 'docs', 'security.md'), 'utf8');
+    const section = doc.slice(
+      doc.indexOf('## Option bounds'),
+      doc.indexOf('\n## ', doc.indexOf('## Option bounds') + 3),
+    );
+    const rows = section.split('\n').filter((line) => line.startsWith('| `'));
+    for (const key of Object.keys(OPTION_TABLE)) {
+      assert.ok(
+        rows.some((row) => row.split('|')[1].includes(`\`${key}\``)),
+        `no row for ${key}`,
+      );
+    }
   });
 });
