@@ -51,6 +51,22 @@ export function embeddingSizes(spec: RunnerSpec): Pick<NativeContextParams, 'nCt
 }
 
 /**
+ * Parameters of an embedding context for `spec` (an embedding model's context, or a generation model's second one):
+ * {@link embeddingSizes}, the slots, threads ({@link threadParams}), KV type and LoRA adapters.
+ */
+export function embeddingContextParams(spec: RunnerSpec, threads: number | undefined): NativeContextParams {
+  return {
+    ...embeddingSizes(spec),
+    nParallel: spec.numParallel,
+    embeddings: true,
+    ...(spec.kvUnified ? { kvUnified: true } : {}),
+    ...threadParams(spec, threads),
+    ...kvParams(spec),
+    ...loraParams(spec),
+  };
+}
+
+/**
  * Thread parameters of a context: an explicit num_thread as asked (at most ggml's 512); otherwise `threads` (the scheduler's share of the
  * cores, default all physical cores) with thread pools sized for all physical cores, so that setThreads() can give it
  * more later.

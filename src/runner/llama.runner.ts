@@ -3,7 +3,6 @@ import { Observable } from 'rxjs';
 import type {
   NativeBinding,
   NativeContext,
-  NativeContextParams,
   NativeEvent,
   NativeMemoryEntry,
   NativeModel,
@@ -37,7 +36,7 @@ import {
 import {
   batchParams,
   cacheRamParams,
-  embeddingSizes,
+  embeddingContextParams,
   kvParams,
   loraParams,
   threadParams,
@@ -122,19 +121,6 @@ export class LlamaRunner implements Runner {
     if (info.embeddingModel) this.embedContext = Promise.resolve(context);
   }
 
-  /** Parameters of an embedding context for `spec`. */
-  private static embeddingParams(spec: RunnerSpec, threads: number | undefined): NativeContextParams {
-    return {
-      ...embeddingSizes(spec),
-      nParallel: spec.numParallel,
-      embeddings: true,
-      ...(spec.kvUnified ? { kvUnified: true } : {}),
-      ...threadParams(spec, threads),
-      ...kvParams(spec),
-      ...loraParams(spec),
-    };
-  }
-
   /**
    * Loads the weights and creates the context.
    * @param threads threads to start with when spec.numThread is 0 (default: the physical cores).
@@ -168,7 +154,7 @@ export class LlamaRunner implements Runner {
       const context = await binding.Context.create(
         model,
         embeddingModel
-          ? LlamaRunner.embeddingParams(spec, threads)
+          ? embeddingContextParams(spec, threads)
           : {
               nCtx: totalCells(spec),
               ...batchParams(spec),
@@ -414,7 +400,7 @@ export class LlamaRunner implements Runner {
     // The embedding context may hold more cells than num_ctx (context-params embeddingSizes): the limit is checked here.
     const tooLong = inputs.find((input) => input.length > this.spec.numCtx);
     if (tooLong) throw new ContextLengthExceededError(PROMPT_TOO_LONG_MESSAGE, tooLong.length, this.spec.numCtx);
-    this.embedContext ??= this.binding.Context.create(this.model, LlamaRunner.embeddingParams(this.spec, this.threads));
+    this.embedContext ??= this.binding.Context.create(this.model, embeddingContextParams(this.spec, this.threads));
     let context: NativeContext;
     try {
       context = await this.embedContext;
