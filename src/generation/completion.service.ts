@@ -81,6 +81,7 @@ export class CompletionService {
   /** The effective options and the runner spec a request would use. */
   plan(model: ResolvedModel, options: OptionMap): { options: EffectiveOptions; spec: RunnerSpec } {
     const kv = kvCacheSettings(this.config);
+    const parallel = parallelPlan(this.config.numParallel);
     const effective = resolveOptions(options, model.params, {
       contextLength: this.config.contextLength,
       threads: this.config.threads,
@@ -89,12 +90,14 @@ export class CompletionService {
       flashAttention: kv.flashAttention,
       kvCacheType: kv.kvCacheType,
       hasDraft: model.draftPath !== undefined,
+      vision: model.projectorPaths.length > 0,
+      parallel,
     });
     return {
       options: effective,
       spec: {
         modelPath: model.modelPath,
-        ...parallelPlan(this.config.numParallel),
+        ...parallel,
         ...(ramCacheShareBytes(this.config) > 0 ? { cacheRamBytes: ramCacheShareBytes(this.config) } : {}),
         ...effective.load,
         ...(model.projectorPaths.length > 0 ? { projectorPath: model.projectorPaths[0] } : {}),

@@ -10,7 +10,64 @@ export function totalCells(spec: RunnerSpec): number {
 }
 
 /**
- * Thread parameters of a context: an explicit num_thread as asked; otherwise `threads` (the scheduler's share of the
+ * Sequences an embedding context decodes together (native/context_plan.cpp kEmbedSeqMax): its n_seq_max, so its batch
+ * must hold at least that many outputs.
+ */
+export const EMBED_SEQ_MAX = 64;
+
+/** Most cells (and batch tokens) the addon accepts for a context (native/convert.cpp kMaxTokens). */
+const MAX_CELLS = 2 ** 24;
+
+/** ggml's thread limit (GGML_MAX_N_THREADS). */
+const MAX_THREADS = 512;
+
+/**
+ * Batch of a generation context, tokens: num_batch, but never fewer than the slots and never more than the context's
+ * cells. llama.cpp sizes its output buffer for n_batch outputs and asserts that a batch's outputs, at least one per
+ * sequence (n_seq_max = the slots), fit: `num_batch: 0` (→ 1) with 4 slots was `GGML_ASSERT(n_outputs_max <=
+ * cparams.n_outputs_max)` and a dead runner (issue 32 item 3). The merge already keeps num_batch in [1, num_ctx]
+ * (generation/options option-rules clampNumBatch); this is the guard at the one place options become native params.
+ */
+export function batchParams(spec: RunnerSpec): Pick<NativeContextParams, 'nBatch'> {
+  const cells = totalCells(spec);
+  const batch = Math.min(Math.max(1, Math.trunc(spec.numBatch)), cells);
+  return { nBatch: Math.max(batch, Math.max(1, spec.numParallel)) };
+}
+
+/**
+ * Cells and batch (= ubatch: a non-causal model sees a whole input in one ubatch) of an embedding context, tokens.
+ * Its n_seq_max is max(slots, {@link EMBED_SEQ_MAX}), and llama.cpp reserves its worst-case graph with
+ * min(n_ctx, n_ubatch) tokens split over n_seq_max sequences: unless that count is a multiple of n_seq_max, mean
+ * pooling asserts (`GGML_ASSERT(ggml_can_mul_mat(a, b))`, e.g. num_ctx 96 on a BERT model), and below n_seq_max the
+ * outputs do not fit (`n_outputs_max`, e.g. num_ctx 4 on a causal model, whose n_batch llama.cpp caps at n_ctx). So
+ * the batch is max(num_batch, num_ctx) rounded up to a multiple of n_seq_max, and the context has at least that many
+ * cells. Inputs are still limited to num_ctx tokens (the embed service truncates or refuses them first).
+ */
+export function embeddingSizes(spec: RunnerSpec): Pick<NativeContextParams, 'nCtx' | 'nBatch' | 'nUbatch'> {
+  const seqMax = Math.max(1, spec.numParallel, EMBED_SEQ_MAX);
+  const wanted = Math.max(1, Math.trunc(spec.numBatch), spec.numCtx);
+  const batch = Math.min(Math.ceil(wanted / seqMax), Math.floor(MAX_CELLS / seqMax)) * seqMax;
+  return { nCtx: Math.min(Math.max(totalCells(spec), batch), MAX_CELLS), nBatch: batch, nUbatch: batch };
+}
+
+/**
+ * Parameters of an embedding context for `spec` (an embedding model's context, or a generation model's second one):
+ * {@link embeddingSizes}, the slots, threads ({@link threadParams}), KV type and LoRA adapters.
+ */
+export function embeddingContextParams(spec: RunnerSpec, threads: number | undefined): NativeContextParams {
+  return {
+    ...embeddingSizes(spec),
+    nParallel: spec.numParallel,
+    embeddings: true,
+    ...(spec.kvUnified ? { kvUnified: true } : {}),
+    ...threadParams(spec, threads),
+    ...kvParams(spec),
+    ...loraParams(spec),
+  };
+}
+
+/**
+ * Thread parameters of a context: an explicit num_thread as asked (at most ggml's 512); otherwise `threads` (the scheduler's share of the
  * cores, default all physical cores) with thread pools sized for all physical cores, so that setThreads() can give it
  * more later.
  */
@@ -18,7 +75,7 @@ export function threadParams(
   spec: RunnerSpec,
   threads: number | undefined,
 ): Pick<NativeContextParams, 'nThreads' | 'nThreadsMax'> {
-  if (spec.numThread > 0) return { nThreads: spec.numThread };
+  if (spec.numThread > 0) return { nThreads: Math.min(Math.trunc(spec.numThread), MAX_THREADS) };
   const cores = physicalCores();
   return { nThreads: Math.min(cores, Math.max(1, threads ?? cores)), nThreadsMax: cores };
 }

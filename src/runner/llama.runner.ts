@@ -3,15 +3,20 @@ import { Observable } from 'rxjs';
 import type {
   NativeBinding,
   NativeContext,
-  NativeContextParams,
   NativeEvent,
   NativeMemoryEntry,
   NativeModel,
   NativeTaskParams,
   NativeTokenLogprob,
 } from '../../binding';
-import { DaemonError, InternalError, ModelLoadError, RequestCancelledError } from '../common/errors';
-import { mapNativeError, NATIVE_BINDING, NativeBindingLoader } from '../native';
+import {
+  ContextLengthExceededError,
+  DaemonError,
+  InternalError,
+  ModelLoadError,
+  RequestCancelledError,
+} from '../common/errors';
+import { mapNativeError, NATIVE_BINDING, NativeBindingLoader, PROMPT_TOO_LONG_MESSAGE } from '../native';
 import {
   Runner,
   RunnerChatMessage,
@@ -28,7 +33,15 @@ import {
   RunnerSpec,
   RunnerUsage,
 } from './runner';
-import { cacheRamParams, kvParams, loraParams, threadParams, totalCells } from './context-params';
+import {
+  batchParams,
+  cacheRamParams,
+  embeddingContextParams,
+  kvParams,
+  loraParams,
+  threadParams,
+  totalCells,
+} from './context-params';
 import { physicalCores } from './cpu-threads';
 import { grammarConverter } from './grammar-worker';
 
@@ -110,22 +123,6 @@ export class LlamaRunner implements Runner {
     if (info.embeddingModel) this.embedContext = Promise.resolve(context);
   }
 
-  /** Parameters of an embedding context for `spec`. */
-  private static embeddingParams(spec: RunnerSpec, threads: number | undefined): NativeContextParams {
-    const batch = Math.max(spec.numBatch, spec.numCtx);
-    return {
-      nCtx: totalCells(spec),
-      nBatch: batch,
-      nUbatch: batch,
-      nParallel: spec.numParallel,
-      embeddings: true,
-      ...(spec.kvUnified ? { kvUnified: true } : {}),
-      ...threadParams(spec, threads),
-      ...kvParams(spec),
-      ...loraParams(spec),
-    };
-  }
-
   /**
    * Loads the weights and creates the context.
    * @param threads threads to start with when spec.numThread is 0 (default: the physical cores).
@@ -165,10 +162,10 @@ export class LlamaRunner implements Runner {
       const context = await binding.Context.create(
         model,
         embeddingModel
-          ? LlamaRunner.embeddingParams(spec, threads)
+          ? embeddingContextParams(spec, threads)
           : {
               nCtx: totalCells(spec),
-              nBatch: spec.numBatch,
+              ...batchParams(spec),
               nParallel: spec.numParallel,
               ...(spec.kvUnified ? { kvUnified: true } : {}),
               ...threadParams(spec, threads),
@@ -407,7 +404,10 @@ export class LlamaRunner implements Runner {
     if (this.closed) throw new InternalError('model was unloaded while in use');
     if (signal?.aborted) throw new RequestCancelledError();
     if (inputs.length === 0) return [];
-    this.embedContext ??= this.binding.Context.create(this.model, LlamaRunner.embeddingParams(this.spec, this.threads));
+    // The embedding context may hold more cells than num_ctx (context-params embeddingSizes): the limit is checked here.
+    const tooLong = inputs.find((input) => input.length > this.spec.numCtx);
+    if (tooLong) throw new ContextLengthExceededError(PROMPT_TOO_LONG_MESSAGE, tooLong.length, this.spec.numCtx);
+    this.embedContext ??= this.binding.Context.create(this.model, embeddingContextParams(this.spec, this.threads));
     let context: NativeContext;
     try {
       context = await this.embedContext;

@@ -1,5 +1,23 @@
 import { OptionMap, OptionValue } from '../../common/options';
 import type { LoadOptions, RunnerDraft } from '../../runner';
+import {
+  clampFloat32,
+  clampMainGpu,
+  clampNumBatch,
+  clampNumCtx,
+  clampNumGpu,
+  clampNumKeep,
+  clampNumPredict,
+  clampNumThread,
+  clampProbability,
+  clampRepeatLastN,
+  clampRepeatPenalty,
+  clampSeed,
+  clampTemperature,
+  clampTopK,
+  GGML_MAX_N_THREADS,
+  maxThreads,
+} from './option-rules';
 
 /** Ollama's default num_ctx when neither the request, the Modelfile nor OLLAMA_CONTEXT_LENGTH sets one (§4.1). */
 export const DEFAULT_NUM_CTX = 4096;
@@ -16,7 +34,7 @@ export interface SamplingOptions {
   topP: number;
   minP: number;
   typicalP: number;
-  /** 0 = off, -1 = the context size. */
+  /** Tokens the penalties look back on, 0 (off) to num_ctx (a requested -1 is resolved to num_ctx). */
   repeatLastN: number;
   temperature: number;
   repeatPenalty: number;
@@ -49,6 +67,18 @@ export interface OptionDefaults {
   kvCacheType?: LoadOptions['kvCacheType'];
   /** Whether the model has a draft layer: then requests draft with it (`draft_num_predict`, default 4). */
   hasDraft?: boolean;
+  /** Whether the model has a vision projector: num_ctx is at least 2048 then (Ollama's scheduler, §7.2). */
+  vision?: boolean;
+  /**
+   * The runner's slots (OLLAMA_NUM_PARALLEL, config/parallelPlan) and whether they share one KV cache: bounds num_ctx
+   * so that the context's cells stay within what the engine accepts (option-rules clampNumCtx). Default: 1 slot.
+   */
+  parallel?: { numParallel: number; kvUnified: boolean };
+  /**
+   * Most threads a num_thread option may ask for (default option-rules maxThreads(): the logical CPUs, at most 512);
+   * LLAMAD_THREADS (`threads`) is only capped at 512.
+   */
+  maxThreads?: number;
 }
 
 /** Ollama's default `draft_num_predict` for a model with a draft (api.DefaultOptions; reference §4.1). */
@@ -61,30 +91,48 @@ export const DEFAULT_DRAFT_NUM_PREDICT = 4;
  */
 export const DEFAULT_NGRAM_DRAFT = 16;
 
+/** The option's number (truncated by decodeOptions for ints), else `fallback`; NaN/±Infinity count as unset. */
 function num(v: OptionValue | undefined, fallback: number): number {
-  return typeof v === 'number' ? v : fallback;
+  return typeof v === 'number' && Number.isFinite(v) ? v : fallback;
+}
+
+/** An integer option's number (the fraction dropped, as Go's int fields), else `fallback`. */
+function int(v: OptionValue | undefined, fallback: number): number {
+  return Math.trunc(num(v, fallback));
 }
 
 /**
  * Merges options like Ollama (reference/ollama-api.md §4.1): each key from the request wins over the model's params
  * layer (Modelfile PARAMETER), which wins over the defaults. Unknown keys were already dropped by decodeOptions.
- * num_ctx: request > Modelfile > OLLAMA_CONTEXT_LENGTH > 4096, clamped to the training context, at least 4.
+ * num_ctx: request > Modelfile > OLLAMA_CONTEXT_LENGTH > 4096. Then every number is clamped to the range the engine
+ * accepts (option-rules.ts; docs/security.md "Option bounds"), so that no option value can crash a runner: num_ctx 4
+ * (vision 2048) to the training context, num_batch 1 to num_ctx, int32 / float32 ranges, probabilities in [0, 1]…
  * draft_num_predict / draft_ngram: see draftOptions.
+ * @returns the effective load and sampling options; never throws.
  */
 export function resolveOptions(request: OptionMap, modelParams: OptionMap, defaults: OptionDefaults): EffectiveOptions {
   const merged: OptionMap = { ...modelParams, ...request };
-  let numCtx = num(merged.num_ctx, defaults.contextLength > 0 ? defaults.contextLength : DEFAULT_NUM_CTX);
-  if (defaults.trainContext !== undefined && defaults.trainContext > 0) {
-    numCtx = Math.min(numCtx, defaults.trainContext);
-  }
-  numCtx = Math.max(4, Math.trunc(numCtx));
+  const parallel = defaults.parallel ?? { numParallel: 1, kvUnified: false };
+  const numCtx = clampNumCtx(
+    int(merged.num_ctx, defaults.contextLength > 0 ? defaults.contextLength : DEFAULT_NUM_CTX),
+    {
+      trainContext: defaults.trainContext,
+      vision: defaults.vision,
+      cellSlots: parallel.kvUnified ? 1 : parallel.numParallel,
+      slots: parallel.kvUnified ? parallel.numParallel : 1,
+    },
+  );
   const load: LoadOptions = {
     numCtx,
-    numBatch: Math.max(1, num(merged.num_batch, 512)),
-    numGpu: num(merged.num_gpu, -1),
-    numThread: Math.max(0, num(merged.num_thread, defaults.threads)),
+    numBatch: clampNumBatch(int(merged.num_batch, 512), numCtx),
+    numGpu: clampNumGpu(int(merged.num_gpu, -1)),
+    // A client's num_thread is capped at the CPUs; the operator's LLAMAD_THREADS only at ggml's limit.
+    numThread:
+      typeof merged.num_thread === 'number'
+        ? clampNumThread(int(merged.num_thread, 0), defaults.maxThreads ?? maxThreads())
+        : clampNumThread(Math.trunc(defaults.threads), GGML_MAX_N_THREADS),
   };
-  if (typeof merged.main_gpu === 'number') load.mainGpu = merged.main_gpu;
+  if (typeof merged.main_gpu === 'number') load.mainGpu = clampMainGpu(Math.trunc(merged.main_gpu));
   if (typeof merged.use_mmap === 'boolean') load.useMmap = merged.use_mmap;
   // Modelfile only (decodeOptions drops a request's `rpc`): the model's own list, `none` = [], else the daemon's.
   const rpc = Array.isArray(modelParams.rpc) ? modelParams.rpc : (defaults.rpcServers ?? []);
@@ -93,19 +141,19 @@ export function resolveOptions(request: OptionMap, modelParams: OptionMap, defau
   if (defaults.kvCacheType && defaults.kvCacheType !== 'f16') load.kvCacheType = defaults.kvCacheType;
   const stop = merged.stop;
   const sampling: SamplingOptions = {
-    numKeep: num(merged.num_keep, 4),
-    seed: num(merged.seed, -1),
-    numPredict: num(merged.num_predict, -1),
-    topK: num(merged.top_k, 40),
-    topP: num(merged.top_p, 0.9),
-    minP: num(merged.min_p, 0),
-    typicalP: num(merged.typical_p, 1),
-    repeatLastN: num(merged.repeat_last_n, 64),
-    temperature: num(merged.temperature, 0.8),
-    repeatPenalty: num(merged.repeat_penalty, 1),
-    presencePenalty: num(merged.presence_penalty, 0),
-    frequencyPenalty: num(merged.frequency_penalty, 0),
-    stop: Array.isArray(stop) ? stop.filter((s) => s !== '') : [],
+    numKeep: clampNumKeep(int(merged.num_keep, 4), numCtx),
+    seed: clampSeed(int(merged.seed, -1)),
+    numPredict: clampNumPredict(int(merged.num_predict, -1)),
+    topK: clampTopK(int(merged.top_k, 40)),
+    topP: clampProbability(num(merged.top_p, 0.9)),
+    minP: clampProbability(num(merged.min_p, 0)),
+    typicalP: clampProbability(num(merged.typical_p, 1)),
+    repeatLastN: clampRepeatLastN(int(merged.repeat_last_n, 64), numCtx),
+    temperature: clampTemperature(num(merged.temperature, 0.8)),
+    repeatPenalty: clampRepeatPenalty(num(merged.repeat_penalty, 1)),
+    presencePenalty: clampFloat32(num(merged.presence_penalty, 0)),
+    frequencyPenalty: clampFloat32(num(merged.frequency_penalty, 0)),
+    stop: Array.isArray(stop) ? stop.filter((s) => typeof s === 'string' && s !== '') : [],
   };
   return { load, sampling, ...draftOptions(merged, defaults.hasDraft === true) };
 }
