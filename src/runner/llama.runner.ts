@@ -127,16 +127,23 @@ export class LlamaRunner implements Runner {
   /**
    * Loads the weights and creates the context.
    * @param threads threads to start with when spec.numThread is 0 (default: the physical cores).
+   * @param extraBufts false: weights stay out of the CPU backend's extra buffer types (AMX, repacked layouts).
    * @throws ModelLoadError (unloadable file, unknown architecture, context creation failure, missing addon),
    *   InsufficientMemoryError.
    */
-  static async load(binding: NativeBinding, spec: RunnerSpec, threads?: number): Promise<LlamaRunner> {
+  static async load(
+    binding: NativeBinding,
+    spec: RunnerSpec,
+    threads?: number,
+    extraBufts = true,
+  ): Promise<LlamaRunner> {
     let model: NativeModel;
     try {
       model = new binding.Model(spec.modelPath, {
         ...(spec.numGpu >= 0 ? { nGpuLayers: spec.numGpu } : {}),
         ...(spec.useMmap !== undefined ? { useMmap: spec.useMmap } : {}),
         ...(spec.rpcServers && spec.rpcServers.length > 0 ? { rpcServers: spec.rpcServers } : {}),
+        ...(extraBufts ? {} : { useExtraBufferTypes: false }),
       });
       await model.load();
     } catch (err) {
@@ -150,6 +157,7 @@ export class LlamaRunner implements Runner {
         draftModel = new binding.Model(spec.draftModelPath, {
           ...(spec.numGpu >= 0 ? { nGpuLayers: spec.numGpu } : {}),
           ...(spec.useMmap !== undefined ? { useMmap: spec.useMmap } : {}),
+          ...(extraBufts ? {} : { useExtraBufferTypes: false }),
         });
         await draftModel.load();
       }

@@ -50,6 +50,11 @@ export interface ProcessRunnerOptions {
   closeTimeoutMs?: number;
   /** Threads to load with when spec.numThread is 0 (RunnerCreateOptions.threads). */
   threads?: number;
+  /**
+   * false: the child loads the model without the CPU backend's extra buffer types (AMX, repacked weights;
+   * binding.d.ts NativeModelParams.useExtraBufferTypes). Default true.
+   */
+  extraBufferTypes?: boolean;
 }
 
 interface PendingCall {
@@ -139,6 +144,7 @@ export class ProcessRunner implements Runner {
         t: 'load',
         spec,
         ...(options.threads !== undefined ? { threads: options.threads } : {}),
+        ...(options.extraBufferTypes === false ? { extraBufferTypes: false as const } : {}),
       } satisfies ParentMessage);
     }).catch(async (err: unknown) => {
       child.removeAllListeners('message');

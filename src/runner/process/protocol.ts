@@ -52,8 +52,12 @@ export interface RunnerSnapshot {
 
 /** Parent → child. */
 export type ParentMessage =
-  /** `threads`: RunnerCreateOptions.threads (the daemon's share of the cores when spec.numThread is 0). */
-  | { t: 'load'; spec: RunnerSpec; threads?: number }
+  /**
+   * `threads`: RunnerCreateOptions.threads (the daemon's share of the cores when spec.numThread is 0).
+   * `extraBufferTypes: false`: load without the CPU backend's extra buffer types (the retry after a death by SIGILL,
+   * ProcessRunnerFactory); absent = on.
+   */
+  | { t: 'load'; spec: RunnerSpec; threads?: number; extraBufferTypes?: false }
   /** Runner.setThreads: the daemon split the cores anew (another runner started or stopped decoding). */
   | { t: 'threads'; threads: number }
   | { t: 'generate'; id: number; request: RunnerRequest }

@@ -30,6 +30,20 @@ function dieNow(): never {
   process.exit(1);
 }
 
+/**
+ * Test hook (docs/native.md "CPU probe"): LLAMAD_TEST_RUNNER_SIGILL makes this process die of a real SIGILL right
+ * after the model loaded, as the first AMX instruction kills a runner on a CPU that lies about AMX: `extra-bufts` only
+ * when the model was loaded with the CPU backend's extra buffer types (the daemon's retry without them then works),
+ * `always` on every load. Unset (production): nothing.
+ */
+function testSigillAtLoad(extraBufferTypes: boolean): boolean {
+  const mode = process.env.LLAMAD_TEST_RUNNER_SIGILL;
+  if (mode !== 'always' && !(mode === 'extra-bufts' && extraBufferTypes)) return false;
+  process.stderr.write(`runner-child: LLAMAD_TEST_RUNNER_SIGILL=${mode}: raising SIGILL\n`);
+  process.kill(process.pid, 'SIGILL');
+  return true;
+}
+
 /** Serves one runner over the IPC channel until told to close or the parent goes away. */
 class RunnerChild {
   private runner: LlamaRunner | undefined;
@@ -46,7 +60,7 @@ class RunnerChild {
   handle(message: ParentMessage): void {
     switch (message.t) {
       case 'load':
-        void this.load(message.spec, message.threads);
+        void this.load(message.spec, message.threads, message.extraBufferTypes !== false);
         break;
       case 'threads':
         this.runner?.setThreads(message.threads);
@@ -75,7 +89,11 @@ class RunnerChild {
     return { usage: runner.usage(), memory: runner.memory(), ...(broken ? { broken } : {}) };
   }
 
-  private async load(spec: Extract<ParentMessage, { t: 'load' }>['spec'], threads?: number): Promise<void> {
+  private async load(
+    spec: Extract<ParentMessage, { t: 'load' }>['spec'],
+    threads: number | undefined,
+    extraBufferTypes: boolean,
+  ): Promise<void> {
     try {
       let binding: NativeBinding;
       try {
@@ -83,7 +101,8 @@ class RunnerChild {
       } catch (err) {
         throw new ModelLoadError((err as Error).message, { cause: err });
       }
-      const runner = await LlamaRunner.load(binding, spec, threads);
+      const runner = await LlamaRunner.load(binding, spec, threads, extraBufferTypes);
+      if (testSigillAtLoad(extraBufferTypes)) return;
       this.runner = runner;
       let capabilities = { tools: false, thinking: false };
       try {
