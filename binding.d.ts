@@ -36,6 +36,12 @@ export interface NativeModelParams {
   /** Load only the vocabulary (tokenizer tests, token counting). */
   vocabOnly?: boolean;
   /**
+   * Let the CPU backend place weights in its extra buffer types (llama_model_params.use_extra_bufts; default true):
+   * AMX tiles and repacked Q4_0/Q8_0 layouts. false keeps plain CPU buffers: slower prompt processing, but no AMX or
+   * repack kernel runs (the daemon's retry after a runner died of SIGILL while loading; docs/native.md "CPU probe").
+   */
+  useExtraBufferTypes?: boolean;
+  /**
    * llama.cpp RPC workers (`rpc-server`, `llamad rpc-worker`) that hold layers of this model, "host:port" each (IPv4
    * address or host name; at most 16, no duplicates, else LLAMA_INVALID_ARGUMENT at construction). Their devices
    * come first in llama_model_params.devices, then the local GPUs (as llama-server's `--rpc`); `nGpuLayers` then

@@ -349,6 +349,7 @@ Napi::Value Model::Load(const Napi::CallbackInfo& info) {
   if (params_.n_gpu_layers.has_value()) mp.n_gpu_layers = *params_.n_gpu_layers;
   mp.load_mode = params_.use_mmap && llama_supports_mmap() ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
   mp.vocab_only = params_.vocab_only;
+  mp.use_extra_bufts = params_.use_extra_bufts;
 
   load_ = state;
   state_ = State::kLoading;

@@ -127,6 +127,7 @@ export class LlamaRunner implements Runner {
    * Loads the weights and creates the context.
    * @param threads threads to start with when spec.numThread is 0 (default: the physical cores).
    * @param onProgress the weights' load progress in [0, 1] (NativeModel.load), on the JS thread.
+   * @param extraBufts false: weights stay out of the CPU backend's extra buffer types (AMX, repacked layouts).
    * @throws ModelLoadError (unloadable file, unknown architecture, context creation failure, missing addon),
    *   InsufficientMemoryError.
    */
@@ -135,6 +136,7 @@ export class LlamaRunner implements Runner {
     spec: RunnerSpec,
     threads?: number,
     onProgress?: (progress: number) => void,
+    extraBufts = true,
   ): Promise<LlamaRunner> {
     let model: NativeModel;
     try {
@@ -142,6 +144,7 @@ export class LlamaRunner implements Runner {
         ...(spec.numGpu >= 0 ? { nGpuLayers: spec.numGpu } : {}),
         ...(spec.useMmap !== undefined ? { useMmap: spec.useMmap } : {}),
         ...(spec.rpcServers && spec.rpcServers.length > 0 ? { rpcServers: spec.rpcServers } : {}),
+        ...(extraBufts ? {} : { useExtraBufferTypes: false }),
       });
       await model.load(onProgress);
     } catch (err) {
@@ -155,6 +158,7 @@ export class LlamaRunner implements Runner {
         draftModel = new binding.Model(spec.draftModelPath, {
           ...(spec.numGpu >= 0 ? { nGpuLayers: spec.numGpu } : {}),
           ...(spec.useMmap !== undefined ? { useMmap: spec.useMmap } : {}),
+          ...(extraBufts ? {} : { useExtraBufferTypes: false }),
         });
         await draftModel.load();
       }

@@ -6,7 +6,9 @@
  * - `exit-3-on-decode`: exits with status 3 (no stderr) on the first generation;
  * - `slow`: 200 pieces, 20 ms apart (a stream to kill in the middle);
  * - `slow-embed`: embed() takes 5 s (to cancel it);
- * - `invalid`: generations fail with LLAMA_INVALID_ARGUMENT `bad sampler`.
+ * - `invalid`: generations fail with LLAMA_INVALID_ARGUMENT `bad sampler`;
+ * - `cpu-probe-amx`: writes ggml's CPU probe line for AMX (vendor/patches/0002) to stderr while loading.
+ * LLAMAD_TEST_RUNNER_SIGILL (runner-child.ts) works here too: the SIGILL comes after the fake load.
  * Started by ProcessRunner with `childPath` pointing at dist/test/utils/fake-runner-child.js.
  */
 import type { NativeModelParams } from '../../binding';
@@ -32,6 +34,9 @@ const Base = binding.Model;
       setTimeout(() => die('abort'), 10);
     }
     if (path.includes('slow-embed')) binding.embedDelayMs = 5000;
+    if (path.includes('cpu-probe-amx')) {
+      process.stderr.write('cpu: AMX advertised by CPUID but its first instruction traps (SIGILL): AMX disabled\n');
+    }
   }
 };
 binding.poolingType = process.argv.includes('--embedding') ? 1 : undefined;

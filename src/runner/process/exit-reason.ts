@@ -128,7 +128,43 @@ export function crashCause(
   return 'exit';
 }
 
-/** The reason of a RunnerTerminatedError: the last meaningful stderr line, else Go's exit text. */
+/**
+ * The line ggml's CPU probe logs when an extension CPUID advertises traps (vendor/patches/0002, docs/native.md "CPU
+ * probe"): `cpu: <FEATURE> advertised by CPUID but its first instruction traps (SIGILL): …`.
+ */
+const CPU_PROBE_LINE = /cpu: (\S+) advertised by CPUID but its first instruction traps/;
+
+/** The CPU feature that ggml's probe found trapping (e.g. `AMX`, `AVX512F`): the last probe line, else undefined. */
+export function trappedCpuFeature(lines: readonly string[]): string | undefined {
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const match = CPU_PROBE_LINE.exec(lines[i]);
+    if (match) return match[1];
+  }
+  return undefined;
+}
+
+/** Go's text for SIGILL, with the CPU feature that failed when it is known: `signal: illegal instruction (CPU feature AMX)`. */
+export function illegalInstructionReason(feature: string | undefined): string {
+  const text = goExitText(null, 'SIGILL');
+  return feature ? `${text} (CPU feature ${feature})` : text;
+}
+
+/** Whether a RunnerTerminatedError's reason reports a death by SIGILL (illegalInstructionReason's text). */
+export function isIllegalInstruction(reason: string): boolean {
+  return reason.startsWith(goExitText(null, 'SIGILL'));
+}
+
+/** The CPU feature named in an illegalInstructionReason text, else undefined. */
+export function featureOfReason(reason: string): string | undefined {
+  return /\(CPU feature (\S+)\)$/.exec(reason)?.[1];
+}
+
+/**
+ * The reason of a RunnerTerminatedError: for SIGILL, Go's text with the CPU feature ggml's probe named on stderr
+ * (illegalInstructionReason; the probe's own line would otherwise be taken for the error); else the last meaningful
+ * stderr line, else Go's exit text.
+ */
 export function exitReason(code: number | null, signal: NodeJS.Signals | null, lines: readonly string[]): string {
+  if (signal === 'SIGILL') return illegalInstructionReason(trappedCpuFeature(lines));
   return lastMeaningfulLine(lines) ?? goExitText(code, signal);
 }

@@ -5,6 +5,7 @@ import { NATIVE_BINDING, NativeBindingLoader } from '../../native';
 import type { Runner, RunnerCreateOptions, RunnerFactory, RunnerSpec } from '../runner';
 import { CgroupPaths } from '../../common/system';
 import { OomKillCounter } from './oom-kills';
+import { featureOfReason, illegalInstructionReason, isIllegalInstruction } from './exit-reason';
 import { ProcessRunner, ProcessRunnerOptions } from './process.runner';
 
 /** Early deaths (at load or before the first output) within this window count towards the crash-loop rule, ms. */
@@ -48,6 +49,11 @@ interface CrashHistory {
  * CRASH_WINDOW_MS is refused for CRASH_BACKOFF_MS — create() rejects at once with the last RunnerTerminatedError
  * instead of starting a process (no respawn storm). The child's stderr is logged line by line under
  * `runner <model>`.
+ * SIGILL rule (docs/native.md "CPU probe"): a runner that dies of SIGILL while loading is started once more with the
+ * CPU backend's extra buffer types off (no AMX, no repacked weights: the paths a CPU that lies about its extensions
+ * kills); when that works, every later load of this daemon goes without them too. When the retry dies as well, the
+ * error is `llama runner process has terminated: signal: illegal instruction (CPU feature <F>)`, F from ggml's probe
+ * line on either try's stderr (just the signal when no probe named one).
  */
 @Injectable()
 export class ProcessRunnerFactory implements RunnerFactory {
@@ -58,6 +64,8 @@ export class ProcessRunnerFactory implements RunnerFactory {
   private readonly oomKills: OomKillCounter;
   /** Faults not used yet (ProcessRunnerFactoryOptions.faults). */
   private readonly faults: Map<string, RunnerFault>;
+  /** Set once a load died of SIGILL and its retry without the extra buffer types worked: later loads skip them. */
+  private extraBufferTypesOff = false;
 
   constructor(
     @Inject(NATIVE_BINDING) private readonly loadBinding: NativeBindingLoader,
@@ -82,23 +90,30 @@ export class ProcessRunnerFactory implements RunnerFactory {
     const label = options.modelName ?? key;
     const log = new Logger(`runner ${label}`);
     const started = Date.now();
-    let runner: ProcessRunner;
-    try {
-      const { cgroup: _cgroup, now: _now, faults: _all, ...seams } = this.seams;
-      const fault = this.faults.get(label);
-      this.faults.delete(label);
-      runner = await ProcessRunner.start(spec, {
+    const { cgroup: _cgroup, now: _now, faults: _all, ...seams } = this.seams;
+    const fault = this.faults.get(label);
+    this.faults.delete(label);
+    const start = (extraBufferTypes: boolean) =>
+      ProcessRunner.start(spec, {
         ...seams,
         oomKills: this.oomKills,
         ...(fault ? { fault } : {}),
         label,
         ...(options.threads !== undefined ? { threads: options.threads } : {}),
+        ...(extraBufferTypes ? {} : { extraBufferTypes: false }),
         binding: this.loadBinding,
         log: (line) => log.log(line),
       });
+    let runner: ProcessRunner;
+    try {
+      runner = await start(!this.extraBufferTypesOff);
     } catch (err) {
-      if (err instanceof RunnerTerminatedError) this.recordEarlyDeath(key, err);
-      throw err;
+      if (!(err instanceof RunnerTerminatedError)) throw err;
+      if (this.extraBufferTypesOff || !isIllegalInstruction(err.reason)) {
+        this.recordEarlyDeath(key, err);
+        throw err;
+      }
+      runner = await this.retryWithoutExtraBufferTypes(key, label, err, () => start(false));
     }
     this.logger.log(
       `loaded ${key} in runner process ${runner.pid} (num_ctx ${spec.numCtx}${spec.kvUnified ? ' shared by' : ' ×'} ` +
@@ -110,6 +125,34 @@ export class ProcessRunnerFactory implements RunnerFactory {
       if (runner.diedEarly()) this.recordEarlyDeath(key, new RunnerTerminatedError(death.reason));
     });
     return runner;
+  }
+
+  /** The SIGILL rule's retry (see the class); throws the retry's error, with the first death's CPU feature if needed. */
+  private async retryWithoutExtraBufferTypes(
+    key: string,
+    label: string,
+    first: RunnerTerminatedError,
+    start: () => Promise<ProcessRunner>,
+  ): Promise<ProcessRunner> {
+    this.logger.warn(
+      `runner of ${label} died while loading (${first.reason}); starting it once more with the CPU backend's extra ` +
+        'buffer types off (no AMX, no repacked weights)',
+    );
+    try {
+      const runner = await start();
+      this.extraBufferTypesOff = true;
+      this.logger.warn(`${label} loaded without extra buffer types; later loads of this daemon skip them too`);
+      return runner;
+    } catch (err) {
+      if (!(err instanceof RunnerTerminatedError)) throw err;
+      const feature = featureOfReason(first.reason);
+      const error =
+        isIllegalInstruction(err.reason) && !featureOfReason(err.reason) && feature
+          ? new RunnerTerminatedError(illegalInstructionReason(feature), err.death)
+          : err;
+      this.recordEarlyDeath(key, error);
+      throw error;
+    }
   }
 
   private recordEarlyDeath(key: string, error: RunnerTerminatedError): void {

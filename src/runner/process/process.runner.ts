@@ -81,6 +81,11 @@ export interface ProcessRunnerOptions {
   fault?: RunnerFault;
   /** Tells OOM kills from other SIGKILLs (the death's cause `oom`); absent: a SIGKILL is always `signal`. */
   oomKills?: OomKillCounter;
+  /**
+   * false: the child loads the model without the CPU backend's extra buffer types (AMX, repacked weights;
+   * binding.d.ts NativeModelParams.useExtraBufferTypes). Default true.
+   */
+  extraBufferTypes?: boolean;
 }
 
 /** How a runner process ended: exit code or signal, its last stderr lines, and whether the OOM killer killed it. */
@@ -213,6 +218,7 @@ export class ProcessRunner implements Runner {
         ...(options.threads !== undefined ? { threads: options.threads } : {}),
         ...(heartbeatMs > 0 ? { heartbeatMs } : {}),
         ...(options.fault ? { fault: options.fault } : {}),
+        ...(options.extraBufferTypes === false ? { extraBufferTypes: false as const } : {}),
       } satisfies ParentMessage);
     }).catch(async (err: unknown) => {
       stall?.stop();

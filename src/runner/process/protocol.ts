@@ -58,9 +58,17 @@ export type ParentMessage =
   /**
    * `threads`: RunnerCreateOptions.threads (the daemon's share of the cores when spec.numThread is 0); `heartbeatMs`:
    * send a `heartbeat` this often once loaded (absent or 0: none, the watchdog is off); `fault`: a test hook
-   * (LLAMAD_TEST_RUNNER_FAULT) the child simulates.
+   * (LLAMAD_TEST_RUNNER_FAULT) the child simulates; `extraBufferTypes: false`: load without the CPU backend's extra
+   * buffer types (the retry after a death by SIGILL, ProcessRunnerFactory); absent = on.
    */
-  | { t: 'load'; spec: RunnerSpec; threads?: number; heartbeatMs?: number; fault?: RunnerFault }
+  | {
+      t: 'load';
+      spec: RunnerSpec;
+      threads?: number;
+      heartbeatMs?: number;
+      fault?: RunnerFault;
+      extraBufferTypes?: false;
+    }
   /** Runner.setThreads: the daemon split the cores anew (another runner started or stopped decoding). */
   | { t: 'threads'; threads: number }
   | { t: 'generate'; id: number; request: RunnerRequest }

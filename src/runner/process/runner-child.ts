@@ -35,6 +35,20 @@ function dieNow(): never {
   process.exit(1);
 }
 
+/**
+ * Test hook (docs/native.md "CPU probe"): LLAMAD_TEST_RUNNER_SIGILL makes this process die of a real SIGILL right
+ * after the model loaded, as the first AMX instruction kills a runner on a CPU that lies about AMX: `extra-bufts` only
+ * when the model was loaded with the CPU backend's extra buffer types (the daemon's retry without them then works),
+ * `always` on every load. Unset (production): nothing.
+ */
+function testSigillAtLoad(extraBufferTypes: boolean): boolean {
+  const mode = process.env.LLAMAD_TEST_RUNNER_SIGILL;
+  if (mode !== 'always' && !(mode === 'extra-bufts' && extraBufferTypes)) return false;
+  process.stderr.write(`runner-child: LLAMAD_TEST_RUNNER_SIGILL=${mode}: raising SIGILL\n`);
+  process.kill(process.pid, 'SIGILL');
+  return true;
+}
+
 /** Serves one runner over the IPC channel until told to close or the parent goes away. */
 class RunnerChild {
   private runner: LlamaRunner | undefined;
@@ -56,7 +70,9 @@ class RunnerChild {
       case 'load':
         this.fault = message.fault;
         // The `load-hang` test fault: a load that never finishes (the daemon's load timer must kill this process).
-        if (message.fault !== 'load-hang') void this.load(message.spec, message.threads, message.heartbeatMs);
+        if (message.fault !== 'load-hang') {
+          void this.load(message.spec, message.threads, message.heartbeatMs, message.extraBufferTypes !== false);
+        }
         break;
       case 'threads':
         this.runner?.setThreads(message.threads);
@@ -87,8 +103,9 @@ class RunnerChild {
 
   private async load(
     spec: Extract<ParentMessage, { t: 'load' }>['spec'],
-    threads?: number,
-    heartbeatMs?: number,
+    threads: number | undefined,
+    heartbeatMs: number | undefined,
+    extraBufferTypes: boolean,
   ): Promise<void> {
     try {
       let binding: NativeBinding;
@@ -98,11 +115,13 @@ class RunnerChild {
         throw new ModelLoadError((err as Error).message, { cause: err });
       }
       let sent = -1;
-      const runner = await LlamaRunner.load(binding, spec, threads, (progress) => {
+      const onProgress = (progress: number) => {
         if (progress - sent < 0.01 && progress < 1) return;
         sent = progress;
         this.send({ t: 'loadProgress', progress });
-      });
+      };
+      const runner = await LlamaRunner.load(binding, spec, threads, onProgress, extraBufferTypes);
+      if (testSigillAtLoad(extraBufferTypes)) return;
       this.runner = runner;
       if (heartbeatMs) setInterval(() => this.send({ t: 'heartbeat', progress: this.progress() }), heartbeatMs).unref();
       let capabilities = { tools: false, thinking: false };

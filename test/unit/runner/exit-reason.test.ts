@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { crashCause, exitReason, goExitText, lastMeaningfulLine, StderrRing } from '../../../src/runner';
+import {
+  crashCause,
+  exitReason,
+  featureOfReason,
+  goExitText,
+  illegalInstructionReason,
+  isIllegalInstruction,
+  lastMeaningfulLine,
+  StderrRing,
+  trappedCpuFeature,
+} from '../../../src/runner';
 
 describe('runner exit reasons (Ollama wording)', () => {
   it('picks the GGML_ASSERT line from the marker on, past backtrace noise', () => {
@@ -37,6 +47,30 @@ describe('runner exit reasons (Ollama wording)', () => {
       crashCause(null, 'SIGABRT', ["terminate called after throwing an instance of 'std::bad_alloc'"]),
       'oom',
     );
+  });
+
+  it('a SIGILL names the CPU feature of ggml’s probe line, else reads as Go’s signal text', () => {
+    const probe = 'cpu: AVX512F advertised by CPUID but its first instruction traps (SIGILL): CPU backend variants …';
+    const amx = 'cpu: AMX advertised by CPUID but its first instruction traps (SIGILL): AMX disabled';
+    assert.equal(trappedCpuFeature(['llama_model_load: x', probe, 'later']), 'AVX512F');
+    assert.equal(trappedCpuFeature([probe, amx]), 'AMX', 'the last probe line wins');
+    assert.equal(trappedCpuFeature(['error: something']), undefined);
+    // the probe line is not taken for the runner's error: the reason is the signal with the feature
+    assert.equal(exitReason(null, 'SIGILL', ['load', amx, '']), 'signal: illegal instruction (CPU feature AMX)');
+    assert.equal(exitReason(null, 'SIGILL', ['load', 'error: unrelated']), 'signal: illegal instruction');
+    assert.equal(exitReason(null, 'SIGILL', []), 'signal: illegal instruction');
+    assert.equal(crashCause(null, 'SIGILL', [amx]), 'signal');
+    // other deaths keep their reasons even after a probe line
+    assert.equal(exitReason(null, 'SIGABRT', [amx, 'GGML_ASSERT(x) failed']), 'GGML_ASSERT(x) failed');
+    assert.equal(exitReason(null, 'SIGSEGV', []), 'signal: segmentation fault');
+    assert.equal(illegalInstructionReason('AMX'), 'signal: illegal instruction (CPU feature AMX)');
+    assert.equal(illegalInstructionReason(undefined), 'signal: illegal instruction');
+    assert.equal(isIllegalInstruction('signal: illegal instruction (CPU feature AMX)'), true);
+    assert.equal(isIllegalInstruction('signal: illegal instruction'), true);
+    assert.equal(isIllegalInstruction('signal: segmentation fault'), false);
+    assert.equal(isIllegalInstruction('GGML_ASSERT(signal: illegal instruction)'), false);
+    assert.equal(featureOfReason('signal: illegal instruction (CPU feature AVX512_VNNI)'), 'AVX512_VNNI');
+    assert.equal(featureOfReason('signal: illegal instruction'), undefined);
   });
 
   it('keeps the last lines, joining chunks', () => {
