@@ -3,7 +3,7 @@ import { ChatMessage, ToolDefinition } from '../generation.types';
 import { RenderedOutputParser } from '../output';
 import { Runner } from '../../runner';
 import { afterThinkingTrigger, boundedToGrammar, formatGrammar } from './format';
-import { GoTemplateHandle, GoTemplatesApi, thinkingTags } from './go-template.port';
+import { GoTemplateHandle, GoTemplatesApi, templateErrorMessage, thinkingTags } from './go-template.port';
 import { PreparedPrompt, RenderedPrompt } from './prompt.types';
 import { GoRenderOptions, thinkLevel } from './render-options';
 
@@ -56,7 +56,10 @@ function forcedToolCallGrammar(
  * the tags inferred from the template (starting inside thinking when the prompt ends with the open tag), tool calls
  * with the template's tool-call tag. `format` → a grammar; with thinking on it is applied lazily after the close tag.
  * Otherwise `toolChoice: 'required'` with tools → the forced-call grammar (forcedToolCallGrammar), non-lazy.
- * @throws InvalidRequestError `template error: …` when the template fails; a tool schema that cannot be converted.
+ * The engine's renderPrompt runs under an execution budget sized to the conversation (src/templates/
+ * template-budget.ts), so a template cannot hold the event loop.
+ * @throws InvalidRequestError `template error: …` when the template fails, `template: execution budget exceeded: …`
+ *   when it runs past its budget; a tool schema that cannot be converted.
  */
 export function renderGo(
   api: GoTemplatesApi,
@@ -76,7 +79,7 @@ export function renderGo(
       ...(opts.fim ? { prompt: opts.fim.prompt, suffix: opts.fim.suffix } : {}),
     });
   } catch (err) {
-    throw new InvalidRequestError(`template error: ${(err as Error).message}`, 'template', { cause: err });
+    throw new InvalidRequestError(templateErrorMessage(err), 'template', { cause: err });
   }
   const tags = opts.thinking ? thinkingTags(api, template) : undefined;
   const startInThinking = tags ? text.trimEnd().endsWith(tags.open) : false;
