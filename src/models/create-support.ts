@@ -2,7 +2,7 @@ import type { NativeQuantType } from '../../binding';
 import { homedir } from 'node:os';
 import { isAbsolute } from 'node:path';
 import { InvalidRequestError } from '../common/errors';
-import { GoTemplate } from '../templates';
+import { GoTemplate, TemplateBudgetError, probeTemplateBudget } from '../templates';
 
 /**
  * Small pure helpers of /api/create and /api/blobs (reference/ollama-api.md §3.9, §3.10): digest validation,
@@ -114,14 +114,25 @@ export function checkQuantizableSource(fileType: string): void {
 }
 
 /**
- * Parses a TEMPLATE / `template` as a Go template, as Ollama's create does.
- * @throws InvalidRequestError `template error: <Go parser message>` (§5.2).
+ * Parses a TEMPLATE / `template` as a Go template, as Ollama's create does, and (beyond Ollama, issue 32) executes it
+ * once under the execution budget against sample values (probeTemplateBudget: a chat with system, tool call, tool
+ * answer and thinking; a FIM request), so a template that can never finish is refused now rather than at every later
+ * request. Errors on the sample values other than the budget are not refusals.
+ * @throws InvalidRequestError `template error: <Go parser message>` (§5.2); `template: execution budget exceeded:
+ *   more than N steps` / `… characters of output` (docs/security.md "Budgets").
  */
 export function checkGoTemplate(text: string): void {
+  let template: GoTemplate;
   try {
-    GoTemplate.parse(text);
+    template = GoTemplate.parse(text);
   } catch (err) {
     throw new InvalidRequestError(`template error: ${(err as Error).message}`, 'template');
+  }
+  try {
+    probeTemplateBudget(template);
+  } catch (err) {
+    if (err instanceof TemplateBudgetError) throw new InvalidRequestError(err.message, 'template', { cause: err });
+    throw err;
   }
 }
 

@@ -2,7 +2,9 @@
  * Executor for parsed Go `text/template` trees, mirroring Go's `text/template/exec.go` and `funcs.go` with the
  * `missingkey=zero` option: missing map keys yield nil (printed `<no value>`), unknown struct fields are errors,
  * variables are scoped to the enclosing control structure, `{{template}}` calls get no variables but `$`. The builtin
- * functions are in go-template.builtins.ts.
+ * functions are in go-template.builtins.ts. Every execution runs under a {@link TemplateBudget} (template-budget.ts):
+ * steps (nodes, range iterations, template calls, function calls weighted by the size of their arguments and result)
+ * and produced characters are counted, and the render stops with TemplateBudgetError when one passes its limit.
  */
 import {
   ArgNode,
@@ -21,14 +23,18 @@ import {
 import { TemplateError, Tree } from './go-template.parser';
 import { goQuote } from './go-template.lexer';
 import type { GoFunc } from './go-template.builtins';
-import { GoStruct, goTypeName, isTrue, kindOf, formatValue, mapEntries } from './go-values';
+import { GoStruct, goTypeName, isTrue, kindOf, formatValue } from './go-values';
+import { TemplateBudget } from './template-budget';
 
 export { BUILTINS, FuncError, htmlEscape, jsEscape, urlQueryEscape } from './go-template.builtins';
 export type { GoFunc } from './go-template.builtins';
 
 const MISSING = Symbol('missing');
-const BREAK = Symbol('break');
-const CONTINUE = Symbol('continue');
+/** How a walked node ends: normally, or with `{{break}}` / `{{continue}}` (returned up to the enclosing range). */
+type Flow = 0 | 1 | 2;
+const NEXT: Flow = 0;
+const BREAK: Flow = 1;
+const CONTINUE: Flow = 2;
 const MAX_EXEC_DEPTH = 100000;
 
 interface Variable {
@@ -52,6 +58,7 @@ class State {
     readonly trees: ReadonlyMap<string, Tree>,
     readonly funcs: Readonly<Record<string, GoFunc>>,
     data: unknown,
+    readonly budget: TemplateBudget,
   ) {
     this.vars = [{ name: '$', value: data }];
   }
@@ -104,33 +111,40 @@ class State {
     this.errorf(`undefined variable: ${name}`);
   }
 
-  walk(dot: unknown, node: Node): void {
+  /** Walks one node; `{{break}}` / `{{continue}}` are returned (not thrown: a throw per iteration is slow). */
+  walk(dot: unknown, node: Node): Flow {
     this.at(node);
+    this.budget.step();
     switch (node.type) {
       case 'action': {
         const val = this.evalPipeline(dot, node.pipe);
         if (node.pipe.decl.length === 0) this.printValue(node, val);
-        return;
+        return NEXT;
       }
       case 'break':
-        throw BREAK;
+        return BREAK;
       case 'continue':
-        throw CONTINUE;
+        return CONTINUE;
       case 'comment':
-        return;
+        return NEXT;
       case 'if':
       case 'with':
         return this.walkIfOrWith(dot, node);
       case 'list':
-        for (const n of node.nodes) this.walk(dot, n);
-        return;
+        for (const n of node.nodes) {
+          const flow = this.walk(dot, n);
+          if (flow !== NEXT) return flow;
+        }
+        return NEXT;
       case 'range':
         return this.walkRange(dot, node);
       case 'template':
-        return this.walkTemplate(dot, node);
+        this.walkTemplate(dot, node);
+        return NEXT;
       case 'text':
+        this.budget.produce(node.text.length);
         this.out.push(node.text);
-        return;
+        return NEXT;
       case 'string':
       case 'number':
       case 'bool':
@@ -148,89 +162,86 @@ class State {
     }
   }
 
-  walkIfOrWith(dot: unknown, node: BranchNode): void {
+  // An error ends the whole execution (templates cannot recover), so variable scopes are popped without `finally`.
+  walkIfOrWith(dot: unknown, node: BranchNode): Flow {
     const mark = this.mark();
-    try {
-      const val = this.evalPipeline(dot, node.pipe);
-      if (isTrue(val)) this.walk(node.type === 'with' ? val : dot, node.list);
-      else if (node.elseList) this.walk(dot, node.elseList);
-    } finally {
-      this.pop(mark);
-    }
+    const val = this.evalPipeline(dot, node.pipe);
+    let flow = NEXT;
+    if (isTrue(val)) flow = this.walk(node.type === 'with' ? val : dot, node.list);
+    else if (node.elseList) flow = this.walk(dot, node.elseList);
+    this.pop(mark);
+    return flow;
   }
 
-  walkRange(dot: unknown, r: BranchNode): void {
+  /** Runs a range; returns the flow of its `{{else}}` list (a break there belongs to an enclosing range). */
+  walkRange(dot: unknown, r: BranchNode): Flow {
     this.at(r);
     const outer = this.mark();
-    try {
-      const val = indirect(this.evalPipeline(dot, r.pipe));
-      const mark = this.mark();
-      const decl = r.pipe.decl;
-      const oneIteration = (index: unknown, elem: unknown): void => {
-        if (decl.length > 0) {
-          if (r.pipe.isAssign) {
-            this.setVar(decl[0].ident[0], decl.length > 1 ? index : elem);
-          } else {
-            this.setTopVar(1, elem);
-          }
+    let flow = NEXT;
+    const val = indirect(this.evalPipeline(dot, r.pipe));
+    const mark = this.mark();
+    const decl = r.pipe.decl;
+    /** Runs one iteration; true when it ended with `{{break}}`. */
+    const oneIteration = (index: unknown, elem: unknown): boolean => {
+      if (decl.length > 0) {
+        if (r.pipe.isAssign) {
+          this.setVar(decl[0].ident[0], decl.length > 1 ? index : elem);
+        } else {
+          this.setTopVar(1, elem);
         }
-        if (decl.length > 1) {
-          if (r.pipe.isAssign) this.setVar(decl[1].ident[0], elem);
-          else this.setTopVar(2, index);
-        }
-        try {
-          this.walk(elem, r.list);
-        } catch (e) {
-          if (e !== CONTINUE) throw e;
-        } finally {
-          this.pop(mark);
-        }
-      };
-      let iterated = false;
-      try {
-        switch (kindOf(val)) {
-          case 'slice': {
-            const arr = Array.from(val as ArrayLike<unknown>, (e) =>
-              val instanceof Uint8Array ? BigInt(e as number) : e,
-            );
-            for (let i = 0; i < arr.length; i++) {
-              iterated = true;
-              oneIteration(BigInt(i), arr[i]);
-            }
-            break;
-          }
-          case 'map':
-            for (const [k, v] of mapEntries(val)) {
-              iterated = true;
-              oneIteration(k, v);
-            }
-            break;
-          case 'int': {
-            if (decl.length > 1) this.errorf(`can't use ${formatValue(val)} to iterate over more than one variable`);
-            const n = val as bigint;
-            for (let i = 0n; i < n; i++) {
-              iterated = true;
-              oneIteration(i, i);
-            }
-            break;
-          }
-          case 'invalid':
-            break;
-          case 'string':
-          case 'bool':
-          case 'float':
-          case 'struct':
-          case 'func':
-            this.errorf(`range can't iterate over ${formatValue(val)}`);
-        }
-      } catch (e) {
-        if (e !== BREAK) throw e;
-        return;
       }
-      if (!iterated && r.elseList) this.walk(dot, r.elseList);
-    } finally {
-      this.pop(outer);
+      if (decl.length > 1) {
+        if (r.pipe.isAssign) this.setVar(decl[1].ident[0], elem);
+        else this.setTopVar(2, index);
+      }
+      this.budget.step();
+      const flow = this.walk(elem, r.list);
+      this.pop(mark);
+      return flow === BREAK;
+    };
+    let iterated = false;
+    loop: {
+      switch (kindOf(val)) {
+        case 'slice': {
+          // No copy (Go ranges over the slice header): a loop that breaks at once costs one step, not the length.
+          const arr = val as ArrayLike<unknown>;
+          const bytes = val instanceof Uint8Array;
+          for (let i = 0; i < arr.length; i++) {
+            iterated = true;
+            if (oneIteration(BigInt(i), bytes ? BigInt(arr[i] as number) : arr[i])) break loop;
+          }
+          break;
+        }
+        case 'map': {
+          const entries = this.budget.mapEntries(val as object);
+          for (const [k, v] of entries) {
+            iterated = true;
+            if (oneIteration(k, v)) break loop;
+          }
+          break;
+        }
+        case 'int': {
+          if (decl.length > 1) this.errorf(`can't use ${formatValue(val)} to iterate over more than one variable`);
+          const n = val as bigint;
+          for (let i = 0n; i < n; i++) {
+            iterated = true;
+            if (oneIteration(i, i)) break loop;
+          }
+          break;
+        }
+        case 'invalid':
+          break;
+        case 'string':
+        case 'bool':
+        case 'float':
+        case 'struct':
+        case 'func':
+          this.errorf(`range can't iterate over ${formatValue(val)}`);
+      }
+      if (!iterated && r.elseList) flow = this.walk(dot, r.elseList);
     }
+    this.pop(outer);
+    return flow;
   }
 
   walkTemplate(dot: unknown, t: TemplateNode): void {
@@ -238,6 +249,7 @@ class State {
     const tree = this.trees.get(t.name);
     if (!tree) this.errorf(`template ${goQuote(t.name)} not defined`);
     if (this.depth >= MAX_EXEC_DEPTH) this.errorf(`exceeded maximum template depth (${MAX_EXEC_DEPTH})`);
+    this.budget.step();
     const newDot = this.evalPipeline(dot, t.pipe);
     const saved = { vars: this.vars, treeName: (this as { treeName: string }).treeName };
     this.vars = [{ name: '$', value: newDot }];
@@ -378,6 +390,7 @@ class State {
     } else if (numIn !== f.fixed) {
       this.errorf(`wrong number of args for ${name}: want ${f.fixed} got ${numIn}`);
     }
+    this.budget.step();
     if (f === this.funcs.and || f === this.funcs.or) {
       const isOr = name === 'or';
       let v: unknown;
@@ -399,13 +412,17 @@ class State {
       });
     }
     this.at(node);
+    this.budget.callArgs(argv);
+    let result: unknown;
     try {
-      return f.fn(...argv);
+      result = f.fn(...argv);
     } catch (e) {
-      if (e instanceof TemplateError || e === BREAK || e === CONTINUE) throw e;
+      if (e instanceof TemplateError) throw e;
       const msg = e instanceof Error ? e.message : String(e);
       this.errorf(`error calling ${name}: ${msg}`);
     }
+    this.budget.callResult(result);
+    return result;
   }
 
   evalArg(dot: unknown, n: ArgNode): unknown {
@@ -437,18 +454,24 @@ class State {
   printValue(n: Node, v: unknown): void {
     this.at(n);
     if (v === null || v === undefined) {
+      this.budget.produce(10);
       this.out.push('<no value>');
       return;
     }
     if (typeof v === 'function') this.errorf(`can't print ${nodeToString(n)} of type ${goTypeName(v)}`);
-    this.out.push(formatValue(v));
+    const text = formatValue(v);
+    this.budget.produce(text.length);
+    this.out.push(text);
   }
 }
 
 /**
  * Executes tree `name` of `trees` with `data` as dot and `$`.
  * @param text the template source (for error positions).
- * @throws TemplateError `template: <name>:<line>:<col>: executing "<name>" at <<node>>: <message>`.
+ * @param budget the render's budget (shared by all executions of one render); default: a fresh one with
+ *   DEFAULT_TEMPLATE_LIMITS.
+ * @throws TemplateError `template: <name>:<line>:<col>: executing "<name>" at <<node>>: <message>`;
+ *   TemplateBudgetError `template: execution budget exceeded: …` when the budget runs out.
  */
 export function executeTree(
   text: string,
@@ -457,8 +480,9 @@ export function executeTree(
   trees: ReadonlyMap<string, Tree>,
   funcs: Readonly<Record<string, GoFunc>>,
   data: unknown,
+  budget: TemplateBudget = new TemplateBudget(),
 ): string {
-  const s = new State(text, name, trees, funcs, data);
+  const s = new State(text, name, trees, funcs, data, budget);
   try {
     s.walk(data, root);
   } catch (e) {

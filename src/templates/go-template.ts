@@ -5,6 +5,7 @@ import { BUILTINS, FuncError, GoFunc, executeTree } from './go-template.executor
 import { ListNode } from './go-template.nodes';
 import { TemplateError, Tree, parseTemplate } from './go-template.parser';
 import { GoStruct, goJson } from './go-values';
+import { TemplateBudget } from './template-budget';
 
 export { TemplateError };
 
@@ -100,14 +101,21 @@ export class GoTemplate {
     return this.trees.get('')?.root ?? { type: 'list', pos: 0, nodes: [] };
   }
 
-  /** Renders the main template with `data`. @throws TemplateError */
-  execute(data: unknown): string {
-    return this.executeRoot(this.root, data);
+  /**
+   * Renders the main template with `data` under `budget` (default: a fresh one with DEFAULT_TEMPLATE_LIMITS).
+   * @throws TemplateError; TemplateBudgetError when the budget runs out.
+   */
+  execute(data: unknown, budget?: TemplateBudget): string {
+    return this.executeRoot(this.root, data, budget);
   }
 
-  /** Renders an arbitrary root list (e.g. a modified copy of {@link root}) in this template's context. */
-  executeRoot(root: ListNode, data: unknown): string {
-    return executeTree(this.text, '', root, this.trees, this.funcs, data);
+  /**
+   * Renders an arbitrary root list (e.g. a modified copy of {@link root}) in this template's context, under `budget`
+   * (pass the same one to every execution of one render).
+   * @throws TemplateError; TemplateBudgetError when the budget runs out.
+   */
+  executeRoot(root: ListNode, data: unknown, budget?: TemplateBudget): string {
+    return executeTree(this.text, '', root, this.trees, this.funcs, data, budget);
   }
 }
 

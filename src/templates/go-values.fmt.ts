@@ -102,6 +102,7 @@ interface Spec {
 
 function pad(s: string, sp: Spec): string {
   const w = sp.width ?? 0;
+  if (w <= 0 || s.length >= w * 2) return s; // no padding possible (a rune is 1–2 UTF-16 units): skip the count
   const n = [...s].length;
   if (n >= w) return s;
   if (sp.minus) return s + ' '.repeat(w - n);
@@ -211,6 +212,9 @@ function fmtString(s: string, verb: string, sp: Spec, quote: (s: string) => stri
   }
 }
 
+/** Go's fmt `tooLarge` bound on a width or precision. */
+const FMT_MAX_NUM = 1_000_000n;
+
 /**
  * Go's fmt.Sprintf for the verbs templates use: %v %s %d %q %t %f %g %e %x %X %c %o %b %U %T %%, flags `-+# 0`,
  * width and precision (including `*`). Wrong types print as `%!d(string=hi)`, missing args as `%!d(MISSING)`,
@@ -238,21 +242,36 @@ export function sprintf(format: string, args: unknown[], quote: (s: string) => s
       else if (f === '0') sp.zero = !sp.minus;
       else break;
     }
-    const readNum = (): number | null => {
+    // Go's fmt refuses a width or precision over 1e6 (tooLarge): `*` → %!(BADWIDTH) / %!(BADPREC); a literal whose
+    // digits overflow ends the format with %!(NOVERB). This also bounds what one printf can allocate.
+    const readNum = (bad: string): number | null => {
       if (format[i] === '*') {
         i++;
         const a = args[argi++];
-        return typeof a === 'bigint' ? Number(a) : null;
+        if (typeof a === 'bigint' && a <= FMT_MAX_NUM && a >= -FMT_MAX_NUM) return Number(a);
+        out += bad;
+        return null;
       }
-      const m = /^\d+/.exec(format.slice(i));
-      if (!m) return null;
-      i += m[0].length;
-      return parseInt(m[0], 10);
+      let num = 0;
+      let digits = 0;
+      while (i < format.length && format[i] >= '0' && format[i] <= '9') {
+        if (num > 1e6) {
+          i = format.length;
+          return null;
+        }
+        num = num * 10 + (format.charCodeAt(i) - 48);
+        digits++;
+        i++;
+      }
+      return digits > 0 ? num : null;
     };
-    sp.width = readNum();
+    sp.width = readNum('%!(BADWIDTH)');
     if (format[i] === '.') {
       i++;
-      sp.prec = readNum() ?? 0;
+      const star = format[i] === '*';
+      const prec = readNum('%!(BADPREC)');
+      if (star && prec !== null && prec < 0) out += '%!(BADPREC)';
+      sp.prec = prec !== null && prec >= 0 ? prec : star ? null : 0;
     }
     if (i >= format.length) {
       out += '%!(NOVERB)';

@@ -4,6 +4,16 @@
  * library (autodetection), and the streaming tool-call and thinking parsers. Reference §8.
  */
 export { GoTemplate, TemplateError, OLLAMA_FUNCS, toTypeScriptType } from './go-template';
+export {
+  TemplateBudget,
+  TemplateBudgetError,
+  DEFAULT_TEMPLATE_LIMITS,
+  renderLimits,
+  TEMPLATE_BASE_STEPS,
+  TEMPLATE_BASE_OUTPUT,
+} from './template-budget';
+export type { TemplateLimits, BudgetInput } from './template-budget';
+export { probeTemplateBudget } from './template-probe';
 export type { GoFunc } from './go-template';
 export { GoStruct, goJson, formatValue, sprintf } from './go-values';
 export { renderPrompt, collate, applyImageMarkers, messageStruct, toolsValue } from './ollama-template.renderer';

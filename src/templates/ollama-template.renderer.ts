@@ -6,6 +6,7 @@ import { GoTemplate } from './go-template';
 import { ActionNode, BranchNode, ListNode, Node, PipeNode, copyNode } from './go-template.nodes';
 import { GoStruct, JsonField, goJson, nilSlice, withStringer } from './go-values';
 import { templateVars } from './template-inspection';
+import { TemplateBudget, renderLimits } from './template-budget';
 
 /** A chat message as handed to the template (Ollama's api.Message). */
 export interface TemplateMessage {
@@ -335,9 +336,15 @@ function cutAfterResponse(root: ListNode): ListNode {
  * - otherwise legacy style: one execution per completed (system, user, assistant) turn with `.System`, `.Prompt`,
  *   `.Response`, and the last turn executed only up to its `{{ .Response }}`.
  * Images become `[img-N]` markers first. Context-window truncation is the caller's job.
- * @throws TemplateError when execution fails.
+ * All executions of one render share one budget (template-budget.ts), by default sized to the input by renderLimits.
+ * @throws TemplateError when execution fails; TemplateBudgetError (`template: execution budget exceeded: …`) when
+ *   the render takes more steps or produces more characters than its budget.
  */
-export function renderPrompt(template: GoTemplate, input: RenderInput): string {
+export function renderPrompt(
+  template: GoTemplate,
+  input: RenderInput,
+  budget: TemplateBudget = new TemplateBudget(renderLimits(input)),
+): string {
   const vars = templateVars(template);
   const root = effectiveRoot(template, vars);
   const think = input.think ?? false;
@@ -346,25 +353,33 @@ export function renderPrompt(template: GoTemplate, input: RenderInput): string {
   const { system, messages } = collate(applyImageMarkers(input.messages ?? []));
 
   if (input.prompt && input.suffix) {
-    return template.executeRoot(root, {
-      Prompt: input.prompt,
-      Suffix: input.suffix,
-      Response: '',
-      Think: think,
-      ThinkLevel: thinkLevel,
-      IsThinkSet: isThinkSet,
-    });
+    return template.executeRoot(
+      root,
+      {
+        Prompt: input.prompt,
+        Suffix: input.suffix,
+        Response: '',
+        Think: think,
+        ThinkLevel: thinkLevel,
+        IsThinkSet: isThinkSet,
+      },
+      budget,
+    );
   }
   if (vars.includes('messages')) {
-    return template.executeRoot(root, {
-      System: system,
-      Messages: messages.map(messageStruct),
-      Tools: toolsValue(input.tools),
-      Response: '',
-      Think: think,
-      ThinkLevel: thinkLevel,
-      IsThinkSet: isThinkSet,
-    });
+    return template.executeRoot(
+      root,
+      {
+        System: system,
+        Messages: messages.map(messageStruct),
+        Tools: toolsValue(input.tools),
+        Response: '',
+        Think: think,
+        ThinkLevel: thinkLevel,
+        IsThinkSet: isThinkSet,
+      },
+      budget,
+    );
   }
 
   let out = '';
@@ -380,7 +395,7 @@ export function renderPrompt(template: GoTemplate, input: RenderInput): string {
     IsThinkSet: isThinkSet,
   });
   const execute = (): void => {
-    out += template.executeRoot(root, values());
+    out += template.executeRoot(root, values(), budget);
     sys = '';
     prompt = '';
     response = '';
@@ -400,6 +415,6 @@ export function renderPrompt(template: GoTemplate, input: RenderInput): string {
         break;
     }
   }
-  out += template.executeRoot(cutAfterResponse(root), values());
+  out += template.executeRoot(cutAfterResponse(root), values(), budget);
   return out;
 }

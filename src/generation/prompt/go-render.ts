@@ -4,7 +4,7 @@ import { RenderedOutputParser } from '../output';
 import { Runner } from '../../runner';
 import { afterThinkingTrigger, JSON_OBJECT_GRAMMAR } from './format';
 import { formatGrammar, GrammarBudget } from './grammar-budget';
-import { GoTemplateHandle, GoTemplatesApi, thinkingTags } from './go-template.port';
+import { GoTemplateHandle, GoTemplatesApi, templateErrorMessage, thinkingTags } from './go-template.port';
 import { PreparedPrompt, RenderedPrompt } from './prompt.types';
 import { GoRenderOptions, thinkLevel } from './render-options';
 
@@ -101,8 +101,10 @@ function forcedToolCallGrammar(
 
 /**
  * The prompt text of a Go-template render (rendered mode, §8.1/§8.2) and nothing else: what the fitting search
- * measures.
- * @throws InvalidRequestError `template error: …` when the template fails.
+ * measures. The engine's renderPrompt runs under an execution budget sized to the conversation
+ * (src/templates/template-budget.ts), so a template cannot hold the event loop.
+ * @throws InvalidRequestError `template error: …` when the template fails, `template: execution budget exceeded: …`
+ *   when it runs past its budget.
  */
 export function renderGoText(
   api: GoTemplatesApi,
@@ -120,7 +122,7 @@ export function renderGoText(
       ...(opts.fim ? { prompt: opts.fim.prompt, suffix: opts.fim.suffix } : {}),
     });
   } catch (err) {
-    throw new InvalidRequestError(`template error: ${(err as Error).message}`, 'template', { cause: err });
+    throw new InvalidRequestError(templateErrorMessage(err), 'template', { cause: err });
   }
 }
 

@@ -75,6 +75,16 @@ export function setGoTemplatesForTesting(api: GoTemplatesApi | null | undefined)
   cached = api;
 }
 
+/**
+ * The 400 message of a template that failed to parse or execute: Ollama's `template error: <Go error>` (reference
+ * §5.2), except a render stopped by its execution budget (src/templates/template-budget.ts), whose own message
+ * already starts with `template: ` (`template: execution budget exceeded: more than N steps`), as Go's errors do.
+ */
+export function templateErrorMessage(err: unknown): string {
+  if (err instanceof templates.TemplateBudgetError) return err.message;
+  return `template error: ${(err as Error).message}`;
+}
+
 /** inferThinkingTags' result as `{open, close}` (accepts an object or a `[open, close]` pair); undefined if none. */
 export function thinkingTags(
   api: GoTemplatesApi,
