@@ -7,7 +7,6 @@ import type {
   NativeMemoryEntry,
   NativeModel,
   NativeTaskParams,
-  NativeTokenLogprob,
 } from '../../binding';
 import {
   ContextLengthExceededError,
@@ -23,9 +22,7 @@ import {
   RunnerChatRender,
   RunnerChatRequest,
   RunnerEvent,
-  RunnerLogprob,
   RunnerMemory,
-  RunnerTokenLogprob,
   RunnerCreateOptions,
   RunnerFactory,
   RunnerModelInfo,
@@ -44,6 +41,7 @@ import {
 } from './context-params';
 import { physicalCores } from './cpu-threads';
 import { grammarConverter } from './grammar-worker';
+import { eventLogprob } from './logprobs';
 
 /** A failure while loading is a load error unless the addon said something more specific (e.g. out of memory). */
 function asLoadError(err: unknown): DaemonError {
@@ -51,24 +49,8 @@ function asLoadError(err: unknown): DaemonError {
   return mapped instanceof InternalError ? new ModelLoadError(mapped.message, { cause: err }) : mapped;
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: false });
-
 /** The engine's error text when an RPC worker's connection broke (native/engine.cpp LostRpcServer). */
 const RPC_LOST = /^rpc server \S+: connection lost$/;
-
-/** A native logprob entry → the runner's (text decoded lossily, bytes as a plain array). */
-function toTokenLogprob(entry: NativeTokenLogprob): RunnerTokenLogprob {
-  return { token: utf8.decode(entry.bytes), logprob: entry.logprob, bytes: Array.from(entry.bytes) };
-}
-
-/** The logprob of a token event, when the task asked for them. */
-function eventLogprob(event: Extract<NativeEvent, { type: 'token' }>): RunnerLogprob | undefined {
-  if (event.logprob === undefined || event.bytes === undefined) return undefined;
-  return {
-    ...toTokenLogprob({ token: event.token, bytes: event.bytes, logprob: event.logprob }),
-    topLogprobs: (event.topLogprobs ?? []).map(toTokenLogprob),
-  };
-}
 
 /** Whether the GGUF metadata marks an embedding model (`<arch>.pooling_type`, reference/ollama-api.md §8.7). */
 function isEmbeddingModel(model: NativeModel): boolean {
