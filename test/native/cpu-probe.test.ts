@@ -15,7 +15,7 @@ import { loadBinding } from '../../src/native';
 import { ProcessRunnerFactory, RunnerSpec } from '../../src/runner';
 import { ensureTestModels, TINY_LLAMA_SPM } from '../utils/models';
 import { GREEDY } from '../utils/sampling';
-import { binding } from './native-helpers';
+import { binding, GPU_ADDON, loadModel } from './native-helpers';
 
 ensureTestModels();
 
@@ -69,6 +69,23 @@ describe('CPU probe: an extension that CPUID advertises but that traps', () => {
     assert.equal(plain.status, 0, plain.stderr);
     assert.match(plain.stdout, /^generated 4 /m);
     assert.equal(plain.stderr.split('\n').filter((l) => PROBE_LINE.test(l)).length, 0, 'no trap, no line');
+  });
+
+  it('useExtraBufferTypes: false keeps the Q4_0 weights out of the CPU backend’s repack buffer', async () => {
+    const buffers = async (params: { useExtraBufferTypes?: boolean }) => {
+      const model = await loadModel(q4, { ...params, nGpuLayers: 0 });
+      const ctx = new binding.Context(model, { nCtx: 64, nThreads: 2 });
+      const names = ctx
+        .memory()
+        .filter((e) => e.model > 0)
+        .map((e) => e.buffer);
+      await model.dispose();
+      return names;
+    };
+    // x86 with AVX2 (and arm64 with dotprod) repack Q4_0; a GPU build may keep CPU layers unpacked
+    if (!GPU_ADDON) assert.ok((await buffers({})).includes('CPU_REPACK'), 'by default the weights are repacked');
+    const off = await buffers({ useExtraBufferTypes: false });
+    assert.ok(off.length > 0 && !off.includes('CPU_REPACK'), off.join(', '));
   });
 
   const spec = (): RunnerSpec => ({
