@@ -188,6 +188,7 @@ class GgufParser {
   private async skipItems(key: string, itemType: GgufValueType, n: number): Promise<void> {
     if (itemType === GgufValueType.STRING) {
       for (let i = 0; i < n; i++) {
+        if (i % (ITEMS_PER_SLICE * 4) === ITEMS_PER_SLICE * 4 - 1) await yieldToLoop();
         if (!this.r.trySkipString(MAX_STRING_BYTES)) await this.skipString(`item ${i} of ${key}`);
       }
     } else if (itemType === GgufValueType.ARRAY) {
