@@ -13,7 +13,7 @@ import {
   parseQuantizeType,
   requireDigest,
 } from './create-support';
-import { GgufFile, GgufFormatError, isGgufFile, modelDetails, readGguf } from './gguf';
+import { FACTS_MAX_ARRAY_ITEMS, GgufFile, GgufFormatError, isGgufFile, modelDetails, readGguf } from './gguf';
 import { DraftLookup, resolveDraftFiles, resolveDraftValue, withDraftQuantize } from './model-create.draft';
 import { ModelCreateQuantizer } from './model-create.quantizer';
 import {
@@ -219,7 +219,7 @@ export class ModelCreatePlanner {
   private async readCreateGguf(path: string, label: string): Promise<GgufFile> {
     if (!(await isGgufFile(path))) throw new InvalidRequestError(NOT_GGUF_MESSAGE);
     try {
-      return await readGguf(path);
+      return await readGguf(path, { maxArrayItems: FACTS_MAX_ARRAY_ITEMS });
     } catch (err) {
       if (err instanceof GgufFormatError) throw new InvalidRequestError(`${NOT_GGUF_MESSAGE}: ${err.detail}`);
       throw new InvalidRequestError(`cannot read ${label}: ${describeIoError(err)}`);

@@ -4,7 +4,7 @@ import type { NativeBinding, NativeQuantType } from '../../binding';
 import { DaemonError, InternalError } from '../common/errors';
 import { mapNativeError, NATIVE_BINDING, NativeBindingLoader } from '../native';
 import { estimateQuantizedSize, QUANTIZE_PROGRESS_DIGEST, quantizeCompleted } from './create-support';
-import { modelDetails, readGguf } from './gguf';
+import { FACTS_MAX_ARRAY_ITEMS, modelDetails, readGguf } from './gguf';
 import type { CreateEmit, CreatePlan } from './model-create.types';
 import { BlobPin, MODEL_STORE, ModelStore, StoredBlob } from './model-store';
 import { describeIoError, redactPaths } from './store-errors';
@@ -96,7 +96,7 @@ export class ModelCreateQuantizer {
     if (plan.form === 'json') emit('verifying conversion');
     let fileType: string;
     try {
-      fileType = modelDetails(await readGguf(tmp)).fileType;
+      fileType = modelDetails(await readGguf(tmp, { maxArrayItems: FACTS_MAX_ARRAY_ITEMS })).fileType;
     } catch (err) {
       await rm(tmp, { force: true });
       throw new InternalError(`quantized model cannot be read: ${describeIoError(err)}`, { cause: err });

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { InternalError, InvalidRequestError, ModelNotFoundError } from '../common/errors';
 import { checkRpcAllowed, OptionMap, sanitizeStoredParams } from '../common/options';
 import { DaemonConfig } from '../config';
-import { modelDetails, readGguf } from './gguf';
+import { FACTS_MAX_ARRAY_ITEMS, modelDetails, readGguf } from './gguf';
 import { ggufModelConfig, ManifestLayer, MediaType, ModelConfig } from './manifest';
 import { ModelName } from './model-name';
 import { MODEL_STORE, ModelStore, StoredManifest } from './model-store';
@@ -202,7 +202,7 @@ export class ModelResolverService {
   private readFacts(digest: string, path: string): Promise<ModelFacts> {
     let pending = this.facts.get(digest);
     if (!pending) {
-      pending = readGguf(path).then((gguf) => ({
+      pending = readGguf(path, { maxArrayItems: FACTS_MAX_ARRAY_ITEMS }).then((gguf) => ({
         ...modelDetails(gguf),
         vision: Object.keys(gguf.metadata).some((k) => k.startsWith('clip.') || /^[^.]+\.vision\./.test(k)),
       }));

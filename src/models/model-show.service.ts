@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InternalError, InvalidRequestError, ModelNotFoundError } from '../common/errors';
-import { readGguf } from './gguf';
+import { FACTS_MAX_ARRAY_ITEMS, readGguf } from './gguf';
 import { ModelResolverService } from './model-resolver.service';
 import { ResolvedModel } from './model.types';
 import { describeIoError } from './store-errors';
@@ -35,9 +35,11 @@ export class ModelShowService {
     const resolved = await this.resolver.resolve(model, (name) =>
       ModelNotFoundError.notFoundMessage(name.toShortString()),
     );
-    const gguf = await readGguf(resolved.modelPath).catch((err: unknown) => {
-      throw new InternalError(`cannot read model weights: ${describeIoError(err)}`, { cause: err });
-    });
+    const gguf = await readGguf(resolved.modelPath, verbose ? {} : { maxArrayItems: FACTS_MAX_ARRAY_ITEMS }).catch(
+      (err: unknown) => {
+        throw new InternalError(`cannot read model weights: ${describeIoError(err)}`, { cause: err });
+      },
+    );
     const modelInfo: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(gguf.metadata)) {
       if (key === 'general.name' || key === 'tokenizer.chat_template') continue;

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { freemem, totalmem } from 'node:os';
-import { readGguf } from '../models/gguf';
+import { FACTS_MAX_ARRAY_ITEMS, readGguf } from '../models/gguf';
 import { RunnerSpec } from '../runner';
 
 /**
@@ -156,7 +156,7 @@ async function readKvFacts(path: string): Promise<KvFacts> {
   try {
     const fileSize = (await stat(path)).size;
     try {
-      const gguf = await readGguf(path);
+      const gguf = await readGguf(path, { maxArrayItems: FACTS_MAX_ARRAY_ITEMS });
       const md = gguf.metadata as Record<string, unknown>;
       const arch = typeof md['general.architecture'] === 'string' ? md['general.architecture'] : '';
       const nEmbd = num(md[`${arch}.embedding_length`]);

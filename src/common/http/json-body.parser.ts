@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { checkJsonDepth } from './json-depth';
+import { checkJsonShape, markShapeChecked } from './json-depth';
 import { InvalidRequestError } from '../errors';
 
 /** Routes whose body is a raw byte stream handed to the handler unparsed and without a size limit (§3.10). */
@@ -24,7 +24,8 @@ export interface BodyLimits {
  * form-encoded, ollama-js sends JSON), is parsed as JSON, as Ollama's handlers do (reference/ollama-api.md §1.1).
  * An empty body parses to `undefined` (the validation pipe answers `missing request body`); malformed JSON fails
  * with a 400 whose message is the parser's ("unexpected end of JSON input" style); a body nested deeper than
- * MAX_JSON_DEPTH (src/security/json-depth.ts) fails with a 400 before it is parsed.
+ * MAX_JSON_DEPTH or with an object of more than MAX_JSON_MEMBERS members (src/common/http/json-depth.ts) fails with a
+ * 400 before it is parsed.
  * Exception: `POST /api/blobs/:digest` ({@link RAW_BODY_ROUTE}) gets the unread request stream as its body (any
  * content type, no size limit): the handler streams it to disk.
  * Management routes ({@link MANAGEMENT_ROUTE}) have their own, smaller limit.
@@ -48,16 +49,20 @@ export function installJsonBodyParser(fastify: FastifyInstance, limits: number |
             return;
           }
           try {
-            checkJsonDepth(text);
+            checkJsonShape(text);
           } catch (err) {
             done(err as Error);
             return;
           }
+          let body: unknown;
           try {
-            done(null, JSON.parse(text));
+            body = JSON.parse(text);
           } catch (err) {
             done(new InvalidRequestError(describeJsonError(text, err as Error)));
+            return;
           }
+          markShapeChecked(body);
+          done(null, body);
         },
         (err: Error) => done(err),
       );

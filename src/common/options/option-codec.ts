@@ -2,6 +2,9 @@ import { InvalidRequestError } from '../errors';
 import { DEPRECATED_OPTIONS, OPTION_TABLE, OptionMap, OptionValue } from './option-table';
 import { splitRpcServers } from './rpc-servers';
 
+/** The option names {@link decodeOptions} looks up, in table order. */
+const OPTION_NAMES: readonly string[] = Object.keys(OPTION_TABLE);
+
 /** Go's strconv.ParseBool accepted spellings. */
 const GO_TRUE = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);
 const GO_FALSE = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False']);
@@ -74,8 +77,9 @@ export function formatParams(raw: ReadonlyMap<string, string[]>): FormattedParam
 /**
  * Decodes a request's `options` object like Ollama's `Options.FromMap` (§4.1): ints accept any JSON number (the
  * fraction is truncated), floats need a number, bools a boolean, `stop` an array of strings; `null` values are
- * skipped and unknown keys ignored, as are Modelfile-only options (`rpc`).
- * @returns the known options, typed.
+ * skipped and unknown keys ignored, as are Modelfile-only options (`rpc`). Cost: one lookup per known option name,
+ * whatever the number of keys in `options`.
+ * @returns the known options, typed, in the table's order (OPTION_TABLE).
  * @throws InvalidRequestError `option "<k>" must be of type integer|float32|boolean|array`, or
  *   `option "<k>" must be of an array of strings`. (Ollama answers these with 500; the daemon uses 400 — see
  *   docs/architecture.md, deviations.)
@@ -83,9 +87,14 @@ export function formatParams(raw: ReadonlyMap<string, string[]>): FormattedParam
 export function decodeOptions(options: Record<string, unknown> | undefined | null): OptionMap {
   const out: OptionMap = {};
   if (!options) return out;
-  for (const [key, value] of Object.entries(options)) {
+  // Looked up name by name from the table (~40 names), never by walking the request's keys: an `options` object with
+  // 10,000 unknown keys costs no more than a small one (Object.entries over a dictionary-mode object is ~1 µs a key,
+  // on the event loop). The result is in table order (Ollama's Go map has no order either).
+  for (const key of OPTION_NAMES) {
+    if (!Object.prototype.hasOwnProperty.call(options, key)) continue;
+    const value = options[key];
     const spec = OPTION_TABLE[key];
-    if (!spec || spec.modelfileOnly || value === null || value === undefined) continue;
+    if (spec.modelfileOnly || value === null || value === undefined) continue;
     const typeError = () => new InvalidRequestError(`option "${key}" must be of type ${spec.goType}`, `options.${key}`);
     let decoded: OptionValue;
     switch (spec.kind) {

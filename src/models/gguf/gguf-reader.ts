@@ -1,5 +1,5 @@
 import { open, type FileHandle } from 'node:fs/promises';
-import { GgufFormatError } from './gguf-format.error';
+import { BufferedFileReader, READ_CHUNK } from './gguf-buffered-reader';
 import { GgufValueType, type GgufFile, type GgufTensorInfo, type GgufValue } from './gguf.types';
 import { GGML_TYPES, ggmlTensorBytes } from './ggml-types';
 
@@ -14,7 +14,33 @@ const MAX_DIMS = 4;
 const MAX_STRING_BYTES = 64 * 1024 * 1024;
 /** Upper bound for the items of one metadata array (vocabularies are ~10^5-10^6 entries). */
 const MAX_ARRAY_ITEMS = 1 << 24;
-const READ_CHUNK = 1 << 20;
+/**
+ * Items of an array decoded between two yields to the event loop (setImmediate) when a whole array is decoded: a
+ * 150k-token vocabulary is ~150 ms of string decoding, so it is cut into slices of a few milliseconds.
+ */
+const ITEMS_PER_SLICE = 8192;
+
+/** Lets the event loop run (timers, I/O) between two slices of a long decode. */
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * `maxArrayItems` for callers that need the scalars only (facts, estimates, create, non-verbose show): arrays of up
+ * to this many items are decoded, longer ones (vocabularies, merges, token types) are skipped.
+ */
+export const FACTS_MAX_ARRAY_ITEMS = 64;
+
+/** What {@link readGguf} decodes. */
+export interface ReadGgufOptions {
+  /**
+   * Arrays with more items than this are validated (every item's length and type) and skipped, not decoded: their
+   * value is a sparse array of the right `length` with no items. Callers that only need scalars and counts (model
+   * facts, memory estimates, create, non-verbose show) pass a small number, so a tokenizer vocabulary of ~10^5
+   * strings costs a walk over its lengths (~1 ms), not ~150 ms of string decoding on the event loop.
+   * Default: every array is decoded (in slices of {@link ITEMS_PER_SLICE} items, yielding to the event loop between
+   * them).
+   */
+  maxArrayItems?: number;
+}
 
 /** Smallest encoded size of one item of each value type, used to reject counts that cannot fit in the file. */
 const MIN_ITEM_BYTES: Record<GgufValueType, number> = {
@@ -33,147 +59,6 @@ const MIN_ITEM_BYTES: Record<GgufValueType, number> = {
   [GgufValueType.FLOAT64]: 8,
 };
 
-/**
- * Positioned, buffered reads over a file handle. Primitive reads are synchronous and assume the bytes were made
- * available with `ensure(n)` first, so hot loops only await when the buffer actually runs dry.
- */
-class BufferedFileReader {
-  private buf = Buffer.allocUnsafe(READ_CHUNK);
-  /** File offset of buf[0]. */
-  private base = 0;
-  /** Read position inside buf. */
-  private pos = 0;
-  /** End of valid data inside buf. */
-  private end = 0;
-
-  constructor(
-    private readonly fh: FileHandle,
-    readonly path: string,
-    readonly size: number,
-  ) {}
-
-  /** Current absolute file offset. */
-  get offset(): number {
-    return this.base + this.pos;
-  }
-
-  /** Bytes left in the file after the current position. */
-  get remaining(): number {
-    return this.size - this.offset;
-  }
-
-  get buffered(): number {
-    return this.end - this.pos;
-  }
-
-  fail(detail: string, offset: number = this.offset): never {
-    throw new GgufFormatError(this.path, offset, detail);
-  }
-
-  /** Makes `n` bytes available at the current position; throws GgufFormatError when the file ends first. */
-  async ensure(n: number, what = 'data'): Promise<void> {
-    if (this.end - this.pos >= n) return;
-    if (n > this.remaining) {
-      this.fail(`file truncated: ${what} needs ${n} bytes, only ${this.remaining} left`);
-    }
-    // Move the unread tail to the front (or into a bigger buffer), then fill the rest.
-    const keep = this.end - this.pos;
-    if (n > this.buf.length) {
-      const bigger = Buffer.allocUnsafe(Math.max(n, this.buf.length * 2));
-      this.buf.copy(bigger, 0, this.pos, this.end);
-      this.buf = bigger;
-    } else if (keep > 0) {
-      this.buf.copy(this.buf, 0, this.pos, this.end);
-    }
-    this.base += this.pos;
-    this.pos = 0;
-    this.end = keep;
-    while (this.end < n) {
-      const want = Math.min(this.buf.length - this.end, this.size - (this.base + this.end));
-      const { bytesRead } = await this.fh.read(this.buf, this.end, want, this.base + this.end);
-      if (bytesRead === 0) this.fail(`file truncated: ${what} needs ${n} bytes`);
-      this.end += bytesRead;
-    }
-  }
-
-  u8(): number {
-    return this.buf[this.pos++];
-  }
-  i8(): number {
-    return this.buf.readInt8(this.pos++);
-  }
-  u16(): number {
-    const v = this.buf.readUInt16LE(this.pos);
-    this.pos += 2;
-    return v;
-  }
-  i16(): number {
-    const v = this.buf.readInt16LE(this.pos);
-    this.pos += 2;
-    return v;
-  }
-  u32(): number {
-    const v = this.buf.readUInt32LE(this.pos);
-    this.pos += 4;
-    return v;
-  }
-  i32(): number {
-    const v = this.buf.readInt32LE(this.pos);
-    this.pos += 4;
-    return v;
-  }
-  f32(): number {
-    const v = this.buf.readFloatLE(this.pos);
-    this.pos += 4;
-    return v;
-  }
-  f64(): number {
-    const v = this.buf.readDoubleLE(this.pos);
-    this.pos += 8;
-    return v;
-  }
-  u64(): bigint {
-    const v = this.buf.readBigUInt64LE(this.pos);
-    this.pos += 8;
-    return v;
-  }
-  i64(): bigint {
-    const v = this.buf.readBigInt64LE(this.pos);
-    this.pos += 8;
-    return v;
-  }
-  /** A u64 that must be a safe integer (counts, lengths, dimensions, offsets). */
-  u64Number(what: string): number {
-    const at = this.offset;
-    const lo = this.buf.readUInt32LE(this.pos);
-    const hi = this.buf.readUInt32LE(this.pos + 4);
-    this.pos += 8;
-    if (hi > 0x1fffff) this.fail(`${what} is absurdly large (${(BigInt(hi) << 32n) | BigInt(lo)})`, at);
-    return hi * 0x100000000 + lo;
-  }
-  /**
-   * Reads a u64-length-prefixed string when it is entirely buffered, else returns undefined and consumes nothing
-   * (the caller then takes the slow, awaiting path). Lengths are validated by the slow path.
-   */
-  tryString(maxBytes: number): string | undefined {
-    if (this.end - this.pos < 8) return undefined;
-    const lo = this.buf.readUInt32LE(this.pos);
-    const hi = this.buf.readUInt32LE(this.pos + 4);
-    if (hi !== 0 || lo > maxBytes || this.end - this.pos - 8 < lo) return undefined;
-    const start = this.pos + 8;
-    this.pos = start + lo;
-    return this.buf.toString('utf8', start, start + lo);
-  }
-  utf8(n: number): string {
-    const s = this.buf.toString('utf8', this.pos, this.pos + n);
-    this.pos += n;
-    return s;
-  }
-  skip(n: number): void {
-    this.pos += n;
-  }
-}
-
 /** A 64-bit integer as a number when it is safe, else as a bigint. */
 function narrow(v: bigint): number | bigint {
   return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
@@ -181,7 +66,10 @@ function narrow(v: bigint): number | bigint {
 
 /** Reads GGUF v2/v3 structures (u64 counts and string lengths). */
 class GgufParser {
-  constructor(private readonly r: BufferedFileReader) {}
+  constructor(
+    private readonly r: BufferedFileReader,
+    private readonly maxArrayItems: number = Infinity,
+  ) {}
 
   async count(what: string): Promise<number> {
     if (this.r.buffered < 8) await this.r.ensure(8, what);
@@ -189,14 +77,26 @@ class GgufParser {
   }
 
   async string(what: string, maxBytes = MAX_STRING_BYTES): Promise<string> {
+    const len = await this.stringLength(what, maxBytes);
+    if (this.r.buffered < len) await this.r.ensure(len, what);
+    return this.r.utf8(len);
+  }
+
+  /** Reads and validates a string's u64 length; the position is then at its first byte. */
+  private async stringLength(what: string, maxBytes: number): Promise<number> {
     const at = this.r.offset;
     const len = await this.count(`length of ${what}`);
     if (len > maxBytes) this.r.fail(`${what} is ${len} bytes long (limit ${maxBytes})`, at);
     if (len > this.r.remaining) {
       this.r.fail(`${what} is ${len} bytes long but only ${this.r.remaining} bytes are left`, at);
     }
-    if (this.r.buffered < len) await this.r.ensure(len, what);
-    return this.r.utf8(len);
+    return len;
+  }
+
+  /** Validates and skips one string (the same checks as {@link string}, without decoding it). */
+  private async skipString(what: string): Promise<void> {
+    const len = await this.stringLength(what, MAX_STRING_BYTES);
+    this.r.skipBytes(len, what);
   }
 
   async valueType(what: string): Promise<GgufValueType> {
@@ -256,23 +156,46 @@ class GgufParser {
     if (n * minBytes > this.r.remaining) {
       this.r.fail(`array ${key} claims ${n} items but only ${this.r.remaining} bytes are left`, at);
     }
+    if (n > this.maxArrayItems) {
+      await this.skipItems(key, itemType, n);
+      return new Array<GgufValue>(n);
+    }
     const out: GgufValue[] = new Array<GgufValue>(n);
     if (itemType === GgufValueType.STRING) {
       for (let i = 0; i < n; i++) {
+        if (i % ITEMS_PER_SLICE === ITEMS_PER_SLICE - 1) await yieldToLoop();
         out[i] = this.r.tryString(MAX_STRING_BYTES) ?? (await this.string(`item ${i} of ${key}`));
       }
     } else if (itemType === GgufValueType.ARRAY) {
       for (let i = 0; i < n; i++) out[i] = await this.array(`${key}[${i}]`);
     } else {
       // Fixed-size items: make a chunk of them available at a time, then read synchronously.
-      const perChunk = Math.max(1, Math.floor(READ_CHUNK / minBytes));
+      const perChunk = Math.max(1, Math.floor(Math.min(READ_CHUNK / minBytes, ITEMS_PER_SLICE)));
       for (let i = 0; i < n; ) {
+        if (i > 0) await yieldToLoop();
         const m = Math.min(perChunk, n - i);
         await this.r.ensure(m * minBytes, `items of ${key}`);
         for (const stop = i + m; i < stop; i++) out[i] = this.scalar(itemType);
       }
     }
     return out;
+  }
+
+  /**
+   * Moves past the `n` items of an array without decoding them, with the checks decoding does: string lengths
+   * within the limits and the file, nested arrays' item types and counts, fixed-size items inside the file.
+   */
+  private async skipItems(key: string, itemType: GgufValueType, n: number): Promise<void> {
+    if (itemType === GgufValueType.STRING) {
+      for (let i = 0; i < n; i++) {
+        if (i % (ITEMS_PER_SLICE * 4) === ITEMS_PER_SLICE * 4 - 1) await yieldToLoop();
+        if (!this.r.trySkipString(MAX_STRING_BYTES)) await this.skipString(`item ${i} of ${key}`);
+      }
+    } else if (itemType === GgufValueType.ARRAY) {
+      for (let i = 0; i < n; i++) await this.array(`${key}[${i}]`);
+    } else {
+      this.r.skipBytes(n * MIN_ITEM_BYTES[itemType], `items of ${key}`);
+    }
   }
 }
 
@@ -303,12 +226,16 @@ export async function isGgufFile(path: string): Promise<boolean> {
  * duplicate keys or tensor names, 1-4 dimensions, power-of-two `general.alignment`, tensor offsets aligned, rows a
  * multiple of the type's block size and tensor data inside the file (a truncated download fails here).
  *
+ * Long work is kept off the event loop's critical path: with `options.maxArrayItems` big arrays are skipped, else
+ * they are decoded in slices that yield to the event loop.
+ *
  * @param path file to read
+ * @param options what to decode ({@link ReadGgufOptions}); default everything
  * @returns the parsed header; `dataOffset` and tensor `offset`s are in bytes
  * @throws GgufFormatError when the file is not a well-formed GGUF file
  * @throws the fs error (ENOENT, EACCES, EISDIR, ...) when the file cannot be opened or read
  */
-export async function readGguf(path: string): Promise<GgufFile> {
+export async function readGguf(path: string, options: ReadGgufOptions = {}): Promise<GgufFile> {
   const fh = await open(path, 'r');
   try {
     const { size } = await fh.stat();
@@ -327,7 +254,7 @@ export async function readGguf(path: string): Promise<GgufFile> {
       if (v >= 1 && v <= 3) r.fail('big-endian GGUF files are not supported', 4);
       r.fail(`unsupported GGUF version ${version}`, 4);
     }
-    const p = new GgufParser(r);
+    const p = new GgufParser(r, options.maxArrayItems);
 
     let at = r.offset;
     const tensorCount = await p.count('tensor count');

@@ -46,7 +46,10 @@ export interface GgufTensorInfo {
 export interface GgufFile {
   /** Format version (2 or 3). */
   version: number;
-  /** Metadata key → value, in file order. */
+  /**
+   * Metadata key → value, in file order. An array skipped by `readGguf`'s `maxArrayItems` is a sparse array of its
+   * length with no items (`Array.isArray` and `length` hold; its items read `undefined`).
+   */
   metadata: Record<string, GgufValue>;
   /** Metadata key → on-disk value type (and item type for arrays); needed to copy values with their exact types. */
   types: Record<string, { type: GgufValueType; itemType?: GgufValueType }>;

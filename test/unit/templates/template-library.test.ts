@@ -44,6 +44,30 @@ describe('detectTemplate', () => {
     assert.equal(found?.name, 'llama3-instruct');
     assert.deepEqual(found?.parameters, { stop: ['<|start_header_id|>', '<|end_header_id|>', '<|eot_id|>'] });
   });
+  it('picks what an exhaustive search picks (entries skipped by length or histogram could never win)', () => {
+    // Issue 32: the histogram bound skips most entries without the O(length × 100) distance. Edited copies of every
+    // entry (cut, repeated, case-changed, spliced with another) must still get the exhaustive answer.
+    const exhaustive = (jinja: string): string | null => {
+      let best: string | null = null;
+      let score = 100;
+      for (const e of index) {
+        const d = boundedLevenshtein(cps(jinja), cps(e.template), score);
+        if (d < score) [score, best] = [d, e.name];
+      }
+      return best;
+    };
+    index.forEach((e, i) => {
+      const other = index[(i + 1) % index.length].template;
+      for (const edited of [
+        e.template.slice(0, Math.floor(e.template.length * 0.97)),
+        e.template.toUpperCase().slice(0, 60) + e.template.slice(60),
+        e.template + e.template.slice(0, 50),
+        e.template.slice(0, e.template.length / 2) + other.slice(other.length / 2),
+      ]) {
+        assert.equal(detectTemplate(edited)?.name ?? null, exhaustive(edited), `${e.name}, edited`);
+      }
+    });
+  });
   it('returns null for an unrelated Jinja template', () => {
     const jinja =
       "{% for m in messages %}{{ '### ' + m['role'] | upper + ': ' }}{{ m['content'] | trim }}{{ '\\n' }}{% endfor %}" +

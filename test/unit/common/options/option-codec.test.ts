@@ -67,6 +67,19 @@ describe('decodeOptions (request options)', () => {
     assert.throws(() => decodeOptions({ draft_ngram: 'yes' }), /draft_ngram/);
   });
 
+  it('looks known names up instead of walking the keys: a flood of unknown keys is never enumerated', () => {
+    // Issue 32: `options` with 100,000 keys cost ~100 ms of Object.entries on the event loop. A proxy whose key
+    // enumeration throws proves the keys are not walked; inherited names (`constructor`, `toString`) are not options.
+    const target: Record<string, unknown> = { num_predict: 3, temperature: 0.5, constructor: 1, toString: 2 };
+    const options = new Proxy(target, {
+      ownKeys: () => {
+        throw new Error('the keys of options were enumerated');
+      },
+    });
+    assert.deepEqual(decodeOptions(options), { temperature: 0.5, num_predict: 3 });
+    assert.deepEqual(decodeOptions({ constructor: 1, __proto__: null, hasOwnProperty: 3 }), {});
+  });
+
   it('accepts absent options', () => {
     assert.deepEqual(decodeOptions(undefined), {});
     assert.deepEqual(decodeOptions(null), {});
