@@ -39,8 +39,8 @@ export const TEMPLATE_STEPS_PER_TOOL_CHAR = 1;
  * Characters (UTF-16 code units) every render may produce whatever its input: 1 Mi, far above any template's own
  * text (the input is allowed for below). Producing 1 Mi characters by printing large values (`{{$.Messages}}`,
  * `json`) took 30–130 ms in the measurement above, by plain text ~13 ms. "Produced" counts the text written to the output and every string a function returns (`printf`,
- * `print`, `json`, `html`, …), so a template that builds a huge string in a variable and never prints it is
- * stopped just as one that prints it.
+ * `print`, `json`, `html`, …; a returned string that is then printed counts twice), so a template that builds a
+ * huge string in a variable and never prints it is stopped just as one that prints it.
  */
 export const TEMPLATE_BASE_OUTPUT = 1024 * 1024;
 

@@ -80,6 +80,29 @@ describe('template check', () => {
       (e: unknown) => e instanceof InvalidRequestError && /^template error: template: /.test(e.message),
     );
   });
+
+  it('refuses a template that runs past the execution budget on sample values (chat, tools, thinking, FIM)', () => {
+    const budget = (e: unknown): boolean =>
+      e instanceof InvalidRequestError && /^template: execution budget exceeded: more than \d+ /.test(e.message);
+    for (const t of [
+      '{{range 100000000000}}{{end}}',
+      '{{ .Prompt }}{{range 100000}}{{range 100000}}{{end}}{{end}}',
+      '{{$x := "xxxxxxxx"}}{{range 60}}{{$x = printf "%s%s" $x $x}}{{end}}',
+      '{{ if .Tools }}{{range 100000000000}}{{end}}{{ end }}{{ range .Messages }}{{ .Content }}{{ end }}',
+      '{{ range .Messages }}{{ range .ToolCalls }}{{range 100000000000}}{{end}}{{ end }}{{ end }}',
+      '{{ range .Messages }}{{ if .Thinking }}{{range 100000000000}}{{end}}{{ end }}{{ end }}',
+      '{{ if .Think }}{{range 100000000000}}{{end}}{{ end }}',
+      '{{ if .Suffix }}{{range 100000000000}}{{end}}{{ end }}',
+    ]) {
+      assert.throws(() => checkGoTemplate(t), budget, t);
+    }
+  });
+
+  it('accepts templates that only fail on values a real request may not give', () => {
+    checkGoTemplate('{{ index .Messages 40 }}');
+    checkGoTemplate('{{ (index .Messages 0).Nope }}');
+    checkGoTemplate('{{ range 1000 }}{{ . }}{{ end }}{{ range .Messages }}{{ .Content }}{{ end }}');
+  });
 });
 
 describe('fromCreateRequest (create-form mapping)', () => {
