@@ -8,6 +8,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSy
 import { statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { packMain } from './pack-main.mjs';
 
 export const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const cache = join(root, '.cache', 'image');
@@ -105,8 +106,8 @@ function makeStandIns(context) {
   const rpc = env.LLAMAD_RPC_SERVER || findBuilt('rpc-server');
   if (!addon || !rpc) fail('no built addon/rpc-server (npm run build:native), and no packages in ' + PACKAGES);
   log(`stand-in packages: this checkout, and ${addon} + ${rpc}`);
-  // --ignore-scripts: a `prepare` script would compile the addon here (as `npm run pack:all` packs it).
-  run('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', context], { cwd: root });
+  // As `npm run pack:all` packs it: no `prepare` (it would compile the addon here) in the packed manifest either.
+  packMain(context);
   const version = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version;
   const pkg = join(cache, 'stand-in', 'package');
   rmSync(pkg, { recursive: true, force: true });
