@@ -192,8 +192,7 @@ export function buildImage() {
   // The build's RUN steps fetch from npm and Debian: host networking, as on machines that reach them only through
   // the host's resolver or proxy (LLAMAD_IMAGE_BUILD_NETWORK=private for buildah's default).
   const network = env.LLAMAD_IMAGE_BUILD_NETWORK === 'private' ? [] : ['--network', 'host'];
-  run('buildah', [
-    'bud',
+  bud([
     ...network,
     '--format',
     'docker',
@@ -208,4 +207,22 @@ export function buildImage() {
     IMAGE,
     context,
   ]);
+}
+
+/**
+ * `buildah bud <args>`; where it fails under buildah's default isolation (OCI: crun/runc must start a container for
+ * each RUN step, which some machines refuse: `error running container … exit status 1`), once more with
+ * BUILDAH_ISOLATION=chroot, as image-test.mjs falls back to chroot when `podman run` cannot start a container. No
+ * retry when BUILDAH_ISOLATION is set already (the caller chose). Throws when the build fails.
+ * @param {string[]} args the arguments after `bud`
+ * @param {NodeJS.ProcessEnv} [buildEnv] the environment of buildah (default: this process's)
+ */
+export function bud(args, buildEnv = env) {
+  try {
+    run('buildah', ['bud', ...args], { env: buildEnv });
+  } catch (err) {
+    if (buildEnv.BUILDAH_ISOLATION) throw err;
+    log(`buildah bud failed with its default isolation (${err.message}); retrying with BUILDAH_ISOLATION=chroot`);
+    run('buildah', ['bud', ...args], { env: { ...buildEnv, BUILDAH_ISOLATION: 'chroot' } });
+  }
 }
