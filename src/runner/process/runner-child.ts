@@ -5,7 +5,8 @@
  * reports it to the requests in flight on this model.
  *
  * - Generation events are batched per tick: every event of the current turn of the event loop is sent in one
- *   message on setImmediate, with a usage/memory snapshot.
+ *   message on setImmediate, with a usage snapshot; a task that ended in the engine (finished, failed or cancelled)
+ *   sends one too, so the parent's usage() (slots busy, queue, KV cells) is exact once the engine freed the slot.
  * - The process exits at once when its parent goes away (IPC 'disconnect'; a ppid check every second as a fallback),
  *   so a daemon killed with SIGKILL leaves no runner behind. SIGINT, SIGTERM and SIGHUP are ignored: the daemon
  *   decides when its runners end (after draining on its own SIGTERM).
@@ -85,6 +86,8 @@ class RunnerChild {
       }
       const runner = await LlamaRunner.load(binding, spec, threads);
       this.runner = runner;
+      // A task that ended (a cancelled one too) freed its slot: the parent's usage() must not keep showing it busy.
+      runner.onTaskEnd(() => this.scheduleFlush());
       let capabilities = { tools: false, thinking: false };
       try {
         capabilities = runner.chatCapabilities();
@@ -157,7 +160,9 @@ class RunnerChild {
     if (generation) {
       this.generations.delete(id);
       generation.unsubscribe();
-      this.scheduleFlush(); // usage changed: the slot is free
+      // Usage now (the cells this generation held are given back); the engine frees the slot within one decode step,
+      // and onTaskEnd sends the usage again then.
+      this.scheduleFlush();
     }
     this.embeds.get(id)?.abort();
   }
