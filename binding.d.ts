@@ -543,6 +543,12 @@ export interface NativeMemoryEntry {
    * '' (or absent) for local buffers. The bytes live on that machine (its RAM or VRAM: ggml does not say which).
    */
   endpoint?: string;
+  /**
+   * ggml_backend_dev_type of the device: 'cpu' (the CPU, including its extra buffer types CPU_REPACK, AMX, …, whose
+   * `host` is false although the bytes are in system RAM), 'gpu', 'igpu', 'accel' (BLAS, …), 'meta' (several devices
+   * for tensor parallelism); '' when the buffer type names no device. Absent from addons built before it existed.
+   */
+  deviceType?: '' | 'cpu' | 'gpu' | 'igpu' | 'accel' | 'meta';
   /** Model weights, bytes (shared by every context of the model). */
   model: number;
   /** Context state (KV cache), bytes. */

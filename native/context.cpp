@@ -415,6 +415,7 @@ Napi::Value Context::Memory(const Napi::CallbackInfo& info) {
     item.Set("device", entry.device);
     item.Set("host", entry.host);
     item.Set("endpoint", entry.endpoint);
+    item.Set("deviceType", entry.device_type);
     item.Set("model", static_cast<double>(entry.model));
     item.Set("context", static_cast<double>(entry.context));
     item.Set("compute", static_cast<double>(entry.compute));

@@ -17,6 +17,9 @@ struct MemoryEntry {
   std::string device;    // the device the buffer type belongs to ("CPU", "CUDA0", ...), empty when unknown
   bool host = true;      // ggml_backend_buft_is_host: the bytes are in system RAM (mmap'd weights, pinned buffers)
   std::string endpoint;  // an RPC device's worker ("host:port", its ggml description); empty for local devices
+  // ggml_backend_dev_type of the device: "cpu" (also the CPU's extra buffer types: CPU_REPACK, AMX, ... which are not
+  // host buffers), "gpu", "igpu", "accel", "meta"; empty when the buffer type names no device
+  std::string device_type;
   uint64_t model = 0;
   uint64_t context = 0;
   uint64_t compute = 0;

@@ -8,6 +8,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSy
 import { statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { packMain } from './pack-main.mjs';
 
 export const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const cache = join(root, '.cache', 'image');
@@ -105,8 +106,8 @@ function makeStandIns(context) {
   const rpc = env.LLAMAD_RPC_SERVER || findBuilt('rpc-server');
   if (!addon || !rpc) fail('no built addon/rpc-server (npm run build:native), and no packages in ' + PACKAGES);
   log(`stand-in packages: this checkout, and ${addon} + ${rpc}`);
-  // --ignore-scripts: a `prepare` script would compile the addon here (as `npm run pack:all` packs it).
-  run('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', context], { cwd: root });
+  // As `npm run pack:all` packs it: no `prepare` (it would compile the addon here) in the packed manifest either.
+  packMain(context);
   const version = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version;
   const pkg = join(cache, 'stand-in', 'package');
   rmSync(pkg, { recursive: true, force: true });
@@ -191,8 +192,7 @@ export function buildImage() {
   // The build's RUN steps fetch from npm and Debian: host networking, as on machines that reach them only through
   // the host's resolver or proxy (LLAMAD_IMAGE_BUILD_NETWORK=private for buildah's default).
   const network = env.LLAMAD_IMAGE_BUILD_NETWORK === 'private' ? [] : ['--network', 'host'];
-  run('buildah', [
-    'bud',
+  bud([
     ...network,
     '--format',
     'docker',
@@ -207,4 +207,22 @@ export function buildImage() {
     IMAGE,
     context,
   ]);
+}
+
+/**
+ * `buildah bud <args>`; where it fails under buildah's default isolation (OCI: crun/runc must start a container for
+ * each RUN step, which some machines refuse: `error running container … exit status 1`), once more with
+ * BUILDAH_ISOLATION=chroot, as image-test.mjs falls back to chroot when `podman run` cannot start a container. No
+ * retry when BUILDAH_ISOLATION is set already (the caller chose). Throws when the build fails.
+ * @param {string[]} args the arguments after `bud`
+ * @param {NodeJS.ProcessEnv} [buildEnv] the environment of buildah (default: this process's)
+ */
+export function bud(args, buildEnv = env) {
+  try {
+    run('buildah', ['bud', ...args], { env: buildEnv });
+  } catch (err) {
+    if (buildEnv.BUILDAH_ISOLATION) throw err;
+    log(`buildah bud failed with its default isolation (${err.message}); retrying with BUILDAH_ISOLATION=chroot`);
+    run('buildah', ['bud', ...args], { env: { ...buildEnv, BUILDAH_ISOLATION: 'chroot' } });
+  }
 }

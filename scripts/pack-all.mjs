@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run pack:all`: every package of a release into build/packages (docs/library.md "Prebuilt addons"):
-//   - llamad-<version>.tgz, the main package (TypeScript output, no install script: `npm pack --ignore-scripts`
-//     after `npm run build`);
+//   - llamad-<version>.tgz, the main package (TypeScript output after `npm run build`; packed by pack-main.mjs from
+//     a staging copy whose manifest has no install-time lifecycle script, so npm 11 has nothing of llamad's to
+//     approve);
 //   - one prebuilt addon package per backend whose tool chain is here (scripts/pack-prebuilt.mjs): the CPU always,
 //     CUDA when nvcc and cuBLAS are found, Vulkan when a new-enough glslc is, Metal on macOS. A backend that cannot
 //     be built is reported with the reason and skipped.
@@ -12,6 +13,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { missingToolchain } from './native-flags.mjs';
+import { packMain } from './pack-main.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -30,7 +32,7 @@ function run(cmd, args) {
 }
 
 run(npm, ['run', 'build']);
-run(npm, ['pack', '--ignore-scripts', '--pack-destination', out]);
+console.log(`pack:all: ${packMain(out)}`);
 const skipped = [];
 for (const backend of values.backends
   .split(',')

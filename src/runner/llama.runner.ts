@@ -1,13 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Observable } from 'rxjs';
-import type {
-  NativeBinding,
-  NativeContext,
-  NativeEvent,
-  NativeMemoryEntry,
-  NativeModel,
-  NativeTaskParams,
-} from '../../binding';
+import type { NativeBinding, NativeContext, NativeEvent, NativeModel, NativeTaskParams } from '../../binding';
 import {
   ContextLengthExceededError,
   DaemonError,
@@ -42,6 +35,7 @@ import {
 import { physicalCores } from './cpu-threads';
 import { grammarConverter } from './grammar-worker';
 import { eventLogprob } from './logprobs';
+import { sumMemory } from './runner-memory';
 
 /** A failure while loading is a load error unless the addon said something more specific (e.g. out of memory). */
 function asLoadError(err: unknown): DaemonError {
@@ -93,6 +87,8 @@ export class LlamaRunner implements Runner {
   /** Threads the contexts were last given (setThreads), for an embedding context created later. */
   private threads: number | undefined;
   private toGrammar: ((schema: string, signal?: AbortSignal) => Promise<string>) | undefined;
+  /** {@link onTaskEnd} listeners. */
+  private readonly taskEndListeners: (() => void)[] = [];
 
   private constructor(
     readonly spec: RunnerSpec,
@@ -211,6 +207,8 @@ export class LlamaRunner implements Runner {
         ...(request.draft && request.draft.nMax > 0 ? { draft: { ...request.draft } } : {}),
       };
       const onEvent = (event: NativeEvent) => {
+        // The engine freed the task's slot before it sent this event (also after a cancel, when nobody listens).
+        if (event.type === 'done' || event.type === 'error') this.taskEnded();
         if (finished) return;
         switch (event.type) {
           case 'token': {
@@ -267,6 +265,19 @@ export class LlamaRunner implements Runner {
         }
       };
     });
+  }
+
+  /**
+   * Calls `listener` on the JS thread each time a generation task ended in the engine — finished, failed, or after a
+   * cancel (the engine's final event, which the generation itself no longer relays) — at which point usage() no
+   * longer counts its slot or queue place. The runner process sends its parent a fresh usage snapshot then.
+   */
+  onTaskEnd(listener: () => void): void {
+    this.taskEndListeners.push(listener);
+  }
+
+  private taskEnded(): void {
+    for (const listener of this.taskEndListeners) listener();
   }
 
   /**
@@ -435,29 +446,6 @@ export class LlamaRunner implements Runner {
     })();
     return this.closed;
   }
-}
-
-/**
- * Totals of memory entries (per context: a NativeMemoryEntry list), bytes: all of them, the local device (non-host,
- * not RPC) part and per device. An RPC worker's buffers are named by their buffer type ('RPC0[127.0.0.1:50052]': the
- * worker's device and endpoint; ggml's own device names RPC<n> are process-wide counters) and are not VRAM here.
- */
-export function sumMemory(perContext: NativeMemoryEntry[][]): RunnerMemory {
-  let totalBytes = 0;
-  let vramBytes = 0;
-  const byDevice = new Map<string, { bytes: number; endpoint?: string }>();
-  for (const entry of perContext.flat()) {
-    const bytes = entry.model + entry.context + entry.compute;
-    totalBytes += bytes;
-    const endpoint = entry.endpoint || undefined;
-    if (!entry.host && !endpoint) vramBytes += bytes;
-    const name = endpoint ? entry.buffer : entry.host ? 'CPU' : entry.device || entry.buffer;
-    const device = byDevice.get(name) ?? { bytes: 0, ...(endpoint ? { endpoint } : {}) };
-    device.bytes += bytes;
-    byDevice.set(name, device);
-  }
-  const devices = [...byDevice].map(([name, device]) => ({ name, ...device })).sort((a, b) => b.bytes - a.bytes);
-  return { totalBytes, vramBytes, devices };
 }
 
 /** The production RunnerFactory: loads the addon on first use and creates LlamaRunners. */

@@ -1,8 +1,11 @@
 // Context.memory(): where a context's bytes live, from llama.cpp's llama_get_memory_breakdown.
 import assert from 'node:assert/strict';
-import { statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { TINY_LLAMA_SPM, ensureTestModels } from '../utils/models';
+import { sumMemory } from '../../src/runner/runner-memory';
+import { TINY_LLAMA_SPM, TINY_QWEN2, ensureTestModels } from '../utils/models';
 import { GPU_ADDON, assertThrowsCode, binding, loadModel } from './native-helpers';
 
 ensureTestModels();
@@ -29,12 +32,35 @@ describe('Context.memory', () => {
     assert.equal(sum(large, 'context'), 4 * sum(small, 'context'));
     assert.equal(sum(small, 'context'), small.stats().kvSize, 'the estimate the context reports to V8 agrees');
     assert.ok(sum(small, 'compute') > 0);
-    // On the CPU build everything is host memory; a GPU build offloads the layers to a device buffer.
-    const device = small.memory().filter((e) => !e.host);
+    // On the CPU build everything is on the CPU device (host buffers, or its extra buffer types such as CPU_REPACK,
+    // which are not host buffers for ggml); a GPU build offloads the layers to a GPU device buffer.
+    for (const entry of small.memory()) {
+      assert.ok(['', 'cpu', 'gpu', 'igpu', 'accel', 'meta'].includes(entry.deviceType ?? 'absent'));
+    }
+    const device = small.memory().filter((e) => e.deviceType === 'gpu' || e.deviceType === 'igpu');
     if (GPU_ADDON) assert.ok(device.length > 0, 'a GPU build holds some bytes in device memory');
     else assert.deepEqual(device, []);
     await small.dispose();
     assertThrowsCode(() => small.memory(), 'LLAMA_DISPOSED');
     await model.dispose();
+  });
+
+  // Issue 32: a Q4_0 model's weights are repacked for the CPU (buffer type CPU_REPACK, not a host buffer for ggml):
+  // /api/ps counted them as VRAM on a machine without a GPU.
+  it('a quantized model on the CPU build: repacked weights are the CPU device, and size_vram is 0', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'llamad-q4-'));
+    try {
+      const path = join(dir, 'q4.gguf');
+      await binding.quantize(TINY_QWEN2, path, { type: 'Q4_0' });
+      const model = await loadModel(path);
+      const ctx = new binding.Context(model, { nCtx: 256, nThreads: 1 });
+      const entries = ctx.memory();
+      for (const e of entries.filter((x) => !x.host && !GPU_ADDON)) assert.equal(e.deviceType, 'cpu', e.buffer);
+      if (!GPU_ADDON) assert.equal(sumMemory([entries]).vramBytes, 0, JSON.stringify(entries));
+      await ctx.dispose();
+      await model.dispose();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

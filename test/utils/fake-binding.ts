@@ -87,6 +87,11 @@ export class FakeBinding implements NativeBinding {
   };
   /** Milliseconds an embed() call takes (default 0: one microtask); cancel(jobId) ends it early with LLAMA_CANCELLED. */
   embedDelayMs = 0;
+  /**
+   * Milliseconds between cancel(taskId) and the task's `done` 'cancelled' event that frees its slot (default 0: the
+   * next setImmediate). The real engine frees it within one decode step.
+   */
+  cancelDelayMs = 0;
   /** renderChat / chatCapabilities behaviour. */
   chat: FakeChatBehaviour = { tools: true, thinking: false, toolGrammar: 'root ::= tool-call', additionalStops: [] };
 
@@ -526,14 +531,15 @@ export class FakeContextHandle implements NativeContext {
     }
     const task = this.active.get(taskId) ?? this.queue.find((t) => t.id === taskId);
     if (!task || task.done) return;
-    setImmediate(() =>
+    const end = () =>
       this.finish(task, {
         type: 'done',
         taskId,
         reason: 'cancelled',
         timings: { promptN: 0, promptTotal: 0, promptNs: 0, predictedN: 0, predictedNs: 0 },
-      }),
-    );
+      });
+    if (this.binding.cancelDelayMs > 0) setTimeout(end, this.binding.cancelDelayMs);
+    else setImmediate(end);
   }
 
   /** Threads set by setThreads (the last call), else params.nThreads, else 0. */

@@ -4,7 +4,8 @@
  * - `abort-on-load`: writes a GGML_ASSERT line to stderr and aborts while loading;
  * - `abort-on-decode`: the same on the first generation;
  * - `exit-3-on-decode`: exits with status 3 (no stderr) on the first generation;
- * - `slow`: 200 pieces, 20 ms apart (a stream to kill in the middle);
+ * - `slow`: 200 pieces, 20 ms apart (a stream to kill in the middle); a cancelled task frees its slot 50 ms later
+ *   (as the engine does at its next decode step);
  * - `slow-embed`: embed() takes 5 s (to cancel it);
  * - `invalid`: generations fail with LLAMA_INVALID_ARGUMENT `bad sampler`;
  * - `cpu-probe-amx`: writes ggml's CPU probe line for AMX (vendor/patches/0002) to stderr while loading.
@@ -34,6 +35,7 @@ const Base = binding.Model;
       setTimeout(() => die('abort'), 10);
     }
     if (path.includes('slow-embed')) binding.embedDelayMs = 5000;
+    else if (path.includes('slow')) binding.cancelDelayMs = 50;
     if (path.includes('cpu-probe-amx')) {
       process.stderr.write('cpu: AMX advertised by CPUID but its first instruction traps (SIGILL): AMX disabled\n');
     }

@@ -5,7 +5,8 @@
  * reports it to the requests in flight on this model.
  *
  * - Generation events are batched per tick: every event of the current turn of the event loop is sent in one
- *   message on setImmediate, with a usage/memory snapshot.
+ *   message on setImmediate, with a usage snapshot; a task that ended in the engine (finished, failed or cancelled)
+ *   sends one too, so the parent's usage() (slots busy, queue, KV cells) is exact once the engine freed the slot.
  * - Load progress is forwarded (`loadProgress`, at most once per 1 %) for the daemon's load timer; once loaded, a
  *   `heartbeat` with the engine's decode-step counter goes out every `heartbeatMs` for its progress watchdog.
  * - Test hook (load message `fault`, from LLAMAD_TEST_RUNNER_FAULT): `load-hang` never answers the load; `stall`
@@ -124,6 +125,8 @@ class RunnerChild {
       if (testSigillAtLoad(extraBufferTypes)) return;
       this.runner = runner;
       if (heartbeatMs) setInterval(() => this.send({ t: 'heartbeat', progress: this.progress() }), heartbeatMs).unref();
+      // A task that ended (a cancelled one too) freed its slot: the parent's usage() must not keep showing it busy.
+      runner.onTaskEnd(() => this.scheduleFlush());
       let capabilities = { tools: false, thinking: false };
       try {
         capabilities = runner.chatCapabilities();
@@ -216,7 +219,9 @@ class RunnerChild {
     if (generation) {
       this.generations.delete(id);
       generation.unsubscribe();
-      this.scheduleFlush(); // usage changed: the slot is free
+      // Usage now (the cells this generation held are given back); the engine frees the slot within one decode step,
+      // and onTaskEnd sends the usage again then.
+      this.scheduleFlush();
     }
     this.embeds.get(id)?.abort();
   }

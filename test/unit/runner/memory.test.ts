@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { sumMemory } from '../../../src/runner/llama.runner';
+import { sumMemory } from '../../../src/runner/runner-memory';
 
 describe('sumMemory', () => {
   it('splits host and device bytes and groups them per device, largest first', () => {
@@ -54,5 +54,63 @@ describe('sumMemory', () => {
         { name: 'CPU', bytes: 105 },
       ],
     });
+  });
+
+  // Issue 32: `llamad ps` printed `90%/10% CPU/GPU` on a machine without a GPU: the CPU's repacked weights
+  // (CPU_REPACK, and AMX where the CPU has it) are not host buffers for ggml, yet they are system RAM.
+  it('does not count the CPU extra buffer types (CPU_REPACK, AMX) as VRAM', () => {
+    const cpu = (buffer: string, host: boolean, model: number) => ({
+      buffer,
+      device: 'CPU',
+      deviceType: 'cpu' as const,
+      host,
+      endpoint: '',
+      model,
+      context: 0,
+      compute: 0,
+    });
+    const memory = sumMemory([[cpu('CPU_REPACK', false, 900), cpu('AMX', false, 50), cpu('CPU_Mapped', true, 100)]]);
+    assert.deepEqual(memory, { totalBytes: 1050, vramBytes: 0, devices: [{ name: 'CPU', bytes: 1050 }] });
+  });
+
+  it('counts GPU and integrated GPU buffers only, by device type', () => {
+    const entry = (buffer: string, device: string, deviceType: 'gpu' | 'igpu' | 'accel', host: boolean) => ({
+      buffer,
+      device,
+      deviceType,
+      host,
+      model: 100,
+      context: 10,
+      compute: 0,
+    });
+    const memory = sumMemory([
+      [
+        entry('Vulkan0', 'Vulkan0', 'gpu', false),
+        entry('Vulkan1', 'Vulkan1', 'igpu', false),
+        entry('Vulkan_Host', 'Vulkan0', 'gpu', true),
+        entry('BLAS', 'BLAS', 'accel', false),
+      ],
+    ]);
+    assert.equal(memory.totalBytes, 440);
+    assert.equal(memory.vramBytes, 220);
+    assert.deepEqual(
+      memory.devices.map((d) => d.name).sort(),
+      ['BLAS', 'CPU', 'Vulkan0', 'Vulkan1'],
+      'the host buffer of a GPU backend is system RAM: CPU',
+    );
+  });
+
+  it('without a device type (an older addon), still keeps the CPU repack buffers out of VRAM', () => {
+    const memory = sumMemory([
+      [
+        { buffer: 'CPU_REPACK', device: 'CPU', host: false, model: 900, context: 0, compute: 0 },
+        { buffer: 'CUDA0', device: 'CUDA0', host: false, model: 300, context: 0, compute: 0 },
+      ],
+    ]);
+    assert.equal(memory.vramBytes, 300);
+    assert.deepEqual(memory.devices, [
+      { name: 'CPU', bytes: 900 },
+      { name: 'CUDA0', bytes: 300 },
+    ]);
   });
 });

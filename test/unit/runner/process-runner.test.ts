@@ -122,13 +122,18 @@ describe('ProcessRunner (against a fake runner process)', () => {
     }
   });
 
-  it('a stream unsubscribed mid-way frees its slot in the child', async () => {
+  it('a stream unsubscribed mid-way frees its slot in the child, and the parent sees it once the engine did', async () => {
     const runner = await start('/m/slow');
     try {
       const first = await firstValueFrom(runner.generate(request()));
       assert.equal(first.kind, 'token');
-      await new Promise((r) => setTimeout(r, 100));
+      assert.equal(runner.usage().slotsBusy, 1);
+      // The fake engine frees the slot 50 ms after the cancel, after the child's own flush of the cancel; no other
+      // event follows, so only the snapshot sent when the task ended can bring the news.
+      await new Promise((r) => setTimeout(r, 300));
       assert.equal(runner.usage().slotsBusy, 0);
+      assert.equal(runner.usage().queuedTasks, 0);
+      assert.equal(runner.usage().kvCellsUsed, 0);
     } finally {
       await runner.close();
     }

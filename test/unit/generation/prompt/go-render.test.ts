@@ -4,7 +4,6 @@ import { InvalidRequestError } from '../../../../src/common/errors';
 import { goTemplateFor, renderGo } from '../../../../src/generation/prompt/go-render';
 import { loadGoTemplates, templateErrorMessage } from '../../../../src/generation/prompt/go-template.port';
 import { TemplateBudgetError } from '../../../../src/templates';
-import { FakeRunner, spec } from '../../../utils/fake-runner';
 
 // Rendered mode runs the request `template` / Modelfile TEMPLATE under the template execution budget
 // (src/templates/template-budget.ts): a template that would hold the event loop is a 400 whose message starts with
@@ -16,7 +15,7 @@ const opts = { think: undefined, thinking: false };
 function render(text: string): string | Error {
   const go = goTemplateFor(text, loadGoTemplates())!;
   try {
-    return renderGo(go.api, go.template, new FakeRunner(spec()), messages, opts).text;
+    return renderGo(go.api, go.template, messages, opts, {}).text;
   } catch (e) {
     return e as Error;
   }
