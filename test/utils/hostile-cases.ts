@@ -117,6 +117,21 @@ function optionsFloodBody(model: string): string {
   return `{"model":${JSON.stringify(model)},"prompt":"hi","stream":false,"options":${OPTIONS_FLOOD}}`;
 }
 
+/** The 4,000 messages of the long-chat cases, serialised once when this module loads (as OPTIONS_FLOOD). */
+const LONG_CHAT = JSON.stringify(longChat(4000));
+
+function longChatBody(model: string): string {
+  return `{"model":${JSON.stringify(model)},"messages":${LONG_CHAT},"stream":false,"options":{"num_ctx":512,"num_predict":1}}`;
+}
+
+/** The 40 tools of ~60 KB each (2.4 MB), serialised once when this module loads (as OPTIONS_FLOOD). */
+const BIG_TOOLS = JSON.stringify(
+  Array.from({ length: 40 }, (_, i) => ({
+    type: 'function',
+    function: { name: `tool_${i}`, description: `tool ${i}`, parameters: bigToolSchema(60_000, i) },
+  })),
+);
+
 const RANGE_TEMPLATE = '{{range 100000000000}}{{end}}';
 
 /**
@@ -193,13 +208,7 @@ export const HOSTILE_CASES: readonly HostileCase[] = [
   {
     name: '4,000-message chat on num_ctx 512',
     expect: '200 within seconds (O(log n) renders for the kept messages)',
-    run: (d, m, signal) =>
-      post(
-        d,
-        '/api/chat',
-        { model: m.victim, messages: longChat(4000), stream: false, options: { num_ctx: 512, num_predict: 1 } },
-        signal,
-      ),
+    run: (d, m, signal) => post(d, '/api/chat', longChatBody(m.victim), signal),
   },
   {
     name: '4,000-message chat abandoned after 300 ms',
@@ -207,12 +216,7 @@ export const HOSTILE_CASES: readonly HostileCase[] = [
     run: async (d, m) => {
       const abandon = AbortSignal.timeout(300);
       try {
-        return await post(
-          d,
-          '/api/chat',
-          { model: m.victim, messages: longChat(4000), stream: false, options: { num_ctx: 512, num_predict: 1 } },
-          abandon,
-        );
+        return await post(d, '/api/chat', longChatBody(m.victim), abandon);
       } catch {
         // Left on purpose; give a daemon that keeps working a moment to show it in the streams and polls.
         await new Promise((r) => setTimeout(r, 2000));
@@ -227,15 +231,7 @@ export const HOSTILE_CASES: readonly HostileCase[] = [
       post(
         d,
         '/v1/chat/completions',
-        {
-          model: m.tools,
-          messages: [{ role: 'user', content: 'hi' }],
-          max_tokens: 1,
-          tools: Array.from({ length: 40 }, (_, i) => ({
-            type: 'function',
-            function: { name: `tool_${i}`, description: `tool ${i}`, parameters: bigToolSchema(60_000, i) },
-          })),
-        },
+        `{"model":${JSON.stringify(m.tools)},"messages":[{"role":"user","content":"hi"}],"max_tokens":1,"tools":${BIG_TOOLS}}`,
         signal,
       ),
   },
