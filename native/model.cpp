@@ -303,15 +303,15 @@ void Model::FreeModel(Napi::Env env) {
     std::lock_guard<std::mutex> lock(lora_mutex_);
     lora_adapters_.clear();
   }
-  if (model_ == nullptr) return;
-  llama_model_free(model_);
-  ReleaseRpcEndpoints(params_.rpc_servers);
-  model_ = nullptr;
   if (external_bytes_ != 0) {
     int64_t ignored = 0;
     napi_adjust_external_memory(env, -external_bytes_, &ignored);
     external_bytes_ = 0;
   }
+  if (model_ == nullptr) return;
+  llama_model_free(model_);
+  ReleaseRpcEndpoints(params_.rpc_servers);
+  model_ = nullptr;
 }
 
 llama_model* Model::RequireLoaded(Napi::Env env) const {
@@ -605,12 +605,32 @@ void Model::OnContextGone(Napi::Env env, Context* context) {
 
 void Model::MaybeFinishDispose(Napi::Env env) {
   if (state_ != State::kDisposing || load_ || !contexts_.empty() || pending_jobs_ > 0) return;
-  FreeModel(env);
+  // llama_model_free runs on the libuv pool, not the JS thread: freeing even a vocab-only model (the daemon's chat
+  // renderer) took 100-140 ms there, a stall for every stream at each reload (issue 32). The JS side forgets the
+  // pointer now; the dispose promises settle once the pool has freed it (and released its RPC endpoints).
+  llama_model* model = model_;
+  std::vector<std::string> endpoints = params_.rpc_servers;
+  model_ = nullptr;
+  FreeModel(env);  // model_ is null: templates, adapters and the external-memory count only
   state_ = State::kDisposed;
   data_->models.erase(this);
   std::vector<Napi::Promise::Deferred> waiters;
   waiters.swap(dispose_waiters_);
-  for (Napi::Promise::Deferred& waiter : waiters) waiter.Resolve(env.Undefined());
+  auto settle = [waiters](Napi::Env settle_env) {
+    for (const Napi::Promise::Deferred& waiter : waiters) waiter.Resolve(settle_env.Undefined());
+  };
+  if (model == nullptr) {
+    settle(env);
+    return;
+  }
+  auto* worker = new BackgroundWorker(
+      env,
+      [model, endpoints] {
+        llama_model_free(model);
+        ReleaseRpcEndpoints(endpoints);
+      },
+      settle);
+  worker->Queue();
 }
 
 }  // namespace llamad
