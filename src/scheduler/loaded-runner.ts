@@ -1,4 +1,5 @@
 import type { Runner } from '../runner';
+import type { RpcClaim } from './rpc-endpoints';
 
 /** A loaded runner and its bookkeeping (Ollama `runnerRef`, reference/ollama-api.md §7.1). */
 export interface LoadedRunner {
@@ -22,4 +23,6 @@ export interface LoadedRunner {
   unloading: boolean;
   /** The model name it was last acquired under (metrics labels); the weights path until one is given. */
   name: string;
+  /** The RPC workers it holds until it is gone (rpc-endpoints.ts). */
+  rpc?: RpcClaim<LoadedRunner>;
 }

@@ -8,6 +8,7 @@ import type { LoadedRunner } from './loaded-runner';
 import { LoadQueue } from './load-queue';
 import { MEMORY_PROBE, MemoryProbe, SystemMemoryProbe } from './memory.estimator';
 import { RamCacheBudget } from './ram-cache-budget';
+import { RpcEndpoints } from './rpc-endpoints';
 import { Runner, RunnerDeath, RUNNER_FACTORY, RunnerFactory, RunnerSpec } from '../runner';
 
 import {
@@ -46,6 +47,9 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  *   the idle runner with the shortest keep-alive (forever last), then by path; if none is idle, the first in that
  *   order is expired and its in-flight requests are awaited; with nothing loaded to evict, the load waits for a load in
  *   flight to end. A load reserves its estimate before its runner starts. The first model always loads;
+ * - RPC workers (rpc-endpoints.ts): a runner holds its RunnerSpec.rpcServers from its load until it is gone; a load
+ *   that needs a worker held by another runner evicts that runner first, as above (idle: now; busy: expired, then its
+ *   requests are awaited), or waits for a load in flight or a runner closing that holds it;
  * - keep-alive (§4.2): a request's keep_alive overwrites the runner's; none keeps it; a new load starts with
  *   OLLAMA_KEEP_ALIVE. When the reference count drops to 0: 0 unloads now, Infinity never, otherwise a timer fires
  *   after that long;
@@ -63,6 +67,8 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   private readonly queue: LoadQueue<LoadedRunner>;
   /** Resident and loading models, and their memory (load-capacity.ts). */
   private readonly capacity: LoadCapacity<LoadedRunner>;
+  /** The RPC workers each loading, loaded or closing runner holds (rpc-endpoints.ts). */
+  private readonly rpc = new RpcEndpoints<LoadedRunner>();
   private shuttingDown = false;
   /** Ends each request running through {@link withRunner} now (see {@link abortAll}). */
   private readonly inFlight = new Set<(err: unknown) => void>();
@@ -168,23 +174,29 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       this.expireEntry(existing);
       await existing.gone;
     }
-    if (this.shuttingDown) throw new ServerBusyError('server is shutting down');
-    const needed = await this.memory.estimate(spec);
-    const release = await this.capacity.makeRoom(
-      needed,
-      async (victim, reason) => {
-        this.logger.log(`evicting ${victim.key}: ${reason}`);
-        this.expireEntry(victim);
-        await victim.gone;
-      },
-      () => {
-        if (this.shuttingDown) throw new ServerBusyError('server is shutting down');
-      },
-    );
+    const check = () => {
+      if (this.shuttingDown) throw new ServerBusyError('server is shutting down');
+    };
+    const evict = async (victim: LoadedRunner, reason: string) => {
+      this.logger.log(`evicting ${victim.key}: ${reason}`);
+      this.expireEntry(victim);
+      await victim.gone;
+    };
+    check();
+    const rpc = await this.rpc.claim(key, spec.rpcServers ?? [], evict, check);
+    let release: (() => void) | undefined;
     try {
-      return await this.start(spec, key, modelName ?? key, needed);
+      const needed = await this.memory.estimate(spec);
+      release = await this.capacity.makeRoom(needed, evict, check);
+      const entry = await this.start(spec, key, modelName ?? key, needed);
+      this.rpc.attach(rpc, entry);
+      entry.rpc = rpc;
+      return entry;
+    } catch (err) {
+      rpc.release();
+      throw err;
     } finally {
-      release();
+      release?.();
     }
   }
 
@@ -471,6 +483,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       .catch((err: unknown) => this.logger.error(`closing ${entry.key} failed: ${(err as Error).message}`))
       .finally(() => {
         closed();
+        entry.rpc?.release();
         entry.markGone();
       });
   }
