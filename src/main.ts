@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 import { Logger } from '@nestjs/common';
 import { createApp } from './app.factory';
-import { kvCacheSettings, loadConfig } from './config';
+import { kvCacheSettings, loadConfig, REPO_ROOT } from './config';
 import { findAddon } from './native';
+import { addonVersionMismatch, processAddonHost } from './native/addon-candidates';
 import { installShutdownSignals } from './operations';
 import { ramCacheShareBytes } from './scheduler';
 import { isLoopbackAddress } from './security';
@@ -77,6 +78,9 @@ function logAddon(logger: Logger): void {
     }
     const from = addon.origin === 'package' ? `prebuilt package ${addon.packageName}` : addon.origin;
     logger.log(`native addon: ${addon.path} (${from}, backend ${addon.backend})`);
+    // A prebuilt package of another llamad version: every model load will fail with this text (loadBinding).
+    const mismatch = addonVersionMismatch(processAddonHost(REPO_ROOT), addon);
+    if (mismatch) logger.error(mismatch);
   } catch (err) {
     logger.warn((err as Error).message);
   }

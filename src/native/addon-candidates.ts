@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 
@@ -29,6 +29,8 @@ export interface AddonHost {
   exists(path: string): boolean;
   /** The folder of package `name` as `require` resolves it from `root`, undefined when it is not installed. */
   resolvePackage(name: string): string | undefined;
+  /** The text of the file at `path` (UTF-8), undefined when it cannot be read. */
+  readText(path: string): string | undefined;
 }
 
 /** The real process: REPO_ROOT-relative builds and packages resolved like `require` does from the package root. */
@@ -40,6 +42,13 @@ export function processAddonHost(root: string): AddonHost {
     env: process.env,
     root,
     exists: existsSync,
+    readText(path: string): string | undefined {
+      try {
+        return readFileSync(path, 'utf8');
+      } catch {
+        return undefined;
+      }
+    },
     resolvePackage(name: string): string | undefined {
       try {
         return dirname(req.resolve(`${name}/package.json`));
@@ -167,5 +176,40 @@ export function missingAddonMessage(host: AddonHost): string {
     `native addon not found for ${host.platform}-${host.arch}${forced ? ` (LLAMAD_BACKEND=${forced})` : ''}: ` +
     `install the prebuilt one with \`npm install ${pkg}\`, or build it from source with \`npx llamad build\` ` +
     '(needs cmake and a C++17 compiler; LLAMAD_BACKEND=cuda|vulkan picks a GPU backend)'
+  );
+}
+
+/** The `version` field of the package.json at `path`, undefined when it cannot be read or has none. */
+function packageVersion(host: AddonHost, path: string): string | undefined {
+  const text = host.readText(path);
+  if (text === undefined) return undefined;
+  try {
+    const version = (JSON.parse(text) as { version?: unknown }).version;
+    return typeof version === 'string' ? version : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Why `addon` does not match this llamad's JavaScript, or undefined when it does (or cannot be told). The addon
+ * exports no version of its own, so only a prebuilt package is checked: its package.json (next to bin/llamad.node;
+ * scripts/pack-prebuilt.mjs writes llamad's version there) must carry the version of llamad's own package.json under
+ * `host.root`, as the N-API surface and the protocol of binding.d.ts change between versions. A source build
+ * (built from this very checkout) and LLAMAD_ADDON (the user's explicit choice) are not checked. The text names both
+ * versions and the two ways out: the matching package, or a source build with `npx llamad build`.
+ */
+export function addonVersionMismatch(host: AddonHost, addon: AddonCandidate): string | undefined {
+  if (addon.origin !== 'package') return undefined;
+  const ours = packageVersion(host, join(host.root, 'package.json'));
+  const packageJson = join(dirname(dirname(addon.path)), 'package.json');
+  const theirs = packageVersion(host, packageJson);
+  if (ours === undefined) return undefined;
+  const name = addon.packageName ?? packageJson;
+  if (theirs === ours) return undefined;
+  return (
+    `native addon ${name}${theirs === undefined ? ' (no version in its package.json)' : `@${theirs}`} at ` +
+    `${addon.path} does not match llamad ${ours}: install the matching one with \`npm install ${name}@${ours}\`, ` +
+    'or build the addon from source with `npx llamad build`'
   );
 }

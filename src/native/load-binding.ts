@@ -1,8 +1,15 @@
 import { dirname, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import type { NativeBinding } from '../../binding';
+import { ModelLoadError } from '../common/errors';
 import { REPO_ROOT } from '../config';
-import { type AddonCandidate, chooseAddon, missingAddonMessage, processAddonHost } from './addon-candidates';
+import {
+  type AddonCandidate,
+  addonVersionMismatch,
+  chooseAddon,
+  missingAddonMessage,
+  processAddonHost,
+} from './addon-candidates';
 
 /**
  * The addon this process loads (docs/library.md "Prebuilt addons"): $LLAMAD_ADDON if set, else the best usable of
@@ -38,23 +45,30 @@ let cached: NativeBinding | undefined;
 let loaded: AddonCandidate | undefined;
 
 /**
- * Loads the native addon once per process (the raw binding described by binding.d.ts).
- * @throws Error with one line that says what to install or build when no addon is found, or why it failed to load.
+ * Loads the native addon once per process (the raw binding described by binding.d.ts): `addon` when given (exactly
+ * that file, no search: a runner process loads the addon its daemon chose, ProcessRunnerOptions.addon), else the one
+ * findAddon() picks. Later calls return the addon loaded first.
+ * @throws ModelLoadError naming both versions and the fix when a prebuilt package's version is not llamad's
+ *   (addonVersionMismatch); Error with one line that says what to install or build when no addon is found, or why it
+ *   failed to load.
  */
-export function loadBinding(): NativeBinding {
+export function loadBinding(addon?: AddonCandidate): NativeBinding {
   if (cached) return cached;
-  const addon = findAddon();
-  if (!addon) throw new Error(missingAddonMessage(processAddonHost(REPO_ROOT)));
+  const host = processAddonHost(REPO_ROOT);
+  const chosen = addon ?? findAddon();
+  if (!chosen) throw new Error(missingAddonMessage(host));
+  const mismatch = addonVersionMismatch(host, chosen);
+  if (mismatch) throw new ModelLoadError(mismatch);
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    cached = require(addon.path) as NativeBinding;
-    loaded = addon;
+    cached = require(chosen.path) as NativeBinding;
+    loaded = chosen;
   } catch (err) {
     const fix =
-      addon.origin === 'package'
-        ? `reinstall ${addon.packageName}, or build from source with \`npx llamad build\``
+      chosen.origin === 'package'
+        ? `reinstall ${chosen.packageName}, or build from source with \`npx llamad build\``
         : 'rebuild it with `npx llamad build` (`npm run build:native` in a checkout)';
-    throw new Error(`native addon at ${addon.path} failed to load: ${(err as Error).message}; ${fix}`);
+    throw new Error(`native addon at ${chosen.path} failed to load: ${(err as Error).message}; ${fix}`);
   }
   return cached;
 }

@@ -10,6 +10,8 @@
  * - `invalid`: generations fail with LLAMA_INVALID_ARGUMENT `bad sampler`;
  * - `cpu-probe-amx`: writes ggml's CPU probe line for AMX (vendor/patches/0002) to stderr while loading.
  * LLAMAD_TEST_RUNNER_SIGILL (runner-child.ts) works here too: the SIGILL comes after the fake load.
+ * The addon of the load message (ProcessRunnerOptions.addon) is not loaded: its path is written to stderr as
+ * `fake-runner-child: addon <path>` (what the daemon sent reaches the child).
  * Started by ProcessRunner with `childPath` pointing at dist/test/utils/fake-runner-child.js.
  */
 import type { NativeModelParams } from '../../binding';
@@ -52,4 +54,7 @@ binding.script = () => {
   return { pieces: ['Hello', ',', ' world'] };
 };
 
-serveRunner(() => binding);
+serveRunner((addon) => {
+  if (addon) process.stderr.write(`fake-runner-child: addon ${addon.path}\n`);
+  return binding;
+});

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { RunnerTerminatedError } from '../../common/errors';
 import type { RunnerFault } from '../../config';
-import { NATIVE_BINDING, NativeBindingLoader } from '../../native';
+import { loadedAddon, NATIVE_BINDING, NativeBindingLoader } from '../../native';
 import type { Runner, RunnerCreateOptions, RunnerFactory, RunnerSpec } from '../runner';
 import { CgroupPaths } from '../../common/system';
 import { OomKillCounter } from './oom-kills';
@@ -93,8 +93,11 @@ export class ProcessRunnerFactory implements RunnerFactory {
     const { cgroup: _cgroup, now: _now, faults: _all, ...seams } = this.seams;
     const fault = this.faults.get(label);
     this.faults.delete(label);
+    // The child loads exactly the addon this daemon loaded (the process runner runs only over the compiled addon).
+    const addon = loadedAddon();
     const start = (extraBufferTypes: boolean) =>
       ProcessRunner.start(spec, {
+        ...(addon ? { addon } : {}),
         ...seams,
         oomKills: this.oomKills,
         ...(fault ? { fault } : {}),

@@ -11,6 +11,7 @@ import {
 } from '../../common/errors';
 import { DEFAULT_LOAD_TIMEOUT_MS, DEFAULT_RUNNER_HEARTBEAT_TIMEOUT_MS, RunnerFault } from '../../config';
 import { mapNativeError } from '../../native';
+import type { AddonCandidate } from '../../native/addon-candidates';
 import type {
   Runner,
   RunnerChatMessage,
@@ -86,6 +87,8 @@ export interface ProcessRunnerOptions {
    * binding.d.ts NativeModelParams.useExtraBufferTypes). Default true.
    */
   extraBufferTypes?: boolean;
+  /** The addon the child loads, exactly that file (the daemon's loadedAddon()); absent: the child searches itself. */
+  addon?: AddonCandidate;
 }
 
 /** How a runner process ended: exit code or signal, its last stderr lines, and whether the OOM killer killed it. */
@@ -219,6 +222,7 @@ export class ProcessRunner implements Runner {
         ...(heartbeatMs > 0 ? { heartbeatMs } : {}),
         ...(options.fault ? { fault: options.fault } : {}),
         ...(options.extraBufferTypes === false ? { extraBufferTypes: false as const } : {}),
+        ...(options.addon ? { addon: options.addon } : {}),
       } satisfies ParentMessage);
     }).catch(async (err: unknown) => {
       stall?.stop();

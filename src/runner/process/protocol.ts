@@ -10,6 +10,7 @@ import {
   ServerBusyError,
 } from '../../common/errors';
 import type { RunnerFault } from '../../config';
+import type { AddonCandidate } from '../../native/addon-candidates';
 import type {
   RunnerChatMessage,
   RunnerEvent,
@@ -68,6 +69,8 @@ export type ParentMessage =
       heartbeatMs?: number;
       fault?: RunnerFault;
       extraBufferTypes?: false;
+      /** The addon the child loads, exactly that file (the daemon's own); absent: the child searches for one. */
+      addon?: AddonCandidate;
     }
   /** Runner.setThreads: the daemon split the cores anew (another runner started or stopped decoding). */
   | { t: 'threads'; threads: number }

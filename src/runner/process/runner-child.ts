@@ -21,6 +21,7 @@ import type { NativeBinding } from '../../../binding';
 import type { RunnerFault } from '../../config';
 import { ModelLoadError } from '../../common/errors';
 import { loadBinding } from '../../native';
+import type { AddonCandidate } from '../../native/addon-candidates';
 import { LlamaRunner } from '../llama.runner';
 import type { ChildMessage, GenerationRecord, ParentMessage, RunnerCall, RunnerSnapshot } from './protocol';
 import { toWireError } from './protocol';
@@ -63,7 +64,7 @@ class RunnerChild {
 
   constructor(
     private readonly send: (message: ChildMessage) => void,
-    private readonly binding: () => NativeBinding,
+    private readonly binding: (addon?: AddonCandidate) => NativeBinding,
   ) {}
 
   handle(message: ParentMessage): void {
@@ -72,7 +73,7 @@ class RunnerChild {
         this.fault = message.fault;
         // The `load-hang` test fault: a load that never finishes (the daemon's load timer must kill this process).
         if (message.fault !== 'load-hang') {
-          void this.load(message.spec, message.threads, message.heartbeatMs, message.extraBufferTypes !== false);
+          void this.load(message, message.extraBufferTypes !== false);
         }
         break;
       case 'threads':
@@ -102,16 +103,12 @@ class RunnerChild {
     return { usage: runner.usage(), memory: runner.memory(), ...(broken ? { broken } : {}) };
   }
 
-  private async load(
-    spec: Extract<ParentMessage, { t: 'load' }>['spec'],
-    threads: number | undefined,
-    heartbeatMs: number | undefined,
-    extraBufferTypes: boolean,
-  ): Promise<void> {
+  private async load(message: Extract<ParentMessage, { t: 'load' }>, extraBufferTypes: boolean): Promise<void> {
+    const { spec, threads, heartbeatMs } = message;
     try {
       let binding: NativeBinding;
       try {
-        binding = this.binding();
+        binding = this.binding(message.addon);
       } catch (err) {
         throw new ModelLoadError((err as Error).message, { cause: err });
       }
@@ -257,11 +254,13 @@ class RunnerChild {
 }
 
 /**
- * Serves one runner over this process's IPC channel (the body of the runner process). `binding` loads the addon
- * (the compiled one in production; tests start a child that passes a fake). Exits with status 2 when the process
+ * Serves one runner over this process's IPC channel (the body of the runner process). `binding` loads the addon:
+ * in production exactly the file of the load message's `addon` (the daemon's choice; a prebuilt package of another
+ * llamad version fails the load with ModelLoadError), else the one its own search finds; tests start a child that
+ * passes a fake. Exits with status 2 when the process
  * has no IPC channel.
  */
-export function serveRunner(binding: () => NativeBinding = loadBinding): void {
+export function serveRunner(binding: (addon?: AddonCandidate) => NativeBinding = loadBinding): void {
   if (!process.send || !process.connected) {
     process.stderr.write('runner-child: must be started by the daemon (child_process.fork with an IPC channel)\n');
     process.exit(2);

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import {
   addonCandidates,
   type AddonHost,
+  addonVersionMismatch,
   backendUsable,
   chooseAddon,
   missingAddonMessage,
@@ -12,9 +13,17 @@ import { importScript } from '../../utils/esm';
 
 const ROOT = '/pkg/llamad';
 
-/** A host whose file system holds `files` and whose node_modules holds `packages` (name → folder). */
-function host(files: string[], packages: Record<string, string> = {}, env: NodeJS.ProcessEnv = {}): AddonHost {
-  const set = new Set(files);
+/**
+ * A host whose file system holds `files` (and `texts`, path → content) and whose node_modules holds `packages`
+ * (name → folder).
+ */
+function host(
+  files: string[],
+  packages: Record<string, string> = {},
+  env: NodeJS.ProcessEnv = {},
+  texts: Record<string, string> = {},
+): AddonHost {
+  const set = new Set([...files, ...Object.keys(texts)]);
   return {
     platform: 'linux',
     arch: 'x64',
@@ -22,6 +31,7 @@ function host(files: string[], packages: Record<string, string> = {}, env: NodeJ
     root: ROOT,
     exists: (p) => set.has(p),
     resolvePackage: (name) => packages[name],
+    readText: (p) => texts[p],
   };
 }
 
@@ -128,5 +138,34 @@ describe('addon candidates (prebuilt packages and source builds)', () => {
     assert.ok(backendUsable(host(['/opt/vk/libvulkan.so.1'], {}, { LD_LIBRARY_PATH: '/opt/vk' }), 'vulkan'));
     assert.ok(!backendUsable(host([]), 'metal'));
     assert.ok(backendUsable({ ...host([]), platform: 'darwin' }, 'metal'));
+  });
+
+  it("passes a prebuilt package of llamad's version and names both versions and the fix on a mismatch", () => {
+    const addon = `${CPU_PKG}/bin/llamad.node`;
+    const ours = { [`${ROOT}/package.json`]: JSON.stringify({ name: 'llamad', version: '0.3.0' }) };
+    const pkg = (version: string) => ({ [`${CPU_PKG}/package.json`]: JSON.stringify({ name: 'x', version }) });
+    const files = [addon];
+    const packages = { '@llamad/linux-x64': CPU_PKG };
+    const chosen = chooseAddon(host(files, packages, {}, { ...ours, ...pkg('0.3.0') }));
+    assert.equal(chosen?.origin, 'package');
+    assert.equal(addonVersionMismatch(host(files, packages, {}, { ...ours, ...pkg('0.3.0') }), chosen!), undefined);
+
+    const message = addonVersionMismatch(host(files, packages, {}, { ...ours, ...pkg('0.2.9') }), chosen!);
+    assert.ok(message && !message.includes('\n'));
+    assert.match(message, /@llamad\/linux-x64@0\.2\.9 at .*llamad\.node does not match llamad 0\.3\.0/);
+    assert.match(message, /npm install @llamad\/linux-x64@0\.3\.0/);
+    assert.match(message, /npx llamad build/);
+    // A package.json without a version is a mismatch too.
+    const bare = { [`${CPU_PKG}/package.json`]: '{"name":"x"}' };
+    assert.match(addonVersionMismatch(host(files, packages, {}, { ...ours, ...bare }), chosen!) ?? '', /no version/);
+  });
+
+  it('does not check source builds and LLAMAD_ADDON against the package version', () => {
+    const texts = { [`${ROOT}/package.json`]: '{"version":"0.3.0"}' };
+    const source = chooseAddon(host([SOURCE_CPU], {}, {}, texts));
+    assert.equal(source?.origin, 'source-build');
+    assert.equal(addonVersionMismatch(host([SOURCE_CPU], {}, {}, texts), source!), undefined);
+    const env = { origin: 'env' as const, path: '/opt/llamad.node', backend: 'cpu' as const };
+    assert.equal(addonVersionMismatch(host([], {}, {}, texts), env), undefined);
   });
 });
