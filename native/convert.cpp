@@ -99,8 +99,7 @@ ModelParams ToModelParams(Napi::Env env, Napi::Value value) {
       OptionalInt<int32_t>(env, obj, "nGpuLayers", "params.", -1, std::numeric_limits<int32_t>::max());
   params.use_mmap = ToOptionalBool(env, obj.Get("useMmap"), "params.useMmap", true);
   params.vocab_only = ToOptionalBool(env, obj.Get("vocabOnly"), "params.vocabOnly", false);
-  params.use_extra_bufts =
-      ToOptionalBool(env, obj.Get("useExtraBufferTypes"), "params.useExtraBufferTypes", true);
+  params.use_extra_bufts = ToOptionalBool(env, obj.Get("useExtraBufferTypes"), "params.useExtraBufferTypes", true);
   Napi::Value rpc = obj.Get("rpcServers");
   if (!IsMissing(rpc)) {
     if (!rpc.IsArray()) ThrowError(env, ErrorCode::kInvalidArgument, "params.rpcServers must be an array of strings");

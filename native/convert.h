@@ -20,7 +20,7 @@ struct ModelParams {
   std::optional<int32_t> n_gpu_layers;
   bool use_mmap = true;
   bool vocab_only = false;
-  bool use_extra_bufts = true;  // llama_model_params.use_extra_bufts (AMX, repacked weights)
+  bool use_extra_bufts = true;           // llama_model_params.use_extra_bufts (AMX, repacked weights)
   std::vector<std::string> rpc_servers;  // rpc-server workers ("host:port") that hold layers (empty = none)
 };
 
