@@ -408,6 +408,15 @@ export interface NativeTaskParams {
    * `done.timings.draftN` / `draftAcceptedN` count the proposals and the accepted ones.
    */
   draft?: NativeDraftParams;
+  /**
+   * Cache scope of the task (at most 256 bytes; absent = '', the shared scope): an opaque key of who sent it (the
+   * daemon passes a hash of the request's principal under LLAMAD_CACHE_SCOPE=principal; never a secret). The KV
+   * prefix a slot keeps after a task, and the host-RAM prompt cache entry it may become, are reused only by tasks of
+   * the same scope: for a task of another scope they count as no prefix (the slot's cache is dropped when it is
+   * taken), so `timings.promptN` and the prompt time never reveal what another scope's prompts held. Throws
+   * LLAMA_INVALID_ARGUMENT when not a string or too long.
+   */
+  cacheScope?: string;
 }
 
 /** Speculative decoding of one task (NativeTaskParams.draft). */

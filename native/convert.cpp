@@ -301,6 +301,12 @@ TaskParams ToTaskParams(Napi::Env env, Napi::Value value) {
     params.n_draft = static_cast<int32_t>(RequiredInt(env, d, "nMax", "task.draft.", 0, 1 << 20));
     params.draft_ngram = ToOptionalBool(env, d.Get("ngram"), "task.draft.ngram", false);
   }
+  Napi::Value scope = obj.Get("cacheScope");
+  if (!IsMissing(scope)) {
+    params.cache_scope = ToString(env, scope, "task.cacheScope");
+    constexpr size_t kMaxScopeBytes = 256;  // an opaque key (a hash), not data
+    if (params.cache_scope.size() > kMaxScopeBytes) Invalid(env, "task.cacheScope must be at most 256 bytes");
+  }
   return params;
 }
 

@@ -209,16 +209,22 @@ class Engine {
   bool PauseYoungest();
   void UpdateCellStats();
   // Host-RAM prompt cache (engine_prompt_cache.cpp). Called by StartTask with the idle slot chosen for a text
-  // `prompt` and the common prefix `prefix` (tokens) of the slot's cache with it, before the slot is trimmed: keeps
-  // the slot's sequence in the RAM cache when the trim would drop enough of it, or restores a kept sequence that
-  // shares a longer prefix with the prompt, into the idle slot caching the least (`slot` then points to it, its
-  // `cache` holds the restored tokens). Returns the common prefix of `slot`'s cache with the prompt, tokens. A failed
-  // save or restore is not an error: the prompt is then evaluated as without the cache.
-  size_t ReuseRamCache(Slot*& slot, const std::vector<llama_token>& prompt, size_t prefix);
-  // Keeps the sequence of `slot` in the RAM cache when it would lose at least a minimum of tokens (all but the first
-  // `surviving`), holds no image positions and no pending context shift, and is not kept already.
+  // `prompt` of cache scope `scope` and the common prefix `prefix` (tokens) of the slot's cache with it (0 when the
+  // slot's cache is of another scope), before the slot is trimmed: keeps the slot's sequence in the RAM cache when the
+  // trim would drop enough of it, or restores a kept sequence of `scope` that shares a longer prefix with the prompt,
+  // into the idle slot caching the least (`slot` then points to it, its `cache` holds the restored tokens). Returns
+  // the common prefix of `slot`'s cache with the prompt, tokens. A failed save or restore is not an error: the prompt
+  // is then evaluated as without the cache.
+  size_t ReuseRamCache(Slot*& slot, const std::vector<llama_token>& prompt, size_t prefix, const std::string& scope);
+  // Keeps the sequence of `slot` in the RAM cache, under the slot's cache scope, when it would lose at least a minimum
+  // of tokens (all but the first `surviving`), holds no image positions and no pending context shift, and is not kept
+  // already.
   void SaveToRamCache(const Slot& slot, size_t surviving);
   void FillRamCacheStats(EngineStats& stats) const;
+  // Gives an idle slot to a task of cache scope `scope` (engine_tasks.cpp): a slot last filled by another scope
+  // forgets the draft context's tokens of its sequence too (they would shorten the next draft catch-up), then takes
+  // `scope`. The caller has already dropped (or restored) its target KV.
+  void ClaimSlotScope(Slot& slot, const std::string& scope);
   // Applies a thread count set by SetThreads (decode thread, before a decode).
   void ApplyThreads();
   // Speculative decoding (engine_spec.cpp). Tokens a generating slot may draft this step (0: none): its task's

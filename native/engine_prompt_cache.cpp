@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <new>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -31,13 +32,13 @@ void Engine::SaveToRamCache(const Slot& slot, size_t surviving) {
   if (slot.shift_mark != 0 && tokens.size() <= slot.shift_mark) return;
   // Image positions (media tasks) cannot be matched by tokens.
   if (std::find(tokens.begin(), tokens.end(), LLAMA_TOKEN_NULL) != tokens.end()) return;
-  if (prompt_cache_->Covers(tokens)) return;
+  if (prompt_cache_->Covers(tokens, slot.cache_scope)) return;
   const size_t size = llama_state_seq_get_size(ctx_, slot.seq_id);
   if (!prompt_cache_->Fits(size)) return;
   try {
     std::vector<uint8_t> state(size);
     if (llama_state_seq_get_data(ctx_, state.data(), state.size(), slot.seq_id) != size) return;
-    prompt_cache_->Insert(tokens, std::move(state));
+    prompt_cache_->Insert(tokens, std::move(state), slot.cache_scope);
   } catch (const std::bad_alloc&) {
     // No host memory for it: the sequence is dropped as without the cache (this also runs inside a decode step,
     // whose exceptions would fail every running task).
@@ -46,12 +47,13 @@ void Engine::SaveToRamCache(const Slot& slot, size_t surviving) {
   ram_cache_bytes_.store(static_cast<int64_t>(prompt_cache_->bytes()));
 }
 
-size_t Engine::ReuseRamCache(Slot*& chosen, const std::vector<llama_token>& prompt, size_t prefix) {
+size_t Engine::ReuseRamCache(Slot*& chosen, const std::vector<llama_token>& prompt, size_t prefix,
+                             const std::string& scope) {
   if (!prompt_cache_ || memory_ == nullptr) return prefix;
   // StartTask keeps at most prompt.size() - 1 tokens (the last one is evaluated for its logits).
   const size_t last = prompt.size() - 1;
   const size_t keep = std::min(prefix, last);
-  std::optional<PromptCache::Match> match = prompt_cache_->Lookup(prompt);
+  std::optional<PromptCache::Match> match = prompt_cache_->Lookup(prompt, scope);
   if (!match || std::min(match->prefix, last) < keep + kMinRestoreGain) {
     SaveToRamCache(*chosen, keep);
     return prefix;
@@ -74,7 +76,7 @@ size_t Engine::ReuseRamCache(Slot*& chosen, const std::vector<llama_token>& prom
     while (n_ctx_slot_ - CellsHeld() < need && EvictIdleCache()) {
     }
     if (n_ctx_slot_ - CellsHeld() < need) {
-      prompt_cache_->Insert(std::move(entry.tokens), std::move(entry.state));
+      prompt_cache_->Insert(std::move(entry.tokens), std::move(entry.state), std::move(entry.scope));
       ram_cache_entries_.store(static_cast<int32_t>(prompt_cache_->size()));
       ram_cache_bytes_.store(static_cast<int64_t>(prompt_cache_->bytes()));
       return 0;
@@ -89,7 +91,7 @@ size_t Engine::ReuseRamCache(Slot*& chosen, const std::vector<llama_token>& prom
     llama_memory_seq_rm(memory_, slot.seq_id, -1, -1);
     return 0;
   }
-  slot.cache = std::move(entry.tokens);
+  slot.cache = std::move(entry.tokens);  // of `scope`: StartTask's ClaimSlotScope gives the slot that scope
   ram_cache_hits_.fetch_add(1);
   ram_cache_tokens_.fetch_add(static_cast<int64_t>(std::min(match->prefix, last)));
   return match->prefix;

@@ -1,7 +1,8 @@
-// How a queued task takes a slot: the idle slot with the longest common prefix (and the host-RAM cache), or the
-// emptiest one for a prompt with images; and the final event of a task cancelled while queued. Engine methods, run on
-// the decode thread.
+// How a queued task takes a slot: the idle slot of its cache scope with the longest common prefix (and the host-RAM
+// cache), or the emptiest one for a prompt with images; and the final event of a task cancelled while queued. Engine
+// methods, run on the decode thread.
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -30,6 +31,7 @@ void Engine::StartTask(std::unique_ptr<Task> task) {
     SaveToRamCache(*slot, 0);
     llama_memory_seq_rm(memory_, slot->seq_id, -1, -1);
     slot->cache.clear();
+    ClaimSlotScope(*slot, task->params.cache_scope);
     slot->n_prompt_done = 0;
     slot->stream = std::make_unique<TextStream>(task->params.stop);
     slot->pending = -1;
@@ -46,19 +48,22 @@ void Engine::StartTask(std::unique_ptr<Task> task) {
     slot->state = Slot::State::kPrefill;
     return;
   }
-  // The idle slot that already holds the longest prefix of this prompt; on ties the one caching the least.
+  // The idle slot that already holds the longest prefix of this prompt; on ties the one caching the least. The cache
+  // of a slot another scope filled counts as no prefix (and is dropped if that slot is taken): a shared prefix would
+  // show in this task's prompt counts and timings.
+  const std::string& scope = task->params.cache_scope;
   Slot* best = nullptr;
   size_t best_prefix = 0;
   for (Slot& slot : slots_) {
     if (slot.state != Slot::State::kIdle) continue;
-    const size_t prefix = slot.CommonPrefix(prompt);
+    const size_t prefix = slot.cache_scope == scope ? slot.CommonPrefix(prompt) : 0;
     if (best == nullptr || prefix > best_prefix || (prefix == best_prefix && slot.cache.size() < best->cache.size())) {
       best = &slot;
       best_prefix = prefix;
     }
   }
-  best_prefix = ReuseRamCache(best, prompt, best_prefix);  // may restore a kept sequence, into another idle slot
-  Slot& slot = *best;                                      // Run() only starts as many tasks as there are idle slots
+  best_prefix = ReuseRamCache(best, prompt, best_prefix, scope);  // may restore a kept sequence, into another slot
+  Slot& slot = *best;  // Run() only starts as many tasks as there are idle slots
   // Keep the common prefix, but always evaluate at least the last prompt token to get its logits.
   size_t keep = std::min(best_prefix, prompt.size() - 1);
   if (!llama_memory_seq_rm(memory_, slot.seq_id, static_cast<llama_pos>(keep), -1)) {
@@ -66,6 +71,7 @@ void Engine::StartTask(std::unique_ptr<Task> task) {
     keep = 0;
   }
   slot.cache.resize(keep);
+  ClaimSlotScope(slot, scope);
   slot.n_prompt_done = keep;
   slot.stream = std::make_unique<TextStream>(task->params.stop);
   slot.pending = -1;
@@ -82,6 +88,15 @@ void Engine::StartTask(std::unique_ptr<Task> task) {
   slot.resume_tokens.clear();
   slot.task = std::move(task);
   slot.state = Slot::State::kPrefill;
+}
+
+void Engine::ClaimSlotScope(Slot& slot, const std::string& scope) {
+  if (slot.cache_scope == scope) return;
+  if (draft_memory_ != nullptr && !slot.draft_cache.empty()) {
+    llama_memory_seq_rm(draft_memory_, slot.seq_id, -1, -1);
+  }
+  slot.draft_cache.clear();
+  slot.cache_scope = scope;
 }
 
 }  // namespace llamad

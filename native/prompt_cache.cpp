@@ -12,17 +12,19 @@ size_t PromptCache::CommonPrefix(const std::vector<llama_token>& a, const std::v
   return i;
 }
 
-bool PromptCache::Covers(const std::vector<llama_token>& tokens) const {
+bool PromptCache::Covers(const std::vector<llama_token>& tokens, const std::string& scope) const {
   for (const PromptCacheEntry& entry : entries_) {
+    if (entry.scope != scope) continue;
     if (entry.tokens.size() >= tokens.size() && CommonPrefix(entry.tokens, tokens) == tokens.size()) return true;
   }
   return false;
 }
 
-bool PromptCache::Insert(std::vector<llama_token> tokens, std::vector<uint8_t> state) {
+bool PromptCache::Insert(std::vector<llama_token> tokens, std::vector<uint8_t> state, std::string scope) {
   if (!Fits(state.size())) return false;
   for (auto it = entries_.begin(); it != entries_.end();) {
-    if (it->tokens.size() <= tokens.size() && CommonPrefix(it->tokens, tokens) == it->tokens.size()) {
+    if (it->scope == scope && it->tokens.size() <= tokens.size() &&
+        CommonPrefix(it->tokens, tokens) == it->tokens.size()) {
       bytes_ -= it->state.size();
       it = entries_.erase(it);
     } else {
@@ -33,14 +35,17 @@ bool PromptCache::Insert(std::vector<llama_token> tokens, std::vector<uint8_t> s
   PromptCacheEntry entry;
   entry.tokens = std::move(tokens);
   entry.state = std::move(state);
+  entry.scope = std::move(scope);
   entries_.push_back(std::move(entry));
   bytes_ += entries_.back().state.size();
   return true;
 }
 
-std::optional<PromptCache::Match> PromptCache::Lookup(const std::vector<llama_token>& prompt) const {
+std::optional<PromptCache::Match> PromptCache::Lookup(const std::vector<llama_token>& prompt,
+                                                      const std::string& scope) const {
   std::optional<Match> best;
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->scope != scope) continue;
     const size_t prefix = CommonPrefix(it->tokens, prompt);
     if (prefix == 0) continue;
     // Entries are oldest first: >= prefers the more recent one on ties.

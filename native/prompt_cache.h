@@ -9,19 +9,24 @@
 #include <cstdint>
 #include <list>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "llama.h"
 
 namespace llamad {
 
-// One kept sequence: the tokens at positions 0..tokens.size()-1 and the bytes of llama_state_seq_get_data for them.
+// One kept sequence: the tokens at positions 0..tokens.size()-1, the bytes of llama_state_seq_get_data for them, and
+// the cache scope of the task that filled it (TaskParams::cache_scope): only lookups of that scope ever see it.
 struct PromptCacheEntry {
   std::vector<llama_token> tokens;
   std::vector<uint8_t> state;
+  std::string scope;
 };
 
-// A byte-bounded, least-recently-used set of sequence states, looked up by the longest common token prefix.
+// A byte-bounded, least-recently-used set of sequence states, looked up by the longest common token prefix within one
+// cache scope (entries of other scopes never match, and never replace or get replaced by a scope's own entries; only
+// the shared byte budget pushes the least recently used entry of any scope out).
 class PromptCache {
  public:
   // `budget_bytes`: the most bytes of state all entries may hold together (0 = the cache keeps nothing).
@@ -34,21 +39,23 @@ class PromptCache {
   // Whether a state of `state_bytes` bytes could be kept at all (not larger than the budget).
   bool Fits(size_t state_bytes) const { return state_bytes > 0 && state_bytes <= budget_; }
 
-  // Whether an entry already holds `tokens` or a sequence that starts with them (saving them again adds nothing).
-  bool Covers(const std::vector<llama_token>& tokens) const;
+  // Whether an entry of `scope` already holds `tokens` or a sequence that starts with them (saving them again adds
+  // nothing).
+  bool Covers(const std::vector<llama_token>& tokens, const std::string& scope) const;
 
-  // Keeps `tokens` with their `state` as the most recent entry. Entries whose tokens are a prefix of `tokens` are
-  // dropped (the new one serves every prompt they would), then the least recently used ones until the total fits the
-  // budget. Returns false (nothing kept) when `state` is empty or larger than the whole budget.
-  bool Insert(std::vector<llama_token> tokens, std::vector<uint8_t> state);
+  // Keeps `tokens` with their `state` as the most recent entry of `scope`. Entries of the same scope whose tokens are a
+  // prefix of `tokens` are dropped (the new one serves every prompt they would), then the least recently used ones of
+  // any scope until the total fits the budget. Returns false (nothing kept) when `state` is empty or larger than the
+  // whole budget.
+  bool Insert(std::vector<llama_token> tokens, std::vector<uint8_t> state, std::string scope);
 
-  // The length (tokens) of the longest common prefix of `prompt` with any entry, and which entry (ties: the most
-  // recent); 0 and no entry when the cache is empty or nothing matches.
+  // The length (tokens) of the longest common prefix of `prompt` with any entry of `scope`, and which entry (ties: the
+  // most recent); no match when the cache holds no entry of `scope` that shares a first token with `prompt`.
   struct Match {
     size_t prefix = 0;
     std::list<PromptCacheEntry>::const_iterator entry;
   };
-  std::optional<Match> Lookup(const std::vector<llama_token>& prompt) const;
+  std::optional<Match> Lookup(const std::vector<llama_token>& prompt, const std::string& scope) const;
 
   // Removes the entry of a Match (from Lookup, with no Insert/Take since) and returns it.
   PromptCacheEntry Take(std::list<PromptCacheEntry>::const_iterator entry);

@@ -69,6 +69,10 @@ struct TaskParams {
   // ngram-simple`). Ignored for media tasks.
   int32_t n_draft = 0;
   bool draft_ngram = false;
+  // Who may reuse the KV this task leaves behind (binding.d.ts NativeTaskParams.cacheScope): an opaque key, '' = the
+  // shared scope. A slot or a host-RAM prompt cache entry filled by a task of one scope is never reused, even in part,
+  // by a task of another (its prefix counts as 0), so prompt counts and timings never reveal another scope's prompts.
+  std::string cache_scope;
 };
 
 // Most tokens drafted per step and slot (a longer draft_num_predict is capped).
@@ -113,6 +117,9 @@ struct Slot {
   State state = State::kIdle;
   // Tokens whose KV entries are in this sequence, at positions 0..cache.size()-1. Survives tasks (prefix reuse).
   std::vector<llama_token> cache;
+  // TaskParams::cache_scope of the task that filled `cache` (and the draft context's `draft_cache`): only a task of the
+  // same scope reuses them.
+  std::string cache_scope;
 
   std::unique_ptr<Task> task;
   std::unique_ptr<TextStream> stream;

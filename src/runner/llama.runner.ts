@@ -205,6 +205,7 @@ export class LlamaRunner implements Runner {
         stop: request.stop,
         ...(request.logprobs !== undefined ? { logprobs: request.logprobs } : {}),
         ...(request.draft && request.draft.nMax > 0 ? { draft: { ...request.draft } } : {}),
+        ...(request.cacheScope ? { cacheScope: request.cacheScope } : {}),
       };
       const onEvent = (event: NativeEvent) => {
         // The engine freed the task's slot before it sent this event (also after a cancel, when nobody listens).

@@ -127,6 +127,12 @@ export interface RunnerRequest {
    * `draftModelPath`; otherwise InvalidRequestError.
    */
   draft?: RunnerDraft;
+  /**
+   * Cache scope (binding.d.ts NativeTaskParams.cacheScope): an opaque key of the request's principal (scheduler-free:
+   * the generation layer derives it, security/cache-scope.ts); the KV prefix and host-RAM prompt cache entries this
+   * generation leaves are reused only by generations of the same scope. Absent = the shared scope.
+   */
+  cacheScope?: string;
 }
 
 /** One token's log-probability (natural log) with its text and UTF-8 bytes (Ollama `api.TokenLogprob`). */
