@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { splitRpcServers } from '../common/options/rpc-servers';
 import { hostMemoryBytes } from '../common/system';
 import { DEFAULT_KEEP_ALIVE_MS, KeepAliveMs, parseGoDuration, parseKeepAliveEnv } from '../common/time';
+import { CacheScopeMode, parseCacheScopeEnv } from './cache-scope-env';
 import {
   DEFAULT_LOAD_TIMEOUT_MS,
   DEFAULT_RUNNER_HEARTBEAT_TIMEOUT_MS,
@@ -201,6 +202,12 @@ export class DaemonConfig {
    */
   cacheRamMiB = DEFAULT_CACHE_RAM_MIB;
   /**
+   * LLAMAD_CACHE_SCOPE: `principal` or `global` (beyond Ollama; docs/security.md "Cache scope"); undefined = unset:
+   * `principal` when API keys are configured, else `global` (read it through cache-scope-env.ts cacheScopeMode).
+   * Any other value stops loadConfig with InvalidConfigError.
+   */
+  cacheScope?: CacheScopeMode;
+  /**
    * OLLAMA_LOAD_TIMEOUT: how long a model load may go without progress before it fails with Ollama's 500 `timed out
    * waiting for llama runner to start - progress 0.00 - …` and its runner process is killed, ms (Go duration or
    * seconds; ≤ 0 = Infinity, no timeout). Default 5 min (reference/ollama-api.md §7.6, §13.2).
@@ -369,7 +376,8 @@ export function kvCacheSettings(
 
 /**
  * Builds the daemon's configuration from an environment (default: process.env). Unknown or invalid values fall back
- * to Ollama's defaults, as envconfig does.
+ * to Ollama's defaults, as envconfig does, except where a wrong guess would weaken isolation between clients.
+ * @throws InvalidConfigError for an LLAMAD_CACHE_SCOPE other than `principal` or `global`.
  * @param memoryBytes the memory the daemon may use, bytes, for the default LLAMAD_CACHE_RAM budget (read only when
  *   it is unset); default hostMemoryBytes() (physical memory, or the cgroup v2 limit when lower). Tests pass a value.
  */
@@ -409,6 +417,7 @@ export function loadConfig(
   if (kv) config.kvCacheType = kv;
   const cacheRamMiB = envUint(env, 'LLAMAD_CACHE_RAM', -1);
   config.cacheRamMiB = cacheRamMiB >= 0 ? cacheRamMiB : defaultCacheRamMiB(memoryBytes());
+  config.cacheScope = parseCacheScopeEnv(envVar(env, 'LLAMAD_CACHE_SCOPE'));
   config.loadTimeoutMs = parseLoadTimeoutEnv(envVar(env, 'OLLAMA_LOAD_TIMEOUT'));
   config.runnerHeartbeatTimeoutMs = parseHeartbeatTimeoutEnv(envVar(env, 'LLAMAD_RUNNER_HEARTBEAT_TIMEOUT'));
   config.runnerFaults = parseRunnerFaults(envVar(env, 'LLAMAD_TEST_RUNNER_FAULT'));

@@ -1,4 +1,5 @@
 export * from './api-version';
+export * from './cache-scope-env';
 export * from './config.module';
 export * from './daemon-config';
 export * from './paths';

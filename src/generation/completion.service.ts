@@ -3,9 +3,11 @@ import { catchError, from, mergeMap, Observable, of, switchMap, throwError } fro
 import { ContextLengthExceededError } from '../common/errors';
 import { OptionMap } from '../common/options';
 import { KeepAliveMs } from '../common/time';
-import { DaemonConfig, kvCacheSettings, parallelPlan } from '../config';
+import { cacheScopeMode, DaemonConfig, kvCacheSettings, parallelPlan } from '../config';
 import { ResolvedModel } from '../models';
 import { GenerationHooksRegistry, GenerationTracker } from '../observability/generation-hooks';
+import { currentRequestContext } from '../observability/request-context';
+import { cacheScopeKey } from '../security/cache-scope';
 import { ChatObserver, GenerationEvent, GenerationMetrics, Logprob } from './generation.types';
 import { EffectiveOptions, resolveOptions } from './options';
 import { isEmptyDelta } from './output';
@@ -136,9 +138,14 @@ export class CompletionService {
     });
   }
 
-  /** {@link complete} without the hooks: one run, and with `growContext` a second one with a larger context. */
+  /**
+   * {@link complete} without the hooks: one run, and with `growContext` a second one with a larger context. Called
+   * where the request's context is current (the subscribe of complete()): the cache scope is taken from its principal
+   * here, not later in a scheduler callback that another request's release may run.
+   */
   private attempts(request: CompletionRequest, tracker?: GenerationTracker): Observable<GenerationEvent> {
-    const first = this.run(request, request.options, false, tracker);
+    const scope = cacheScopeKey(cacheScopeMode(this.config), currentRequestContext()?.principal);
+    const first = this.run(request, request.options, scope, false, tracker);
     if (!request.growContext) return first;
     return first.pipe(
       catchError((err: unknown) => {
@@ -151,7 +158,8 @@ export class CompletionService {
             this.logger.log(
               `${request.model.shortName}: ${promptTokens}-token prompt does not fit; reloading with num_ctx ${numCtx}`,
             );
-            return this.run({ ...request, growContext: false }, { ...request.options, num_ctx: numCtx }, true, tracker);
+            const options = { ...request.options, num_ctx: numCtx };
+            return this.run({ ...request, growContext: false }, options, scope, true, tracker);
           }),
         );
       }),
@@ -227,12 +235,14 @@ export class CompletionService {
   }
 
   /**
-   * One attempt of {@link complete} with these options; `grown` marks the reload for a long prompt; `tracker` is told
-   * the prompt size and every generated token.
+   * One attempt of {@link complete} with these options; `scope` is the cache scope key (RunnerRequest.cacheScope,
+   * undefined = shared); `grown` marks the reload for a long prompt; `tracker` is told the prompt size and every
+   * generated token.
    */
   private run(
     request: CompletionRequest,
     requestOptions: OptionMap,
+    scope: string | undefined,
     grown = false,
     tracker?: GenerationTracker,
   ): Observable<GenerationEvent> {
@@ -269,6 +279,7 @@ export class CompletionService {
                 stop: [...s.stop, ...(prompt.stops ?? []).filter((x) => x !== '' && !s.stop.includes(x))],
                 ...(request.topLogprobs !== undefined ? { logprobs: request.topLogprobs } : {}),
                 ...(options.draft ? { draft: options.draft } : {}),
+                ...(scope !== undefined ? { cacheScope: scope } : {}),
                 sampling: {
                   temperature: s.temperature,
                   topK: s.topK,
