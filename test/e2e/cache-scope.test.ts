@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import type { CacheScopeMode } from '../../src/config';
+import { cli } from '../utils/cli';
 import { ensureTestModels, TINY_QWEN2 } from '../utils/models';
 import { postJson } from '../utils/ndjson';
 import { realAddon } from '../utils/real-addon';
@@ -105,4 +106,20 @@ describe('LLAMAD_CACHE_SCOPE=global shares prefixes between keys (real addon)', 
     const other = await usageOf(clientFor(t, KEY_B));
     assert.ok(other.cached > 0, `cached ${other.cached}`);
   });
+});
+
+describe('a bad LLAMAD_CACHE_SCOPE', () => {
+  // Bounded: a daemon that ignored the value would listen forever.
+  it(
+    'stops `llamad serve` at start with the setting, the value and the allowed values',
+    { timeout: 30_000 },
+    async () => {
+      const run = await cli(['serve'], { LLAMAD_CACHE_SCOPE: 'tenant', OLLAMA_HOST: '127.0.0.1:0' });
+      assert.equal(run.code, 1, run.stdout + run.stderr);
+      assert.match(
+        run.stderr,
+        /llamad failed to start: LLAMAD_CACHE_SCOPE must be "principal" or "global", not "tenant"/,
+      );
+    },
+  );
 });
