@@ -87,14 +87,19 @@ describe('cache scopes', () => {
     assert.deepEqual(other.generated, first.generated, 'the output does not depend on the scope');
   });
 
-  it("with several slots another scope takes an empty slot and the owner's prefix survives", async () => {
-    const ctx = open({ nCtx: 1024, nParallel: 2 });
-    const prompt = tokensOf(model, 2, 150);
-    await turn(ctx, prompt, 'aaaa');
-    assert.equal((await turn(ctx, prompt, 'bbbb')).promptN, prompt.length);
-    assert.equal((await turn(ctx, prompt, 'aaaa')).promptN, 1, "scope a's slot was left alone");
-    assert.equal((await turn(ctx, prompt, 'bbbb')).promptN, 1, "scope b's slot too");
-  });
+  for (const params of [
+    { nCtx: 1024, nParallel: 2 },
+    { nCtx: 1024, nParallel: 4, kvUnified: true },
+  ]) {
+    it(`with several slots another scope takes an empty slot and the owner's prefix survives (${JSON.stringify(params)})`, async () => {
+      const ctx = open(params);
+      const prompt = tokensOf(model, 2, 150);
+      await turn(ctx, prompt, 'aaaa');
+      assert.equal((await turn(ctx, prompt, 'bbbb')).promptN, prompt.length);
+      assert.equal((await turn(ctx, prompt, 'aaaa')).promptN, 1, "scope a's slot was left alone");
+      assert.equal((await turn(ctx, prompt, 'bbbb')).promptN, 1, "scope b's slot too");
+    });
+  }
 
   it('a sequence kept in host RAM is restored only for its own scope (one slot)', async () => {
     const ctx = open({ nCtx: 512, cacheRamBytes: 64 * MIB });
