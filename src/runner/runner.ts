@@ -128,9 +128,10 @@ export interface RunnerRequest {
    */
   draft?: RunnerDraft;
   /**
-   * Cache scope (binding.d.ts NativeTaskParams.cacheScope): an opaque key of the request's principal (scheduler-free:
-   * the generation layer derives it, security/cache-scope.ts); the KV prefix and host-RAM prompt cache entries this
-   * generation leaves are reused only by generations of the same scope. Absent = the shared scope.
+   * Cache scope (binding.d.ts NativeTaskParams.cacheScope): an opaque key of the request's principal, derived by the
+   * generation layer (security/cache-scope.ts); the KV prefix and host-RAM prompt cache entries this generation
+   * leaves are reused only by generations of the same scope. Carried to a runner process unchanged (protocol.ts
+   * `generate`). Absent = the shared scope.
    */
   cacheScope?: string;
 }
