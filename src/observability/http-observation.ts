@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { runWithClientGone } from '../common/http/client-gone';
 import {
   REQUEST_ID_HEADER,
   RequestContext,
@@ -154,10 +155,12 @@ export function installHttpObservation(
     done();
   });
 
-  fastify.addHook('preHandler', (request, _reply, done) => {
+  fastify.addHook('preHandler', (request, reply, done) => {
     const context = contextOf(request.raw);
-    if (context) requestContextStorage.run(context, done);
-    else done();
+    // The handler chain may ask whether its client left (the validation pipe, between slices of a large body).
+    const gone = () => request.raw.socket?.destroyed === true && !reply.raw.writableFinished;
+    if (context) requestContextStorage.run(context, () => runWithClientGone(gone, done));
+    else runWithClientGone(gone, done);
   });
   return state;
 }
