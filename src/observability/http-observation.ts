@@ -103,7 +103,8 @@ export function observationOf(fastify: FastifyInstance): HttpObservation | undef
  *   until its response ends or its connection closes, then reports it to the sink (method, route pattern, status,
  *   seconds); starts its log line; while draining, answers 503 with `Connection: close`.
  * - `preHandler`: runs the handler inside the request context (AsyncLocalStorage), so services, the generation
- *   hooks and log lines written meanwhile know the request id.
+ *   hooks and log lines written meanwhile know the request id, and with the request's client-gone check
+ *   (`currentClientGone()`: its socket closed before the response finished; src/common/http/client-gone.ts).
  * Per request: one context object and one close listener; nothing per streamed chunk. Install it before the request
  * gate (src/app.factory.ts) so refused requests are counted and logged as well; routes added later are covered.
  * `only` limits all of it to the requests it accepts (a host application: llamad's own routes; the host's routes get

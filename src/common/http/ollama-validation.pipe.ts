@@ -179,7 +179,8 @@ const PASS_THROUGH_TYPES: unknown[] = [Object, String, Number, Boolean, Array];
  * InvalidRequestError with the first failing property as `param`. It also applies Ollama's body rules before
  * validation (§1.1): no body → `missing request body`; a JSON value that is not an object →
  * `json: cannot unmarshal <kind> into Go value of type <api.Type>`; `null` → an empty request. A DTO body is built
- * by {@link decodeRequestBody} (free-form JSON below a field is kept verbatim, whatever its keys).
+ * by {@link decodeRequestBodySliced} (free-form JSON below a field is kept verbatim, whatever its keys; long arrays
+ * of nested DTOs are validated in slices, with the event loop free between them).
  */
 @Injectable()
 export class OllamaValidationPipe extends ValidationPipe {
