@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { runWithClientGone } from '../common/http/client-gone';
 import {
   REQUEST_ID_HEADER,
   RequestContext,
@@ -102,7 +103,8 @@ export function observationOf(fastify: FastifyInstance): HttpObservation | undef
  *   until its response ends or its connection closes, then reports it to the sink (method, route pattern, status,
  *   seconds); starts its log line; while draining, answers 503 with `Connection: close`.
  * - `preHandler`: runs the handler inside the request context (AsyncLocalStorage), so services, the generation
- *   hooks and log lines written meanwhile know the request id.
+ *   hooks and log lines written meanwhile know the request id, and with the request's client-gone check
+ *   (`currentClientGone()`: its socket closed before the response finished; src/common/http/client-gone.ts).
  * Per request: one context object and one close listener; nothing per streamed chunk. Install it before the request
  * gate (src/app.factory.ts) so refused requests are counted and logged as well; routes added later are covered.
  * `only` limits all of it to the requests it accepts (a host application: llamad's own routes; the host's routes get
@@ -154,10 +156,12 @@ export function installHttpObservation(
     done();
   });
 
-  fastify.addHook('preHandler', (request, _reply, done) => {
+  fastify.addHook('preHandler', (request, reply, done) => {
     const context = contextOf(request.raw);
-    if (context) requestContextStorage.run(context, done);
-    else done();
+    // The handler chain may ask whether its client left (the validation pipe, between slices of a large body).
+    const gone = () => request.raw.socket?.destroyed === true && !reply.raw.writableFinished;
+    if (context) requestContextStorage.run(context, () => runWithClientGone(gone, done));
+    else runWithClientGone(gone, done);
   });
   return state;
 }

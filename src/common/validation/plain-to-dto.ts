@@ -29,8 +29,11 @@ export function NestedDto(cls: () => DtoClass): PropertyDecorator {
   };
 }
 
-/** The nested DTO class of `property` on `cls` or one of its ancestors; undefined for a free-form field. */
-function nestedClassOf(cls: object, property: string): DtoClass | undefined {
+/**
+ * The nested DTO class of `property` on `cls` or one of its ancestors (declared with {@link NestedDto}); undefined
+ * for a free-form field.
+ */
+export function nestedClassOf(cls: object, property: string): DtoClass | undefined {
   for (let c: object | null = cls; c !== null && c !== Function.prototype; c = Object.getPrototypeOf(c) as object) {
     const found = NESTED.get(c)?.get(property);
     if (found) return found();
@@ -39,7 +42,7 @@ function nestedClassOf(cls: object, property: string): DtoClass | undefined {
 }
 
 /** Whether a value is a JSON object (not null, not an array). */
-function isJsonObject(value: unknown): value is Record<string, unknown> {
+export function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
