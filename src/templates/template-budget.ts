@@ -180,6 +180,30 @@ function jsonChars(v: unknown): number {
   }
 }
 
+/** How large a render's input is: what {@link renderLimits} grows with. */
+export interface RenderInputSize {
+  messages: number;
+  tools: number;
+  /** Characters of message contents, thinking, FIM prompt and suffix. */
+  textChars: number;
+  /** Characters of tool JSON: the tools' definitions and the tool calls' arguments. */
+  toolChars: number;
+}
+
+/** The size of `input` (one pass; tool definitions and calls are measured as JSON text). */
+export function renderInputSize(input: BudgetInput): RenderInputSize {
+  const messages = input.messages ?? [];
+  const tools = input.tools ?? [];
+  let toolChars = 0;
+  let textChars = (input.prompt?.length ?? 0) + (input.suffix?.length ?? 0);
+  for (const m of messages) {
+    textChars += (m.content?.length ?? 0) + (m.thinking?.length ?? 0);
+    for (const c of m.toolCalls ?? []) toolChars += jsonChars(c);
+  }
+  for (const t of tools) toolChars += jsonChars(t);
+  return { messages: messages.length, tools: tools.length, textChars, toolChars };
+}
+
 /**
  * The limits of rendering `input`: a base plus allowances that grow with the conversation, so that any legitimate
  * template renders any conversation the request limits admit, while a render's cost stays proportional to the
@@ -190,27 +214,24 @@ function jsonChars(v: unknown): number {
  * - output = {@link TEMPLATE_BASE_OUTPUT} + {@link TEMPLATE_OUTPUT_PER_INPUT_CHAR} × input characters (contents,
  *   thinking, FIM prompt/suffix, tool JSON) + {@link TEMPLATE_OUTPUT_PER_MESSAGE} × messages + {@link
  *   TEMPLATE_OUTPUT_PER_TOOL} × tools.
+ * @param input the render input, or its size ({@link renderInputSize}) when already measured.
  */
-export function renderLimits(input: BudgetInput): TemplateLimits {
-  const messages = input.messages ?? [];
-  const tools = input.tools ?? [];
-  let toolChars = 0;
-  let textChars = (input.prompt?.length ?? 0) + (input.suffix?.length ?? 0);
-  for (const m of messages) {
-    textChars += (m.content?.length ?? 0) + (m.thinking?.length ?? 0);
-    for (const c of m.toolCalls ?? []) toolChars += jsonChars(c);
-  }
-  for (const t of tools) toolChars += jsonChars(t);
+export function renderLimits(input: BudgetInput | RenderInputSize): TemplateLimits {
+  const { messages, tools, textChars, toolChars } = isSize(input) ? input : renderInputSize(input);
   return {
     steps:
       TEMPLATE_BASE_STEPS +
-      TEMPLATE_STEPS_PER_MESSAGE * messages.length +
-      TEMPLATE_STEPS_PER_TOOL * tools.length +
+      TEMPLATE_STEPS_PER_MESSAGE * messages +
+      TEMPLATE_STEPS_PER_TOOL * tools +
       TEMPLATE_STEPS_PER_TOOL_CHAR * toolChars,
     output:
       TEMPLATE_BASE_OUTPUT +
       TEMPLATE_OUTPUT_PER_INPUT_CHAR * (textChars + toolChars) +
-      TEMPLATE_OUTPUT_PER_MESSAGE * messages.length +
-      TEMPLATE_OUTPUT_PER_TOOL * tools.length,
+      TEMPLATE_OUTPUT_PER_MESSAGE * messages +
+      TEMPLATE_OUTPUT_PER_TOOL * tools,
   };
+}
+
+function isSize(input: BudgetInput | RenderInputSize): input is RenderInputSize {
+  return typeof (input as RenderInputSize).textChars === 'number';
 }
