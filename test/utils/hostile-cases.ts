@@ -269,4 +269,30 @@ export const HOSTILE_CASES: readonly HostileCase[] = [
     run: (d, m, signal) =>
       post(d, '/api/generate', { model: m.victim, prompt: 'hi', template: RANGE_TEMPLATE, stream: false }, signal),
   },
+  {
+    name: 'Modelfile TEMPLATE within its budget but heavy (~800 steps per message), then a 500-message chat',
+    expect:
+      '200 or 4xx; each render (0.1–0.6 s of CPU measured; up to 3 + log2(500) when fitting) runs in a worker thread',
+    run: async (d, m, signal) => {
+      const created = await post(
+        d,
+        '/api/create',
+        {
+          model: 'hostile-heavy',
+          from: m.victim,
+          template: '{{ range .Messages }}{{ range 400 }}{{ end }}{{ .Content }}{{ end }}',
+          stream: false,
+        },
+        signal,
+      );
+      if (created !== 200) return created;
+      const messages = longChat(500).map((msg, i) => ({ ...msg, content: `m${i}` }));
+      return post(
+        d,
+        '/api/chat',
+        { model: 'hostile-heavy', messages, stream: false, options: { num_predict: 1 } },
+        signal,
+      );
+    },
+  },
 ];
