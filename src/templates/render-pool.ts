@@ -3,7 +3,8 @@
  * a render whose input is large, or that runs past a small inline budget, is done by a worker thread of a piscina pool
  * (render.worker.ts) under the budget it would have had inline, so no template holds the daemon's event loop for
  * longer than the inline budget allows (a few ms), whatever its budget; small renders — nearly all — stay inline,
- * where they cost tens of µs instead of a worker hop (≈ 0.3–1 ms). Same text, same errors as an inline render.
+ * where they cost ≈ 0.1 ms instead of a worker hop (≈ 0.3–0.5 ms measured for a small render). Same text, same errors
+ * as an inline render.
  */
 import { createHash } from 'node:crypto';
 import { availableParallelism } from 'node:os';
@@ -27,9 +28,11 @@ import type { RenderResult, RenderTask } from './render.worker';
  * The budget of the inline attempt: a render that needs more steps or produces more characters than this is
  * abandoned and done again by a worker under its full budget (renderLimits). Renders are deterministic, so the
  * abandoned attempt is a prefix of the worker's: the same text, the same errors. Measured on the 2-core build machine
- * (Node 20, loaded): a render spending all 20,000 steps takes ≤ ≈ 4 ms of the event loop (the costliest steps found,
- * see template-budget.ts, 55 ms per 200,000), producing 64 Ki characters by printing large values ≤ ≈ 8 ms; a chat
- * template renders ≈ 100 messages (20–60 steps and a few hundred characters each) within it.
+ * (Node 20, shared with other builds): hostile templates stopped at 10,000 steps hold the loop 1–10 ms (median; the
+ * costliest a loop of `len (slice $.Messages $i)`), against 20–200 ms at the full base budget; printing large values
+ * up to 64 Ki characters ≈ 1–2 ms. Legitimate chat templates take 20–60 steps and a few hundred characters per
+ * message, so a chat up to INLINE_MAX_MESSAGES renders within it (llama3-instruct, 128 messages of 200 characters:
+ * ≈ 900 steps, 0.5–1 ms).
  */
 export const INLINE_RENDER_LIMITS: Readonly<TemplateLimits> = Object.freeze({ steps: 10_000, output: 64 * 1024 });
 

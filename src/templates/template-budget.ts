@@ -1,9 +1,10 @@
 /**
  * The execution budget of the Go-template executor: every render counts its steps and the characters it produces, and
  * stops with {@link TemplateBudgetError} when either passes its limit. Go's text/template has no such limit (Ollama
- * runs each template in a goroutine of its own); here templates run on the daemon's event loop, so one hostile
- * template (`{{range 100000000000}}{{end}}`, a Modelfile TEMPLATE that doubles a string thirty times) must not stall
- * every other request (issue 32, docs/security.md "Budgets"). All limits live in this file.
+ * runs each template in a goroutine of its own); here small renders run on the daemon's event loop and large or long
+ * ones in a worker thread (render-pool.ts), under the same budget, so one hostile template (`{{range
+ * 100000000000}}{{end}}`, a Modelfile TEMPLATE that doubles a string thirty times) must neither stall every other
+ * request nor hold a CPU for long (issue 32, docs/security.md "Budgets"). All limits live in this file.
  */
 import { TemplateError } from './go-template.parser';
 import { mapEntries } from './go-values';
