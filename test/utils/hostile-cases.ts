@@ -270,29 +270,20 @@ export const HOSTILE_CASES: readonly HostileCase[] = [
       post(d, '/api/generate', { model: m.victim, prompt: 'hi', template: RANGE_TEMPLATE, stream: false }, signal),
   },
   {
-    name: 'Modelfile TEMPLATE within its budget but heavy (~800 steps per message), then a 500-message chat',
-    expect:
-      '200 or 4xx; each render (0.1–0.6 s of CPU measured; up to 3 + log2(500) when fitting) runs in a worker thread',
-    run: async (d, m, signal) => {
-      const created = await post(
+    name: 'request template within its budget but heavy (~190,000 of its 200,500 steps)',
+    expect: '200; the render (0.04–0.2 s of CPU) runs in a worker thread, past the inline budget',
+    run: (d, m, signal) =>
+      post(
         d,
-        '/api/create',
+        '/api/generate',
         {
-          model: 'hostile-heavy',
-          from: m.victim,
-          template: '{{ range .Messages }}{{ range 400 }}{{ end }}{{ .Content }}{{ end }}',
+          model: m.victim,
+          prompt: 'hi',
+          template: '{{ range 95 }}{{ range 1000 }}{{ end }}{{ end }}{{ .Prompt }}',
           stream: false,
+          options: { num_predict: 1 },
         },
         signal,
-      );
-      if (created !== 200) return created;
-      const messages = longChat(500).map((msg, i) => ({ ...msg, content: `m${i}` }));
-      return post(
-        d,
-        '/api/chat',
-        { model: 'hostile-heavy', messages, stream: false, options: { num_predict: 1 } },
-        signal,
-      );
-    },
+      ),
   },
 ];

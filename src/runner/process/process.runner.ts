@@ -195,9 +195,13 @@ export class ProcessRunner implements Runner {
         const lines = ring.snapshot();
         // A SIGKILL the daemon sent itself (child.killed: close's timeout) is never an OOM kill.
         const oomKills = signal === 'SIGKILL' && !child.killed ? options.oomKills : undefined;
-        void (oomKills ? oomKills.claim(oomBefore).catch(() => false) : Promise.resolve(false)).then((oomKilled) =>
-          resolve({ code, signal, lines, oomKilled }),
-        );
+        if (!oomKills) resolve({ code, signal, lines, oomKilled: false });
+        else {
+          void oomKills
+            .claim(oomBefore)
+            .catch(() => false)
+            .then((oomKilled) => resolve({ code, signal, lines, oomKilled }));
+        }
       }),
     );
     let stall: StallTimer | undefined;
