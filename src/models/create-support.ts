@@ -117,11 +117,12 @@ export function checkQuantizableSource(fileType: string): void {
  * Parses a TEMPLATE / `template` as a Go template, as Ollama's create does, and (beyond Ollama, issue 32) executes it
  * once under the execution budget against sample values (probeTemplateBudget: a chat with system, tool call, tool
  * answer and thinking; a FIM request), so a template that can never finish is refused now rather than at every later
- * request. Errors on the sample values other than the budget are not refusals.
+ * request. Errors on the sample values other than the budget are not refusals. The renders do not hold the event
+ * loop (probeTemplateBudget: past a small inline budget they run in a worker thread).
  * @throws InvalidRequestError `template error: <Go parser message>` (§5.2); `template: execution budget exceeded:
  *   more than N steps` / `… characters of output` (docs/security.md "Budgets").
  */
-export function checkGoTemplate(text: string): void {
+export async function checkGoTemplate(text: string): Promise<void> {
   let template: GoTemplate;
   try {
     template = GoTemplate.parse(text);
@@ -129,7 +130,7 @@ export function checkGoTemplate(text: string): void {
     throw new InvalidRequestError(`template error: ${(err as Error).message}`, 'template');
   }
   try {
-    probeTemplateBudget(template);
+    await probeTemplateBudget(template);
   } catch (err) {
     if (err instanceof TemplateBudgetError) throw new InvalidRequestError(err.message, 'template', { cause: err });
     throw err;

@@ -119,7 +119,7 @@ export class ModelCreatePlanner {
       plan.draft = draft;
       if (draft.quantize) this.quantizer.nativeBinding(); // fail before any progress when the addon cannot load
     }
-    if (plan.template !== undefined) checkGoTemplate(plan.template);
+    if (plan.template !== undefined) await checkGoTemplate(plan.template);
     this.resolver.checkRpcParams(plan.parameters);
     if (adapter !== undefined) plan.adapter = await this.resolveAdapter(adapter, local);
     const quantizeType = cmd.quantize ? parseQuantizeType(cmd.quantize) : undefined;

@@ -9,10 +9,20 @@ export {
   TemplateBudgetError,
   DEFAULT_TEMPLATE_LIMITS,
   renderLimits,
+  renderInputSize,
   TEMPLATE_BASE_STEPS,
   TEMPLATE_BASE_OUTPUT,
 } from './template-budget';
-export type { TemplateLimits, BudgetInput } from './template-budget';
+export type { TemplateLimits, BudgetInput, RenderInputSize } from './template-budget';
+export {
+  renderPromptAsync,
+  renderInWorker,
+  closeRenderPool,
+  isLargeRenderInput,
+  INLINE_RENDER_LIMITS,
+  INLINE_MAX_MESSAGES,
+  INLINE_MAX_INPUT_CHARS,
+} from './render-pool';
 export { probeTemplateBudget } from './template-probe';
 export type { GoFunc } from './go-template';
 export { GoStruct, goJson, formatValue, sprintf } from './go-values';

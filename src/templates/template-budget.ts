@@ -1,9 +1,10 @@
 /**
  * The execution budget of the Go-template executor: every render counts its steps and the characters it produces, and
  * stops with {@link TemplateBudgetError} when either passes its limit. Go's text/template has no such limit (Ollama
- * runs each template in a goroutine of its own); here templates run on the daemon's event loop, so one hostile
- * template (`{{range 100000000000}}{{end}}`, a Modelfile TEMPLATE that doubles a string thirty times) must not stall
- * every other request (issue 32, docs/security.md "Budgets"). All limits live in this file.
+ * runs each template in a goroutine of its own); here small renders run on the daemon's event loop and large or long
+ * ones in a worker thread (render-pool.ts), under the same budget, so one hostile template (`{{range
+ * 100000000000}}{{end}}`, a Modelfile TEMPLATE that doubles a string thirty times) must neither stall every other
+ * request nor hold a CPU for long (issue 32, docs/security.md "Budgets"). All limits live in this file.
  */
 import { TemplateError } from './go-template.parser';
 import { mapEntries } from './go-values';
@@ -180,6 +181,30 @@ function jsonChars(v: unknown): number {
   }
 }
 
+/** How large a render's input is: what {@link renderLimits} grows with. */
+export interface RenderInputSize {
+  messages: number;
+  tools: number;
+  /** Characters of message contents, thinking, FIM prompt and suffix. */
+  textChars: number;
+  /** Characters of tool JSON: the tools' definitions and the tool calls' arguments. */
+  toolChars: number;
+}
+
+/** The size of `input` (one pass; tool definitions and calls are measured as JSON text). */
+export function renderInputSize(input: BudgetInput): RenderInputSize {
+  const messages = input.messages ?? [];
+  const tools = input.tools ?? [];
+  let toolChars = 0;
+  let textChars = (input.prompt?.length ?? 0) + (input.suffix?.length ?? 0);
+  for (const m of messages) {
+    textChars += (m.content?.length ?? 0) + (m.thinking?.length ?? 0);
+    for (const c of m.toolCalls ?? []) toolChars += jsonChars(c);
+  }
+  for (const t of tools) toolChars += jsonChars(t);
+  return { messages: messages.length, tools: tools.length, textChars, toolChars };
+}
+
 /**
  * The limits of rendering `input`: a base plus allowances that grow with the conversation, so that any legitimate
  * template renders any conversation the request limits admit, while a render's cost stays proportional to the
@@ -190,27 +215,24 @@ function jsonChars(v: unknown): number {
  * - output = {@link TEMPLATE_BASE_OUTPUT} + {@link TEMPLATE_OUTPUT_PER_INPUT_CHAR} × input characters (contents,
  *   thinking, FIM prompt/suffix, tool JSON) + {@link TEMPLATE_OUTPUT_PER_MESSAGE} × messages + {@link
  *   TEMPLATE_OUTPUT_PER_TOOL} × tools.
+ * @param input the render input, or its size ({@link renderInputSize}) when already measured.
  */
-export function renderLimits(input: BudgetInput): TemplateLimits {
-  const messages = input.messages ?? [];
-  const tools = input.tools ?? [];
-  let toolChars = 0;
-  let textChars = (input.prompt?.length ?? 0) + (input.suffix?.length ?? 0);
-  for (const m of messages) {
-    textChars += (m.content?.length ?? 0) + (m.thinking?.length ?? 0);
-    for (const c of m.toolCalls ?? []) toolChars += jsonChars(c);
-  }
-  for (const t of tools) toolChars += jsonChars(t);
+export function renderLimits(input: BudgetInput | RenderInputSize): TemplateLimits {
+  const { messages, tools, textChars, toolChars } = isSize(input) ? input : renderInputSize(input);
   return {
     steps:
       TEMPLATE_BASE_STEPS +
-      TEMPLATE_STEPS_PER_MESSAGE * messages.length +
-      TEMPLATE_STEPS_PER_TOOL * tools.length +
+      TEMPLATE_STEPS_PER_MESSAGE * messages +
+      TEMPLATE_STEPS_PER_TOOL * tools +
       TEMPLATE_STEPS_PER_TOOL_CHAR * toolChars,
     output:
       TEMPLATE_BASE_OUTPUT +
       TEMPLATE_OUTPUT_PER_INPUT_CHAR * (textChars + toolChars) +
-      TEMPLATE_OUTPUT_PER_MESSAGE * messages.length +
-      TEMPLATE_OUTPUT_PER_TOOL * tools.length,
+      TEMPLATE_OUTPUT_PER_MESSAGE * messages +
+      TEMPLATE_OUTPUT_PER_TOOL * tools,
   };
+}
+
+function isSize(input: BudgetInput | RenderInputSize): input is RenderInputSize {
+  return typeof (input as RenderInputSize).textChars === 'number';
 }

@@ -3,8 +3,10 @@
  * budget (template-budget.ts) against representative values, so a template that cannot finish (`{{range
  * 100000000000}}{{end}}`) is refused when the model is created instead of failing every later request of the model.
  */
+import { DaemonError } from '../common/errors';
 import { GoTemplate } from './go-template';
-import { RenderInput, TemplateTool, renderPrompt } from './ollama-template.renderer';
+import { RenderInput, TemplateTool } from './ollama-template.renderer';
+import { renderPromptAsync } from './render-pool';
 import { TemplateBudgetError } from './template-budget';
 
 const SAMPLE_TOOL: TemplateTool = {
@@ -51,16 +53,18 @@ function sampleInputs(): RenderInput[] {
 
 /**
  * Executes `template` against the sample values ({@link sampleInputs}), each render under its own budget sized to
- * its input as a request's would be (renderLimits). Only a budget overrun refuses the template: other execution errors
- * (a template that expects values these samples do not give) are ignored, as real requests may well give them.
- * @throws TemplateBudgetError `template: execution budget exceeded: …` when one of the renders runs past its budget.
+ * its input as a request's would be (renderLimits), off the event loop once it runs past the inline budget
+ * (renderPromptAsync, render-pool.ts). Only a budget overrun refuses the template: other execution errors (a template
+ * that expects values these samples do not give) are ignored, as real requests may well give them.
+ * @throws TemplateBudgetError `template: execution budget exceeded: …` when one of the renders runs past its budget;
+ *   InternalError when a render worker failed.
  */
-export function probeTemplateBudget(template: GoTemplate): void {
+export async function probeTemplateBudget(template: GoTemplate): Promise<void> {
   for (const input of sampleInputs()) {
     try {
-      renderPrompt(template, input);
+      await renderPromptAsync(template, input);
     } catch (err) {
-      if (err instanceof TemplateBudgetError) throw err;
+      if (err instanceof TemplateBudgetError || err instanceof DaemonError) throw err;
     }
   }
 }

@@ -265,4 +265,21 @@ export const HOSTILE_CASES: readonly HostileCase[] = [
     run: (d, m, signal) =>
       post(d, '/api/generate', { model: m.victim, prompt: 'hi', template: RANGE_TEMPLATE, stream: false }, signal),
   },
+  {
+    name: 'request template within its budget but heavy (~190,000 of its 200,500 steps)',
+    expect: '200; the render (0.04–0.2 s of CPU) runs in a worker thread, past the inline budget',
+    run: (d, m, signal) =>
+      post(
+        d,
+        '/api/generate',
+        {
+          model: m.victim,
+          prompt: 'hi',
+          template: '{{ range 95 }}{{ range 1000 }}{{ end }}{{ end }}{{ .Prompt }}',
+          stream: false,
+          options: { num_predict: 1 },
+        },
+        signal,
+      ),
+  },
 ];

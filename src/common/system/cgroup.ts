@@ -1,11 +1,15 @@
 import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { totalmem } from 'node:os';
 import { join, relative, sep } from 'node:path';
 
 /*
- * The daemon's memory cgroup (v2, the unified hierarchy): its memory limit and its OOM-kill counter. Plain reads of
- * small kernel files, synchronous (a few hundred bytes each, answered from memory by the kernel). Every path is
- * injectable so that tests point them at a temporary directory holding fake files.
+ * The daemon's memory cgroup (v2, the unified hierarchy): its memory limit and its OOM-kill counter. Reads of small
+ * kernel files (a few hundred bytes each, answered from memory by the kernel): synchronous only for what start-up reads
+ * once (ownCgroupDir, cgroupMemoryLimit, hostMemoryBytes: the configuration), asynchronous (fs/promises) for what the
+ * runner load and death paths read (ownCgroupDirAsync, oomKillCount), which run while requests are served
+ * (docs/architecture.md "Threading rules": file I/O is async). Every path is injectable so that tests point them at a
+ * temporary directory holding fake files.
  */
 
 /** Where the cgroup v2 hierarchy and procfs are mounted. */
@@ -27,6 +31,23 @@ function readText(path: string): string | undefined {
   }
 }
 
+async function readTextAsync(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** The cgroup directory named by the `0::<path>` line of `/proc/self/cgroup` (`self`), when it stays under `root`. */
+function cgroupDirOf(root: string, self: string): string | undefined {
+  const line = self.split('\n').find((l) => l.startsWith('0::'));
+  if (!line) return undefined;
+  const dir = join(root, line.slice(3).trim());
+  // A path that climbs out of the mount (`..`): use the mount itself.
+  return relative(root, dir).startsWith('..') ? undefined : dir;
+}
+
 /**
  * The directory of the daemon's own cgroup v2: `<cgroupRoot>` + the path of the `0::<path>` line of
  * `<procRoot>/self/cgroup` (in a container with its own cgroup namespace that path is `/`, the mount itself). Falls
@@ -36,13 +57,21 @@ function readText(path: string): string | undefined {
 export function ownCgroupDir(paths: CgroupPaths = {}): string | undefined {
   const root = paths.cgroupRoot ?? DEFAULT_CGROUP_ROOT;
   if (readText(join(root, 'cgroup.controllers')) === undefined) return undefined;
-  const self = readText(join(paths.procRoot ?? DEFAULT_PROC_ROOT, 'self', 'cgroup')) ?? '';
-  const line = self.split('\n').find((l) => l.startsWith('0::'));
-  if (!line) return root;
-  const dir = join(root, line.slice(3).trim());
-  // A path that climbs out of the mount (`..`) or is not there: use the mount itself.
-  if (relative(root, dir).startsWith('..') || readText(join(dir, 'cgroup.procs')) === undefined) return root;
-  return dir;
+  const dir = cgroupDirOf(root, readText(join(paths.procRoot ?? DEFAULT_PROC_ROOT, 'self', 'cgroup')) ?? '');
+  // Not named, or not visible under the mount: use the mount itself.
+  return dir === undefined || readText(join(dir, 'cgroup.procs')) === undefined ? root : dir;
+}
+
+/**
+ * {@link ownCgroupDir} read with fs/promises (the same rules and results), for paths that run while the daemon serves
+ * requests; callers resolve it once and keep the promise (OomKillCounter.at).
+ */
+export async function ownCgroupDirAsync(paths: CgroupPaths = {}): Promise<string | undefined> {
+  const root = paths.cgroupRoot ?? DEFAULT_CGROUP_ROOT;
+  if ((await readTextAsync(join(root, 'cgroup.controllers'))) === undefined) return undefined;
+  const self = (await readTextAsync(join(paths.procRoot ?? DEFAULT_PROC_ROOT, 'self', 'cgroup'))) ?? '';
+  const dir = cgroupDirOf(root, self);
+  return dir === undefined || (await readTextAsync(join(dir, 'cgroup.procs'))) === undefined ? root : dir;
 }
 
 /**
@@ -86,14 +115,19 @@ function keyedValue(text: string, key: string): number | undefined {
  * How many processes the kernel's OOM killer has killed so far, as a counter to compare before/after a death:
  * `oom_kill` of the daemon's cgroup's `memory.events` (processes of that cgroup and its descendants killed by any
  * kind of OOM killer — the cgroup's limit or the whole machine's; the runner processes live in the daemon's cgroup),
- * else `oom_kill` of `<procRoot>/vmstat` (the whole machine, cgroup v1 or none).
+ * else `oom_kill` of `<procRoot>/vmstat` (the whole machine, cgroup v1 or none). Read with fs/promises.
+ * @param cgroupDir the daemon's cgroup directory (undefined: no cgroup v2); default: resolved now by
+ *   {@link ownCgroupDirAsync} — pass the promise kept from one resolution to read only `memory.events` each time.
  * @returns undefined when neither file is readable (the counter is unknown).
  */
-export function oomKillCount(paths: CgroupPaths = {}): number | undefined {
-  const dir = ownCgroupDir(paths);
-  const events = dir === undefined ? undefined : readText(join(dir, 'memory.events'));
+export async function oomKillCount(
+  paths: CgroupPaths = {},
+  cgroupDir: Promise<string | undefined> = ownCgroupDirAsync(paths),
+): Promise<number | undefined> {
+  const dir = await cgroupDir;
+  const events = dir === undefined ? undefined : await readTextAsync(join(dir, 'memory.events'));
   const fromCgroup = events === undefined ? undefined : keyedValue(events, 'oom_kill');
   if (fromCgroup !== undefined) return fromCgroup;
-  const vmstat = readText(join(paths.procRoot ?? DEFAULT_PROC_ROOT, 'vmstat'));
+  const vmstat = await readTextAsync(join(paths.procRoot ?? DEFAULT_PROC_ROOT, 'vmstat'));
   return vmstat === undefined ? undefined : keyedValue(vmstat, 'oom_kill');
 }

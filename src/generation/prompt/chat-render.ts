@@ -2,7 +2,7 @@ import { ResolvedModel } from '../../models';
 import { Runner } from '../../runner';
 import { ChatCommand, ChatMessage } from '../generation.types';
 import { tokenizePrompt } from './fit';
-import { goGrammars, GoGrammars, renderGo, renderGoText } from './go-render';
+import { goGrammars, GoGrammars, renderGo, renderGoTextAsync } from './go-render';
 import { GoTemplateHandle, GoTemplatesApi } from './go-template.port';
 import { GrammarBudget, throwIfCancelled } from './grammar-budget';
 import { toMediaPrompt, withImageMarkers } from './media';
@@ -22,7 +22,8 @@ export interface ChatProbe {
  * common/chat tools — is done once in {@link ChatRenderer.create}; then {@link render} (a full render: prompt,
  * grammar, stops, output parser, tokens) and {@link probe} (text and tokens only, for the fitting search) may run
  * several times. Between every step the request's AbortSignal is checked (RequestCancelledError), so nothing
- * continues once the client has gone.
+ * continues once the client has gone; a Go-template render that runs in a worker thread (renderGoTextAsync) is
+ * stopped by it.
  */
 export class ChatRenderer {
   private constructor(
@@ -76,7 +77,14 @@ export class ChatRenderer {
     throwIfCancelled(this.signal);
     const images = messages.flatMap((m) => m.images ?? []);
     const r = this.go
-      ? renderGo(this.go.api, this.go.template, messages, this.opts, this.go.grammars, probe?.text)
+      ? renderGo(
+          this.go.api,
+          this.go.template,
+          messages,
+          this.opts,
+          this.go.grammars,
+          probe?.text ?? (await renderGoTextAsync(this.go.api, this.go.template, messages, this.opts, this.signal)),
+        )
       : await renderNative(
           this.runner,
           images.length > 0 ? withImageMarkers(messages) : messages,
@@ -100,7 +108,7 @@ export class ChatRenderer {
   async probe(messages: ChatMessage[]): Promise<ChatProbe> {
     throwIfCancelled(this.signal);
     const text = this.go
-      ? renderGoText(this.go.api, this.go.template, messages, this.opts)
+      ? await renderGoTextAsync(this.go.api, this.go.template, messages, this.opts, this.signal)
       : await renderNativeText(this.runner, messages, this.opts, this.native);
     throwIfCancelled(this.signal);
     const tokens = await tokenizePrompt(this.runner, text);

@@ -1,10 +1,16 @@
-import { InternalError, InvalidRequestError } from '../../common/errors';
+import { DaemonError, InternalError, InvalidRequestError } from '../../common/errors';
 import { ChatMessage, ToolDefinition } from '../generation.types';
 import { RenderedOutputParser } from '../output';
 import { Runner } from '../../runner';
 import { afterThinkingTrigger, JSON_OBJECT_GRAMMAR } from './format';
 import { formatGrammar, GrammarBudget } from './grammar-budget';
-import { GoTemplateHandle, GoTemplatesApi, templateErrorMessage, thinkingTags } from './go-template.port';
+import {
+  GoTemplateHandle,
+  GoTemplatesApi,
+  GoTemplateValues,
+  templateErrorMessage,
+  thinkingTags,
+} from './go-template.port';
 import { PreparedPrompt, RenderedPrompt } from './prompt.types';
 import { GoRenderOptions, thinkLevel } from './render-options';
 
@@ -99,10 +105,23 @@ function forcedToolCallGrammar(
   return { grammar, preservedTokens };
 }
 
+/** The values a Go template is rendered with (§8.2) for `messages` and the request's options. */
+function goValues(messages: ChatMessage[], opts: GoRenderOptions): GoTemplateValues {
+  return {
+    messages,
+    ...(opts.tools ? { tools: opts.tools } : {}),
+    think: opts.thinking,
+    thinkLevel: opts.thinking ? thinkLevel(opts.think === undefined ? true : opts.think) : '',
+    isThinkSet: opts.think !== undefined,
+    ...(opts.fim ? { prompt: opts.fim.prompt, suffix: opts.fim.suffix } : {}),
+  };
+}
+
 /**
  * The prompt text of a Go-template render (rendered mode, §8.1/§8.2) and nothing else: what the fitting search
  * measures. The engine's renderPrompt runs under an execution budget sized to the conversation
- * (src/templates/template-budget.ts), so a template cannot hold the event loop.
+ * (src/templates/template-budget.ts), so a template cannot hold the event loop for long; the stage itself uses
+ * {@link renderGoTextAsync}, which moves large and long renders off the event loop.
  * @throws InvalidRequestError `template error: …` when the template fails, `template: execution budget exceeded: …`
  *   when it runs past its budget.
  */
@@ -113,15 +132,32 @@ export function renderGoText(
   opts: GoRenderOptions,
 ): string {
   try {
-    return api.renderPrompt(template, {
-      messages,
-      ...(opts.tools ? { tools: opts.tools } : {}),
-      think: opts.thinking,
-      thinkLevel: opts.thinking ? thinkLevel(opts.think === undefined ? true : opts.think) : '',
-      isThinkSet: opts.think !== undefined,
-      ...(opts.fim ? { prompt: opts.fim.prompt, suffix: opts.fim.suffix } : {}),
-    });
+    return api.renderPrompt(template, goValues(messages, opts));
   } catch (err) {
+    throw new InvalidRequestError(templateErrorMessage(err), 'template', { cause: err });
+  }
+}
+
+/**
+ * {@link renderGoText} without holding the event loop: the engine's renderPromptAsync renders small inputs inline
+ * under a small budget and everything else in a worker thread (src/templates/render-pool.ts; docs/architecture.md
+ * "The prompt stage"), with the same text and the same errors; an engine without it renders inline.
+ * @param signal the request's: a render waiting for or running in a worker is stopped when it fires.
+ * @throws InvalidRequestError as renderGoText; RequestCancelledError when `signal` fired; InternalError when the
+ *   render worker failed.
+ */
+export async function renderGoTextAsync(
+  api: GoTemplatesApi,
+  template: GoTemplateHandle,
+  messages: ChatMessage[],
+  opts: GoRenderOptions,
+  signal?: AbortSignal,
+): Promise<string> {
+  if (!api.renderPromptAsync) return renderGoText(api, template, messages, opts);
+  try {
+    return await api.renderPromptAsync(template, goValues(messages, opts), signal);
+  } catch (err) {
+    if (err instanceof DaemonError) throw err; // RequestCancelledError, InternalError: not the template's fault
     throw new InvalidRequestError(templateErrorMessage(err), 'template', { cause: err });
   }
 }
@@ -132,7 +168,8 @@ export function renderGoText(
  * with the template's tool-call tag. `format` → its grammar (grammars.format); with thinking on it is applied lazily
  * after the close tag. Otherwise `toolChoice: 'required'` with tools → the forced-call grammar
  * (forcedToolCallGrammar over grammars.toolArgs), non-lazy. Synchronous: every conversion was done by goGrammars.
- * @param text the prompt text when the caller already rendered these messages (renderGoText), else rendered here.
+ * @param text the prompt text when the caller already rendered these messages (renderGoText / renderGoTextAsync, as
+ *   the prompt stage always does), else rendered here (inline).
  * @throws InvalidRequestError `template error: …` when the template fails; a tool schema that cannot be converted.
  */
 export function renderGo(

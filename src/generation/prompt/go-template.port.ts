@@ -41,6 +41,12 @@ export type GoToolCallSyntax = templates.ToolCallSyntax;
 export interface GoTemplatesApi {
   GoTemplate: { parse(text: string): GoTemplateHandle };
   renderPrompt(template: GoTemplateHandle, values: GoTemplateValues): string;
+  /**
+   * renderPrompt that does not hold the event loop (src/templates/render-pool.ts: a large or long render runs in a
+   * worker thread): the same text and errors, plus RequestCancelledError when `signal` fired (a running render is
+   * stopped). Optional: an engine without it (a scripted test engine) renders with renderPrompt.
+   */
+  renderPromptAsync?(template: GoTemplateHandle, values: GoTemplateValues, signal?: AbortSignal): Promise<string>;
   templateCapabilities(template: GoTemplateHandle): { tools: boolean; insert: boolean; thinking: boolean };
   ToolCallParser: new (template: GoTemplateHandle, tools: ToolDefinition[]) => GoToolCallParser;
   ThinkingParser: new (open: string, close: string, startInThinking?: boolean) => GoThinkingParser;

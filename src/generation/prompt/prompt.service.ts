@@ -7,7 +7,7 @@ import { EffectiveOptions } from '../options';
 import { ChatProbe, ChatRenderer } from './chat-render';
 import { fitPrompt, tokenizePrompt } from './fit';
 import { dropOldest, droppableCount, fewestDrops } from './fit-messages';
-import { goTemplateFor, renderGo } from './go-render';
+import { goTemplateFor, renderGo, renderGoTextAsync } from './go-render';
 import { formatGrammar, GrammarBudget, throwIfCancelled } from './grammar-budget';
 import { toMediaPrompt, withImageMarkers } from './media';
 import { assembleChatMessages, generateMessages } from './messages';
@@ -207,11 +207,21 @@ export class PromptService {
     const opts = { think: cmd.think, thinking: thinkingEnabled(cmd.think, model), format: cmd.format };
     let r: RenderedPrompt;
     if (cmd.suffix && go) {
-      r = renderGo(go.api, go.template, [], { ...opts, fim: { prompt: cmd.prompt, suffix: cmd.suffix } }, { format });
+      const fim = { ...opts, fim: { prompt: cmd.prompt, suffix: cmd.suffix } };
+      r = renderGo(
+        go.api,
+        go.template,
+        [],
+        fim,
+        { format },
+        await renderGoTextAsync(go.api, go.template, [], fim, signal),
+      );
     } else {
       const messages = generateMessages(cmd, model);
-      if (go) r = renderGo(go.api, go.template, messages, opts, { format });
-      else if (runner.info.hasChatTemplate) {
+      if (go) {
+        const text = await renderGoTextAsync(go.api, go.template, messages, opts, signal);
+        r = renderGo(go.api, go.template, messages, opts, { format }, text);
+      } else if (runner.info.hasChatTemplate) {
         r = await renderNative(runner, withImageMarkers(messages), opts, { format }, budget);
       } else r = { text: cmd.prompt, prompt: formatOnly };
     }

@@ -176,7 +176,7 @@ export class ProcessRunner implements Runner {
    *   llama.cpp).
    */
   static async start(spec: RunnerSpec, options: ProcessRunnerOptions): Promise<ProcessRunner> {
-    const oomBefore = options.oomKills?.mark();
+    const oomBefore = await options.oomKills?.mark();
     const child = fork(options.childPath ?? RUNNER_CHILD_PATH, [options.label, ...(options.childArgs ?? [])], {
       serialization: 'advanced',
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
@@ -192,9 +192,16 @@ export class ProcessRunner implements Runner {
       child.once('close', (code: number | null, signal: NodeJS.Signals | null) => {
         const last = ring.end();
         if (last !== undefined) log(last);
+        const lines = ring.snapshot();
         // A SIGKILL the daemon sent itself (child.killed: close's timeout) is never an OOM kill.
-        const oomKilled = signal === 'SIGKILL' && !child.killed && (options.oomKills?.claim(oomBefore) ?? false);
-        resolve({ code, signal, lines: ring.snapshot(), oomKilled });
+        const oomKills = signal === 'SIGKILL' && !child.killed ? options.oomKills : undefined;
+        if (!oomKills) resolve({ code, signal, lines, oomKilled: false });
+        else {
+          void oomKills
+            .claim(oomBefore)
+            .catch(() => false)
+            .then((oomKilled) => resolve({ code, signal, lines, oomKilled }));
+        }
       }),
     );
     let stall: StallTimer | undefined;

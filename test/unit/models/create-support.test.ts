@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { InvalidRequestError } from '../../../src/common/errors';
+import { closeRenderPool } from '../../../src/templates';
 import {
   blobReference,
   checkGoTemplate,
@@ -73,15 +74,17 @@ describe('quantize types (§3.9)', () => {
 });
 
 describe('template check', () => {
-  it('accepts a valid Go template and rejects a broken one with `template error: …`', () => {
-    checkGoTemplate('{{ .System }} {{ .Prompt }}');
-    assert.throws(
+  after(() => closeRenderPool());
+
+  it('accepts a valid Go template and rejects a broken one with `template error: …`', async () => {
+    await checkGoTemplate('{{ .System }} {{ .Prompt }}');
+    await assert.rejects(
       () => checkGoTemplate('{{ .Prompt'),
       (e: unknown) => e instanceof InvalidRequestError && /^template error: template: /.test(e.message),
     );
   });
 
-  it('refuses a template that runs past the execution budget on sample values (chat, tools, thinking, FIM)', () => {
+  it('refuses a template that runs past the execution budget on sample values (chat, tools, thinking, FIM)', async () => {
     const budget = (e: unknown): boolean =>
       e instanceof InvalidRequestError && /^template: execution budget exceeded: more than \d+ /.test(e.message);
     for (const t of [
@@ -94,14 +97,14 @@ describe('template check', () => {
       '{{ if .Think }}{{range 100000000000}}{{end}}{{ end }}',
       '{{ if .Suffix }}{{range 100000000000}}{{end}}{{ end }}',
     ]) {
-      assert.throws(() => checkGoTemplate(t), budget, t);
+      await assert.rejects(() => checkGoTemplate(t), budget, t);
     }
   });
 
-  it('accepts templates that only fail on values a real request may not give', () => {
-    checkGoTemplate('{{ index .Messages 40 }}');
-    checkGoTemplate('{{ (index .Messages 0).Nope }}');
-    checkGoTemplate('{{ range 1000 }}{{ . }}{{ end }}{{ range .Messages }}{{ .Content }}{{ end }}');
+  it('accepts templates that only fail on values a real request may not give', async () => {
+    await checkGoTemplate('{{ index .Messages 40 }}');
+    await checkGoTemplate('{{ (index .Messages 0).Nope }}');
+    await checkGoTemplate('{{ range 1000 }}{{ . }}{{ end }}{{ range .Messages }}{{ .Content }}{{ end }}');
   });
 });
 

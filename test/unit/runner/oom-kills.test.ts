@@ -17,40 +17,62 @@ import { FakeBinding } from '../../utils/fake-binding';
 const CHILD = join(__dirname, '..', '..', 'utils', 'fake-runner-child.js');
 
 describe('OomKillCounter', () => {
-  it('a SIGKILLed runner is an OOM kill when the counter rose since it started', () => {
+  it('a SIGKILLed runner is an OOM kill when the counter rose since it started', async () => {
     let count = 4;
-    const oom = new OomKillCounter(() => count);
-    const before = oom.mark();
+    const oom = new OomKillCounter(() => Promise.resolve(count));
+    const before = await oom.mark();
     assert.equal(before, 4);
-    assert.equal(oom.claim(before), false, 'no rise: a kill -9');
+    assert.equal(await oom.claim(before), false, 'no rise: a kill -9');
     count = 5;
-    assert.equal(oom.claim(before), true);
-    assert.equal(oom.claim(before), false, 'that kill is claimed: another SIGKILL is not an OOM kill');
+    assert.equal(await oom.claim(before), true);
+    assert.equal(await oom.claim(before), false, 'that kill is claimed: another SIGKILL is not an OOM kill');
   });
 
-  it('two runners OOM-killed together claim one kill each; a later runner does not inherit them', () => {
+  it('two runners OOM-killed together claim one kill each; a later runner does not inherit them', async () => {
     let count = 0;
-    const oom = new OomKillCounter(() => count);
-    const a = oom.mark();
-    const b = oom.mark();
+    const oom = new OomKillCounter(() => Promise.resolve(count));
+    const a = await oom.mark();
+    const b = await oom.mark();
     count = 2;
-    const c = oom.mark();
-    assert.equal(oom.claim(a), true);
-    assert.equal(oom.claim(b), true);
-    assert.equal(oom.claim(c), false, 'started after both kills');
+    const c = await oom.mark();
+    // Both deaths are claimed concurrently (their reads overlap): still one kill each.
+    assert.deepEqual(await Promise.all([oom.claim(a), oom.claim(b)]), [true, true]);
+    assert.equal(await oom.claim(c), false, 'started after both kills');
     count = 3;
-    assert.equal(oom.claim(c), true);
+    assert.equal(await oom.claim(c), true);
   });
 
-  it('an unknown counter (no cgroup v2, no /proc/vmstat) never classifies as OOM', () => {
+  it('an unknown counter (no cgroup v2, no /proc/vmstat) never classifies as OOM', async () => {
     let count: number | undefined;
-    const oom = new OomKillCounter(() => count);
-    const before = oom.mark();
+    const oom = new OomKillCounter(() => Promise.resolve(count));
+    const before = await oom.mark();
     count = 7;
-    assert.equal(oom.claim(before), false);
-    assert.equal(oom.claim(3), true, 'known before and after');
+    assert.equal(await oom.claim(before), false);
+    assert.equal(await oom.claim(3), true, 'known before and after');
     count = undefined;
-    assert.equal(oom.claim(3), false);
+    assert.equal(await oom.claim(3), false);
+  });
+
+  it('at(): resolves the cgroup directory once, then reads only memory.events (asynchronously)', async () => {
+    const base = mkdtempSync(join(tmpdir(), 'llamad-oom-at-'));
+    try {
+      const cgroupRoot = join(base, 'cgroup');
+      mkdirSync(join(cgroupRoot, 'a'), { recursive: true });
+      mkdirSync(join(base, 'proc', 'self'), { recursive: true });
+      writeFileSync(join(cgroupRoot, 'cgroup.controllers'), 'memory\n');
+      writeFileSync(join(cgroupRoot, 'a', 'cgroup.procs'), '');
+      writeFileSync(join(cgroupRoot, 'a', 'memory.events'), 'oom_kill 1\n');
+      writeFileSync(join(base, 'proc', 'self', 'cgroup'), '0::/a\n');
+      const oom = OomKillCounter.at({ cgroupRoot, procRoot: join(base, 'proc') });
+      const before = await oom.mark();
+      assert.equal(before, 1);
+      // The daemon does not move between cgroups: a changed /proc/self/cgroup is not read again.
+      writeFileSync(join(base, 'proc', 'self', 'cgroup'), '0::/elsewhere\n');
+      writeFileSync(join(cgroupRoot, 'a', 'memory.events'), 'oom_kill 2\n');
+      assert.equal(await oom.claim(before), true);
+    } finally {
+      rmSync(base, { recursive: true, force: true });
+    }
   });
 
   it('crashCause: oom for an OOM-killed SIGKILL only', () => {

@@ -3,7 +3,13 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { cgroupMemoryLimit, hostMemoryBytes, oomKillCount, ownCgroupDir } from '../../../../src/common/system';
+import {
+  cgroupMemoryLimit,
+  hostMemoryBytes,
+  oomKillCount,
+  ownCgroupDir,
+  ownCgroupDirAsync,
+} from '../../../../src/common/system';
 
 const GIB = 2 ** 30;
 
@@ -35,18 +41,26 @@ describe('cgroup v2 helpers', () => {
 
   afterEach(() => rmSync(base, { recursive: true, force: true }));
 
-  it('finds the daemon cgroup from /proc/self/cgroup, the mount itself in a cgroup namespace', () => {
+  it('finds the daemon cgroup from /proc/self/cgroup, the mount itself in a cgroup namespace (sync and async)', async () => {
+    /** Both readers give the same directory. */
+    const own = async () => {
+      const sync = ownCgroupDir({ cgroupRoot, procRoot });
+      assert.equal(await ownCgroupDirAsync({ cgroupRoot, procRoot }), sync);
+      return sync;
+    };
     const dir = cgroup('system.slice/llamad.service');
     selfIn('/system.slice/llamad.service');
-    assert.equal(ownCgroupDir({ cgroupRoot, procRoot }), dir);
+    assert.equal(await own(), dir);
     selfIn('/');
-    assert.equal(ownCgroupDir({ cgroupRoot, procRoot }), cgroupRoot);
+    assert.equal(await own(), cgroupRoot);
     selfIn('/not/visible/here');
-    assert.equal(ownCgroupDir({ cgroupRoot, procRoot }), cgroupRoot, 'a path outside the mount falls back to it');
+    assert.equal(await own(), cgroupRoot, 'a path outside the mount falls back to it');
     selfIn('/../../etc');
-    assert.equal(ownCgroupDir({ cgroupRoot, procRoot }), cgroupRoot);
+    assert.equal(await own(), cgroupRoot);
+    write(join(procRoot, 'self', 'cgroup'), '1:name=systemd:/x\n');
+    assert.equal(await own(), cgroupRoot, 'no 0:: line (cgroup v1 only): the mount');
     rmSync(join(cgroupRoot, 'cgroup.controllers'));
-    assert.equal(ownCgroupDir({ cgroupRoot, procRoot }), undefined, 'no cgroup v2 mounted');
+    assert.equal(await own(), undefined, 'no cgroup v2 mounted');
   });
 
   it('takes the smallest memory.max of the cgroup and its ancestors; `max` is no limit', () => {
@@ -72,14 +86,19 @@ describe('cgroup v2 helpers', () => {
     assert.equal(hostMemoryBytes({ cgroupRoot: none, procRoot: none, physical: 3 * GIB }), 3 * GIB);
   });
 
-  it('reads oom_kill from the cgroup memory.events, else from /proc/vmstat, else undefined', () => {
+  it('reads oom_kill from the cgroup memory.events, else from /proc/vmstat, else undefined', async () => {
     cgroup('svc', { 'memory.events': 'low 0\nhigh 12\nmax 40\noom 3\noom_kill 2\noom_group_kill 0\n' });
     selfIn('/svc');
     write(join(procRoot, 'vmstat'), 'nr_free_pages 1\noom_kill 9\n');
-    assert.equal(oomKillCount({ cgroupRoot, procRoot }), 2);
+    assert.equal(await oomKillCount({ cgroupRoot, procRoot }), 2);
+    assert.equal(
+      await oomKillCount({ cgroupRoot, procRoot }, Promise.resolve(undefined)),
+      9,
+      'a directory resolved as "no cgroup v2" is not looked up again',
+    );
     rmSync(join(cgroupRoot, 'svc', 'memory.events'));
-    assert.equal(oomKillCount({ cgroupRoot, procRoot }), 9, 'the whole machine without a memory.events');
+    assert.equal(await oomKillCount({ cgroupRoot, procRoot }), 9, 'the whole machine without a memory.events');
     rmSync(join(procRoot, 'vmstat'));
-    assert.equal(oomKillCount({ cgroupRoot, procRoot }), undefined);
+    assert.equal(await oomKillCount({ cgroupRoot, procRoot }), undefined);
   });
 });
