@@ -32,9 +32,10 @@ async function bootstrap(): Promise<void> {
   process.on('unhandledRejection', (reason) => die('unhandled rejection', reason));
   process.on('uncaughtException', (err) => die('uncaught exception', err));
 
-  // Before anything listens: an addon of another llamad version or ABI ends the start-up with its one line.
-  checkAddon(logger);
   const app = await createApp({ config });
+  // Before anything listens (and after createApp, which installs the configured log format): an addon of another
+  // llamad version or ABI ends the start-up with its one line.
+  checkAddon(logger);
   // SIGTERM/SIGINT: stop accepting, let requests in flight finish (LLAMAD_SHUTDOWN_TIMEOUT), unload, exit 0. SIGHUP
   // is not one of them: it re-reads the API keys file.
   installShutdownSignals(app);
