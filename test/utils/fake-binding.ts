@@ -19,15 +19,9 @@ import type {
   NativeTaskParams,
   NativeTokenLogprob,
 } from '../../binding';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { REPO_ROOT } from '../../src/config';
+import { llamadVersion, processAddonHost } from '../../src/native/addon-candidates';
 import { LLAMAD_ADDON_ABI } from '../../src/native/addon-identity';
-
-/** llamad's package.json version, what a matching addon reports. */
-const LLAMAD_PACKAGE_VERSION = (
-  JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }
-).version;
 
 /** Prompt length of a task in fake tokens: its tokens, or for a media task one per prompt character plus 4 per image. */
 function fakePromptLength(params: NativeTaskParams): number {
@@ -73,7 +67,7 @@ export function nativeError(code: NativeErrorCode, message: string): Error & { c
  */
 export class FakeBinding implements NativeBinding {
   /** As a matching addon: llamad's own version and ABI (a fake is never checked by loadBinding). */
-  readonly version = LLAMAD_PACKAGE_VERSION;
+  readonly version = llamadVersion(processAddonHost(REPO_ROOT)) ?? '';
   readonly abi = LLAMAD_ADDON_ABI;
   /** Decides what each task emits. */
   script: (task: NativeTaskParams) => FakeScript = () => ({ pieces: ['Hello', ',', ' world'] });
