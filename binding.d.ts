@@ -638,6 +638,16 @@ export interface NativeQuantizeParams {
 
 /** Exports of the addon. */
 export interface NativeBinding {
+  /**
+   * llamad's package.json `version` the addon was built from (compiled in by CMakeLists.txt). loadBinding() refuses
+   * an addon whose version or `abi` is not the JavaScript's (docs/native.md "Version and ABI").
+   */
+  version: string;
+  /**
+   * The addon's ABI number (native/addon_abi.h), equal to LLAMAD_ADDON_ABI of src/native/addon-identity.ts; bumped
+   * whenever this file changes incompatibly.
+   */
+  abi: number;
   Model: new (path: string, params?: NativeModelParams) => NativeModel;
   /**
    * `new Context(model, params)` creates the context on the JS thread (≈ 0.1 s per slot: KV cache, thread pools,

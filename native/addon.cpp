@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "addon_abi.h"
 #include "addon_data.h"
 #include "backend_api.h"
 #include "chat_render.h"
@@ -167,6 +168,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("setLogger", Napi::Function::New<SetLogger>(env, "setLogger"));
   exports.Set("quantize", Napi::Function::New<Quantize>(env, "quantize"));
   exports.Set("jsonSchemaToGrammar", Napi::Function::New<JsonSchemaToGrammar>(env, "jsonSchemaToGrammar"));
+  // What loadBinding() compares with the JavaScript before using anything else (native/addon_abi.h)
+  exports.Set("version", Napi::String::New(env, LLAMAD_VERSION));
+  exports.Set("abi", Napi::Number::New(env, LLAMAD_ADDON_ABI));
   return exports;
 }
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 import { Logger } from '@nestjs/common';
 import { createApp } from './app.factory';
-import { kvCacheSettings, loadConfig, REPO_ROOT } from './config';
-import { findAddon } from './native';
-import { addonVersionMismatch, processAddonHost } from './native/addon-candidates';
+import { kvCacheSettings, loadConfig } from './config';
+import { ModelLoadError } from './common/errors';
+import { findAddon, loadBinding } from './native';
 import { installShutdownSignals } from './operations';
 import { ramCacheShareBytes } from './scheduler';
 import { isLoopbackAddress } from './security';
@@ -33,6 +33,9 @@ async function bootstrap(): Promise<void> {
   process.on('uncaughtException', (err) => die('uncaught exception', err));
 
   const app = await createApp({ config });
+  // Before anything listens (and after createApp, which installs the configured log format): an addon of another
+  // llamad version or ABI ends the start-up with its one line.
+  checkAddon(logger);
   // SIGTERM/SIGINT: stop accepting, let requests in flight finish (LLAMAD_SHUTDOWN_TIMEOUT), unload, exit 0. SIGHUP
   // is not one of them: it re-reads the API keys file.
   installShutdownSignals(app);
@@ -47,7 +50,6 @@ async function bootstrap(): Promise<void> {
     `listening on ${host}:${config.listen.port} (models: ${config.modelsDir}, keep_alive: ${config.keepAliveMs} ms, ` +
       `parallel: ${config.numParallel > 0 ? config.numParallel : 'auto'})`,
   );
-  logAddon(logger);
   // Ollama warns when OLLAMA_KV_CACHE_TYPE cannot be applied (unknown, or quantized without flash attention).
   const kv = kvCacheSettings(config);
   if (kv.warning) logger.warn(kv.warning);
@@ -68,21 +70,33 @@ async function bootstrap(): Promise<void> {
   }
 }
 
-/** Says which native addon requests will load (docs/library.md "Prebuilt addons"), or that none was found. */
-function logAddon(logger: Logger): void {
+/**
+ * Says which native addon requests will load (docs/library.md "Prebuilt addons"), or that none was found, and loads
+ * it now (the daemon's runners load the same file) so that an addon built for another llamad fails the start-up
+ * instead of every model load (docs/native.md "Version and ABI"). An addon that cannot be loaded for another reason
+ * is logged; /ready then says why, as before.
+ * @throws ModelLoadError when the addon's version or ABI is not this JavaScript's (loadBinding); bootstrap's caller
+ *   prints it as one line and exits with status 1
+ */
+function checkAddon(logger: Logger): void {
+  let addon: ReturnType<typeof findAddon>;
   try {
-    const addon = findAddon();
-    if (!addon) {
-      logger.warn('no native addon found: models cannot load until one is installed (`npx llamad build`)');
-      return;
-    }
-    const from = addon.origin === 'package' ? `prebuilt package ${addon.packageName}` : addon.origin;
-    logger.log(`native addon: ${addon.path} (${from}, backend ${addon.backend})`);
-    // A prebuilt package of another llamad version: every model load will fail with this text (loadBinding).
-    const mismatch = addonVersionMismatch(processAddonHost(REPO_ROOT), addon);
-    if (mismatch) logger.error(mismatch);
+    addon = findAddon();
   } catch (err) {
     logger.warn((err as Error).message);
+    return;
+  }
+  if (!addon) {
+    logger.warn('no native addon found: models cannot load until one is installed (`npx llamad build`)');
+    return;
+  }
+  const from = addon.origin === 'package' ? `prebuilt package ${addon.packageName}` : addon.origin;
+  logger.log(`native addon: ${addon.path} (${from}, backend ${addon.backend})`);
+  try {
+    loadBinding(addon);
+  } catch (err) {
+    if (err instanceof ModelLoadError) throw err;
+    logger.error((err as Error).message);
   }
 }
 

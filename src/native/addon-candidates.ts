@@ -191,17 +191,22 @@ function packageVersion(host: AddonHost, path: string): string | undefined {
   }
 }
 
+/** llamad's own version: the `version` of the package.json under `host.root`, undefined when unreadable. */
+export function llamadVersion(host: AddonHost): string | undefined {
+  return packageVersion(host, join(host.root, 'package.json'));
+}
+
 /**
- * Why `addon` does not match this llamad's JavaScript, or undefined when it does (or cannot be told). The addon
- * exports no version of its own, so only a prebuilt package is checked: its package.json (next to bin/llamad.node;
- * scripts/pack-prebuilt.mjs writes llamad's version there) must carry the version of llamad's own package.json under
- * `host.root`, as the N-API surface and the protocol of binding.d.ts change between versions. A source build
- * (built from this very checkout) and LLAMAD_ADDON (the user's explicit choice) are not checked. The text names both
- * versions and the two ways out: the matching package, or a source build with `npx llamad build`.
+ * Why the prebuilt package of `addon` does not match this llamad's JavaScript, or undefined when it does (or cannot be
+ * told), checked before the addon is loaded: its package.json (next to bin/llamad.node; scripts/pack-prebuilt.mjs
+ * writes llamad's version there) must carry the version of llamad's own package.json under `host.root`, as the N-API
+ * surface and the protocol of binding.d.ts change between versions. Other origins have no package.json of their own;
+ * every addon is checked again once loaded, on the version and ABI it exports (addon-identity.ts). The text names
+ * both versions and the two ways out: the matching package, or a source build with `npx llamad build`.
  */
 export function addonVersionMismatch(host: AddonHost, addon: AddonCandidate): string | undefined {
   if (addon.origin !== 'package') return undefined;
-  const ours = packageVersion(host, join(host.root, 'package.json'));
+  const ours = llamadVersion(host);
   const packageJson = join(dirname(dirname(addon.path)), 'package.json');
   const theirs = packageVersion(host, packageJson);
   if (ours === undefined) return undefined;

@@ -7,9 +7,11 @@ import {
   type AddonCandidate,
   addonVersionMismatch,
   chooseAddon,
+  llamadVersion,
   missingAddonMessage,
   processAddonHost,
 } from './addon-candidates';
+import { addonIdentityMismatch, LLAMAD_ADDON_ABI } from './addon-identity';
 
 /**
  * The addon this process loads (docs/library.md "Prebuilt addons"): $LLAMAD_ADDON if set, else the best usable of
@@ -49,7 +51,9 @@ let loaded: AddonCandidate | undefined;
  * that file, no search: a runner process loads the addon its daemon chose, ProcessRunnerOptions.addon), else the one
  * findAddon() picks. Later calls return the addon loaded first.
  * @throws ModelLoadError naming both versions and the fix when a prebuilt package's version is not llamad's
- *   (addonVersionMismatch); Error with one line that says what to install or build when no addon is found, or why it
+ *   (addonVersionMismatch, before loading it), or when the loaded addon's exported `version` / `abi` are not this
+ *   JavaScript's package.json version and LLAMAD_ADDON_ABI (addonIdentityMismatch; docs/native.md "Version and
+ *   ABI"); Error with one line that says what to install or build when no addon is found, or why it
  *   failed to load.
  */
 export function loadBinding(addon?: AddonCandidate): NativeBinding {
@@ -59,10 +63,10 @@ export function loadBinding(addon?: AddonCandidate): NativeBinding {
   if (!chosen) throw new Error(missingAddonMessage(host));
   const mismatch = addonVersionMismatch(host, chosen);
   if (mismatch) throw new ModelLoadError(mismatch);
+  let binding: NativeBinding;
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    cached = require(chosen.path) as NativeBinding;
-    loaded = chosen;
+    binding = require(chosen.path) as NativeBinding;
   } catch (err) {
     const fix =
       chosen.origin === 'package'
@@ -70,6 +74,14 @@ export function loadBinding(addon?: AddonCandidate): NativeBinding {
         : 'rebuild it with `npx llamad build` (`npm run build:native` in a checkout)';
     throw new Error(`native addon at ${chosen.path} failed to load: ${(err as Error).message}; ${fix}`);
   }
+  // Not cached when it does not match: every later call throws the same (require() returns the same exports).
+  const wrong = addonIdentityMismatch(chosen, binding as Partial<NativeBinding>, {
+    version: llamadVersion(host),
+    abi: LLAMAD_ADDON_ABI,
+  });
+  if (wrong) throw new ModelLoadError(wrong);
+  cached = binding;
+  loaded = chosen;
   return cached;
 }
 

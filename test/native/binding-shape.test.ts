@@ -1,7 +1,11 @@
 // Every member declared in binding.d.ts exists on the real addon (catches drift between native Init() and the .d.ts).
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { NativeBinding, NativeContext, NativeModel } from '../../binding';
+import { REPO_ROOT } from '../../src/config';
+import { LLAMAD_ADDON_ABI } from '../../src/native/addon-identity';
 import { binding } from './native-helpers';
 
 // Written out by hand from binding.d.ts: adding a member there without adding it here (and natively) fails review.
@@ -37,7 +41,13 @@ describe('binding shape', () => {
     assert.equal(typeof binding.Model, 'function');
     assert.equal(typeof binding.Context, 'function');
     for (const name of BINDING_FUNCTIONS) assert.equal(typeof binding[name], 'function', name);
-    assert.deepEqual(Object.keys(binding).sort(), ['Context', 'Model', ...BINDING_FUNCTIONS].sort());
+    assert.deepEqual(Object.keys(binding).sort(), ['Context', 'Model', ...BINDING_FUNCTIONS, 'abi', 'version'].sort());
+  });
+
+  it('reports the package.json version it was built from and the ABI of this TypeScript', () => {
+    const ours = (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+    assert.equal(binding.version, ours);
+    assert.equal(binding.abi, LLAMAD_ADDON_ABI);
   });
 
   it('Model has every declared method and accessor', () => {

@@ -19,6 +19,9 @@ import type {
   NativeTaskParams,
   NativeTokenLogprob,
 } from '../../binding';
+import { REPO_ROOT } from '../../src/config';
+import { llamadVersion, processAddonHost } from '../../src/native/addon-candidates';
+import { LLAMAD_ADDON_ABI } from '../../src/native/addon-identity';
 
 /** Prompt length of a task in fake tokens: its tokens, or for a media task one per prompt character plus 4 per image. */
 function fakePromptLength(params: NativeTaskParams): number {
@@ -63,6 +66,9 @@ export function nativeError(code: NativeErrorCode, message: string): Error & { c
  * Everything submitted and cancelled is recorded for assertions.
  */
 export class FakeBinding implements NativeBinding {
+  /** As a matching addon: llamad's own version and ABI (a fake is never checked by loadBinding). */
+  readonly version = llamadVersion(processAddonHost(REPO_ROOT)) ?? '';
+  readonly abi = LLAMAD_ADDON_ABI;
   /** Decides what each task emits. */
   script: (task: NativeTaskParams) => FakeScript = () => ({ pieces: ['Hello', ',', ' world'] });
   /** Make `load()` fail with this error. */
