@@ -32,12 +32,7 @@ describe('runner processes isolate a model that aborts llama.cpp', { skip: addon
       ['good', TINY_QWEN2],
       ['bad', bad],
     ]) {
-      await createModel(
-        t.baseUrl,
-        model,
-        `FROM ${file}
-`,
-      );
+      await createModel(t.baseUrl, model, `FROM ${file}\n`);
     }
   });
 

@@ -33,12 +33,7 @@ describe('watchdogs over real runner processes', { skip: addon.skip }, () => {
       ['stuck', TINY_LLAMA_SPM],
       ['hung', TINY_QWEN2_TOOLS],
     ]) {
-      await createModel(
-        t.baseUrl,
-        model,
-        `FROM ${file}
-`,
-      );
+      await createModel(t.baseUrl, model, `FROM ${file}\n`);
     }
   });
 
