@@ -3,27 +3,16 @@
  * llama-server's /tokenize and /detokenize (the same GGUF and tokenizer the daemon uses).
  */
 import { postJson } from './clients';
+import { mulberry32 } from '../test/utils/prng';
 
 const SYLLABLES = [
   'ka', 'lo', 'mi', 'ten', 'ra', 'vo', 'sel', 'din', 'pa', 'gor', 'um', 'tes', 'bri', 'na', 'col', 'fe', 'shan', 'ip',
   'do', 'ver', 'lu', 'mar', 'sto', 'en', 'qui', 'har', 'zo', 'pel', 'at', 'wen',
 ]; // prettier-ignore
 
-/** mulberry32: a small seeded PRNG returning floats in [0, 1). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** `words` pseudo-words (1–3 syllables) separated by spaces, with a sentence break every 12 words; same seed, same text. */
 export function words(seed: number, count: number): string {
-  const rand = prng(seed * 7919 + 17);
+  const rand = mulberry32(seed * 7919 + 17);
   const out: string[] = [];
   for (let i = 0; i < count; i++) {
     const n = 1 + Math.floor(rand() * 3);

@@ -1,23 +1,15 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer as createHttpServer } from 'node:http';
-import { AddressInfo, createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { FakeBinding } from '../utils/fake-binding';
 import { writeTinyGguf } from '../utils/gguf-fixtures';
 import { postJson, readNdjson } from '../utils/ndjson';
+import { freePort } from '../utils/registry-server';
 import { createTestApp, TestApp } from '../utils/test-app';
-
-/** A TCP port on 127.0.0.1 that nothing listens on (bound, read, released). */
-async function closedPort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const port = (srv.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
 
 // Issue 11 item 4: error bodies never carry server paths, and pull/push errors say what failed.
 describe('error bodies: what failed, never where on the server', () => {
@@ -34,7 +26,7 @@ describe('error bodies: what failed, never where on the server', () => {
   });
 
   it('pull from a registry port nothing listens on: connection refused, naming the host', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     for (const model of [`127.0.0.1:${port}/library/x`, `http://127.0.0.1:${port}/library/x`]) {
       const records = await readNdjson<{ status?: string; error?: string }>(
         await postJson(`${t.baseUrl}/api/pull`, { model, insecure: true }),
@@ -59,7 +51,7 @@ describe('error bodies: what failed, never where on the server', () => {
   });
 
   it('push to a registry port nothing listens on: connection refused, naming the host', async () => {
-    const port = await closedPort();
+    const port = await freePort();
     const gguf = join(files, 'push.gguf');
     await writeTinyGguf(gguf);
     const name = `127.0.0.1:${port}/ns/pushme:latest`;

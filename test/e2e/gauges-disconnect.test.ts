@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ensureTestModels, TINY_QWEN2 } from '../utils/models';
-import { postJson } from '../utils/ndjson';
+import { createModel, postJson } from '../utils/ndjson';
 import { realAddon } from '../utils/real-addon';
 import { createTestApp, TestApp } from '../utils/test-app';
 
@@ -77,12 +77,7 @@ describe(
     before(async () => {
       ensureTestModels();
       t = await createTestApp({ binding: addon.binding, config: { numParallel: 1, contextLength: 8192 } });
-      const res = await postJson(`${t.baseUrl}/api/create`, {
-        model: 'tiny',
-        modelfile: `FROM ${TINY_QWEN2}`,
-        stream: false,
-      });
-      assert.equal(res.status, 200);
+      await createModel(t.baseUrl, 'tiny', `FROM ${TINY_QWEN2}`);
     });
 
     after(() => t?.close());

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { FakeBinding } from '../utils/fake-binding';
 import { ensureTestModels, TINY_QWEN2 } from '../utils/models';
-import { postJson, readNdjson } from '../utils/ndjson';
+import { createModel, postJson, readNdjson } from '../utils/ndjson';
 import { realAddon } from '../utils/real-addon';
 import { createTestApp, TestApp } from '../utils/test-app';
 
@@ -58,12 +58,7 @@ describe('observability with the real addon', { skip: addon.skip }, () => {
       config: { numParallel: 1, contextLength: 512, logLevel: 'debug' },
       logDestination: logs.destination,
     });
-    const res = await postJson(`${t.baseUrl}/api/create`, {
-      model: 'tiny',
-      modelfile: `FROM ${TINY_QWEN2}`,
-      stream: false,
-    });
-    assert.equal(res.status, 200);
+    await createModel(t.baseUrl, 'tiny', `FROM ${TINY_QWEN2}`);
   });
 
   after(() => t?.close());

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { ensureTestModels, TINY_QWEN2 } from '../utils/models';
-import { postJson } from '../utils/ndjson';
+import { createModel } from '../utils/ndjson';
 import { realAddon } from '../utils/real-addon';
 import { createTestApp, TestApp } from '../utils/test-app';
 
@@ -18,12 +18,7 @@ describe('OpenAI /v1/responses with the real addon', { skip: addon.skip }, () =>
     ensureTestModels();
     t = await createTestApp({ binding: addon.binding, config: { numParallel: 1, contextLength: 512 } });
     client = new OpenAI({ baseURL: `${t.baseUrl}/v1`, apiKey: 'x', maxRetries: 0 });
-    const res = await postJson(`${t.baseUrl}/api/create`, {
-      model: 'tiny',
-      modelfile: `FROM ${TINY_QWEN2}`,
-      stream: false,
-    });
-    assert.equal(res.status, 200);
+    await createModel(t.baseUrl, 'tiny', `FROM ${TINY_QWEN2}`);
   });
 
   after(() => t?.close());

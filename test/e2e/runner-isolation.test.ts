@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { makeBadHeadsModel } from '../utils/bad-model';
 import { REPO_ROOT } from '../../src/config';
 import { ensureTestModels, TINY_QWEN2 } from '../utils/models';
-import { postJson } from '../utils/ndjson';
+import { createModel, postJson, readNdjsonStream } from '../utils/ndjson';
 import { alive, runnersOf } from '../utils/processes';
 import { realAddon } from '../utils/real-addon';
 import { freePort } from '../utils/registry-server';
@@ -15,25 +15,6 @@ import { createTestApp, TestApp } from '../utils/test-app';
 
 const addon = realAddon();
 const GGML_ASSERT = 'llama runner process has terminated: GGML_ASSERT(ggml_can_mul_mat(k, q)) failed';
-
-/** Reads an NDJSON stream, calling `onRecord` per record; resolves with all records. */
-async function readStream(res: Response, onRecord: (r: Record<string, unknown>) => void = () => undefined) {
-  const records: Record<string, unknown>[] = [];
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
-      const line = buffer.slice(0, nl).trim();
-      buffer = buffer.slice(nl + 1);
-      if (line === '') continue;
-      const record = JSON.parse(line) as Record<string, unknown>;
-      records.push(record);
-      onRecord(record);
-    }
-  }
-  return records;
-}
 
 // Issue 22: one bad model never takes the service down. Each model runs in its own runner process (the default
 // with the compiled addon); a GGUF that aborts llama.cpp (4 query heads over 3 KV heads: GGML_ASSERT) ends only its
@@ -51,8 +32,7 @@ describe('runner processes isolate a model that aborts llama.cpp', { skip: addon
       ['good', TINY_QWEN2],
       ['bad', bad],
     ]) {
-      const res = await postJson(`${t.baseUrl}/api/create`, { model, modelfile: `FROM ${file}\n`, stream: false });
-      assert.equal(res.status, 200, await res.clone().text());
+      await createModel(t.baseUrl, model, `FROM ${file}\n`);
     }
   });
 
@@ -70,7 +50,7 @@ describe('runner processes isolate a model that aborts llama.cpp', { skip: addon
     assert.equal(stream.status, 200);
     let firstChunk!: () => void;
     const gotFirst = new Promise<void>((r) => (firstChunk = r));
-    const records = readStream(stream, () => firstChunk());
+    const records = readNdjsonStream(stream, () => firstChunk());
     await gotFirst;
 
     const res = await postJson(`${t.baseUrl}/api/generate`, { model: 'bad', prompt: 'hi', stream: false });
@@ -125,7 +105,7 @@ describe('runner processes isolate a model that aborts llama.cpp', { skip: addon
     assert.equal(stream.status, 200);
     let firstChunk!: () => void;
     const gotFirst = new Promise<void>((r) => (firstChunk = r));
-    const records = readStream(stream, () => firstChunk());
+    const records = readNdjsonStream(stream, () => firstChunk());
     await gotFirst;
     const runners = runnersOf(process.pid);
     assert.equal(runners.length, 1, `one runner process (good), found ${runners.join(', ')}`);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ensureTestModels, TINY_LLAMA_SPM, TINY_QWEN2, TINY_QWEN2_TOOLS } from '../utils/models';
-import { postJson } from '../utils/ndjson';
+import { createModel, postJson, readNdjsonStream } from '../utils/ndjson';
 import { alive, runnersOf } from '../utils/processes';
 import { realAddon } from '../utils/real-addon';
 import { createTestApp, TestApp } from '../utils/test-app';
@@ -10,25 +10,6 @@ const addon = realAddon();
 const LOAD_TIMEOUT = 'timed out waiting for llama runner to start - progress 0.00 - ';
 const HUNG =
   /^llama runner process has terminated: the runner stopped responding \(no progress for [\d.]+ s with 1 request in flight\) and was killed$/;
-
-/** Reads an NDJSON stream, calling `onRecord` per record; resolves with all records. */
-async function readStream(res: Response, onRecord: (r: Record<string, unknown>) => void = () => undefined) {
-  const records: Record<string, unknown>[] = [];
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
-      const line = buffer.slice(0, nl).trim();
-      buffer = buffer.slice(nl + 1);
-      if (line === '') continue;
-      const record = JSON.parse(line) as Record<string, unknown>;
-      records.push(record);
-      onRecord(record);
-    }
-  }
-  return records;
-}
 
 // Issue 32 item 5: hangs are detected. Real runner processes with the child's fault hook (LLAMAD_TEST_RUNNER_FAULT,
 // here config.runnerFaults): `stuck` never finishes loading, `hung` stops making progress after its first token.
@@ -52,8 +33,7 @@ describe('watchdogs over real runner processes', { skip: addon.skip }, () => {
       ['stuck', TINY_LLAMA_SPM],
       ['hung', TINY_QWEN2_TOOLS],
     ]) {
-      const res = await postJson(`${t.baseUrl}/api/create`, { model, modelfile: `FROM ${file}\n`, stream: false });
-      assert.equal(res.status, 200, await res.clone().text());
+      await createModel(t.baseUrl, model, `FROM ${file}\n`);
     }
   });
 
@@ -103,7 +83,7 @@ describe('watchdogs over real runner processes', { skip: addon.skip }, () => {
       options: { temperature: 0, num_predict: 64 },
     });
     assert.equal(stream.status, 200);
-    const records = await readStream(stream);
+    const records = await readNdjsonStream(stream);
     assert.ok(records.length >= 2, JSON.stringify(records));
     assert.equal(records[0].done, false, 'the first token came');
     const last = records.at(-1) as { error?: string };

@@ -1,4 +1,5 @@
-import { makeModel, MODEL_SPECS, type ModelSpec } from '../../scripts/make-test-models';
+import { makeModel } from '../../scripts/test-model-files';
+import { MODEL_SPECS, type ModelSpec } from '../../scripts/test-model-specs';
 
 /**
  * Writes `tiny-llama-bad-heads.gguf` into `dir`: tiny-llama-spm with 4 attention heads but 3 KV heads (K/V tensors

@@ -1,4 +1,8 @@
+import { afterEach, beforeEach, mock } from 'node:test';
+import { Logger } from '@nestjs/common';
+import { DaemonConfig } from '../../src/config';
 import type { MemoryProbe } from '../../src/scheduler/memory.estimator';
+import { SchedulerService } from '../../src/scheduler/scheduler.service';
 import type { Runner, RunnerFactory, RunnerSpec } from '../../src/runner/runner';
 import { FakeRunner } from './fake-runner';
 
@@ -73,4 +77,38 @@ export class FakeMemory implements MemoryProbe {
 /** Lets pending promise continuations run (setImmediate is not mocked by the tests' mock.timers). */
 export async function flush(rounds = 5): Promise<void> {
   for (let i = 0; i < rounds; i++) await new Promise((r) => setImmediate(r));
+}
+
+/** A minute in milliseconds. */
+export const MIN = 60_000;
+
+/** The scheduler under test and its fakes; useScheduler replaces every field before each test. */
+export interface SchedulerFixture {
+  factory: ControlledFactory;
+  memory: FakeMemory;
+  config: DaemonConfig;
+  scheduler: SchedulerService;
+}
+
+/**
+ * Registers beforeEach/afterEach hooks in the calling describe(): before each test a new SchedulerService (keep_alive
+ * 5 min, logging off) over a new ControlledFactory and FakeMemory, Nest's logger silenced, setTimeout and Date mocked
+ * from 2026-01-01 (mock.timers); after each test the scheduler is shut down and the timers restored. Read the fields
+ * inside the tests, not at describe() time.
+ */
+export function useScheduler(): SchedulerFixture {
+  const fx = {} as SchedulerFixture;
+  beforeEach(() => {
+    Logger.overrideLogger(false);
+    mock.timers.enable({ apis: ['setTimeout', 'Date'], now: Date.UTC(2026, 0, 1) });
+    fx.factory = new ControlledFactory();
+    fx.memory = new FakeMemory();
+    fx.config = Object.assign(new DaemonConfig(), { keepAliveMs: 5 * MIN, logging: false });
+    fx.scheduler = new SchedulerService(fx.config, fx.factory, fx.memory);
+  });
+  afterEach(async () => {
+    await fx.scheduler.onApplicationShutdown();
+    mock.timers.reset();
+  });
+  return fx;
 }

@@ -1,44 +1,25 @@
 import assert from 'node:assert/strict';
-import { afterEach, beforeEach, describe, it, mock } from 'node:test';
+import { describe, it, mock } from 'node:test';
 import { Logger } from '@nestjs/common';
 import { ModelLoadError, RequestCancelledError, ServerBusyError } from '../../../src/common/errors';
 import { DaemonConfig } from '../../../src/config';
 import { RunnerLease, SchedulerService } from '../../../src/scheduler/scheduler.service';
 import { spec } from '../../utils/fake-runner';
-import { ControlledFactory, FakeMemory, flush } from '../../utils/scheduler-fakes';
-
-const MIN = 60_000;
+import { ControlledFactory, FakeMemory, flush, MIN, useScheduler } from '../../utils/scheduler-fakes';
 
 // Split from scheduler.service.test.ts (500-line rule): the queue, the soak and withLoaded.
 
 describe('SchedulerService', () => {
-  let factory: ControlledFactory;
-  let memory: FakeMemory;
-  let config: DaemonConfig;
-  let scheduler: SchedulerService;
-
-  beforeEach(() => {
-    Logger.overrideLogger(false);
-    mock.timers.enable({ apis: ['setTimeout', 'Date'], now: Date.UTC(2026, 0, 1) });
-    factory = new ControlledFactory();
-    memory = new FakeMemory();
-    config = Object.assign(new DaemonConfig(), { keepAliveMs: 5 * MIN, logging: false });
-    scheduler = new SchedulerService(config, factory, memory);
-  });
-
-  afterEach(async () => {
-    await scheduler.onApplicationShutdown();
-    mock.timers.reset();
-  });
+  const fx = useScheduler();
 
   const acquire = (modelPath: string, keepAliveMs?: number) =>
-    scheduler.acquire({ spec: spec({ modelPath }), keepAliveMs });
+    fx.scheduler.acquire({ spec: spec({ modelPath }), keepAliveMs });
 
   describe('queue', () => {
     it('rejects with 503 text when OLLAMA_MAX_QUEUE requests are pending; loaded ones bypass', async () => {
-      config.maxQueue = 2;
+      fx.config.maxQueue = 2;
       (await acquire('/m/loaded')).release();
-      factory.hold = true;
+      fx.factory.hold = true;
       const first = acquire('/m/1');
       const second = acquire('/m/2');
       await assert.rejects(acquire('/m/3'), (err: Error) => {
@@ -48,73 +29,73 @@ describe('SchedulerService', () => {
       });
       (await acquire('/m/loaded')).release();
       await flush();
-      factory.gates[0].open();
+      fx.factory.gates[0].open();
       (await first).release();
       await flush();
-      factory.gates[1].open();
+      fx.factory.gates[1].open();
       (await second).release();
-      assert.equal(scheduler.pendingCount(), 0);
+      assert.equal(fx.scheduler.pendingCount(), 0);
     });
 
     it('a caller that aborts while queued stops waiting and leaves nothing behind', async () => {
-      factory.hold = true;
+      fx.factory.hold = true;
       const loading = acquire('/m/a');
       const abort = new AbortController();
-      const queued = scheduler.acquire({ spec: spec({ modelPath: '/m/a', numCtx: 1024 }) }, abort.signal);
+      const queued = fx.scheduler.acquire({ spec: spec({ modelPath: '/m/a', numCtx: 1024 }) }, abort.signal);
       await flush();
-      assert.equal(scheduler.pendingCount(), 2);
+      assert.equal(fx.scheduler.pendingCount(), 2);
       abort.abort();
       await assert.rejects(queued, RequestCancelledError);
-      assert.equal(scheduler.pendingCount(), 1);
-      factory.gates[0].open();
+      assert.equal(fx.scheduler.pendingCount(), 1);
+      fx.factory.gates[0].open();
       (await loading).release();
       await flush();
-      assert.equal(factory.requested.length, 1, 'the cancelled load never starts');
-      assert.equal(scheduler.pendingCount(), 0);
+      assert.equal(fx.factory.requested.length, 1, 'the cancelled load never starts');
+      assert.equal(fx.scheduler.pendingCount(), 0);
     });
 
     it('a caller that aborts during its load stops waiting; the runner idles with refCount 0', async () => {
-      factory.hold = true;
+      fx.factory.hold = true;
       const abort = new AbortController();
-      const p = scheduler.acquire({ spec: spec(), keepAliveMs: MIN }, abort.signal);
+      const p = fx.scheduler.acquire({ spec: spec(), keepAliveMs: MIN }, abort.signal);
       await flush();
       abort.abort();
       await assert.rejects(p, RequestCancelledError);
-      factory.gates[0].open();
+      fx.factory.gates[0].open();
       await flush();
-      assert.equal(scheduler.loaded()[0].refCount, 0);
-      assert.ok(scheduler.loaded()[0].expiresAt);
+      assert.equal(fx.scheduler.loaded()[0].refCount, 0);
+      assert.ok(fx.scheduler.loaded()[0].expiresAt);
       mock.timers.tick(MIN);
-      assert.equal(scheduler.loaded().length, 0);
+      assert.equal(fx.scheduler.loaded().length, 0);
     });
 
     it('an already aborted signal fails at once', async () => {
       const abort = new AbortController();
       abort.abort();
-      await assert.rejects(scheduler.acquire({ spec: spec() }, abort.signal), RequestCancelledError);
-      assert.equal(factory.requested.length, 0);
+      await assert.rejects(fx.scheduler.acquire({ spec: spec() }, abort.signal), RequestCancelledError);
+      assert.equal(fx.factory.requested.length, 0);
     });
   });
 
   it('soak: 5,000 requests over 7 models with random options, keep-alives, aborts and failures end clean', async () => {
-    config.maxLoadedModels = 3;
-    config.maxQueue = 10_000;
-    memory.totalBytes = 100;
-    memory.freeBytes = 100;
+    fx.config.maxLoadedModels = 3;
+    fx.config.maxQueue = 10_000;
+    fx.memory.totalBytes = 100;
+    fx.memory.freeBytes = 100;
     let seed = 42;
     const rand = (n: number) => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
       return seed % n;
     };
-    for (let m = 0; m < 7; m++) memory.sizes.set(`/m/${m}`, 10 + m * 5);
+    for (let m = 0; m < 7; m++) fx.memory.sizes.set(`/m/${m}`, 10 + m * 5);
     const outcomes = { ok: 0, cancelled: 0, failed: 0, busy: 0 };
     const keepAlives = [undefined, 0, 1000, MIN, Infinity];
     const leases: RunnerLease[] = [];
     const all: Promise<void>[] = [];
     for (let i = 0; i < 5000; i++) {
       const abort = new AbortController();
-      factory.fail = rand(50) === 0 ? new ModelLoadError('flaky load') : undefined;
-      const p = scheduler
+      fx.factory.fail = rand(50) === 0 ? new ModelLoadError('flaky load') : undefined;
+      const p = fx.scheduler
         .acquire(
           {
             spec: spec({ modelPath: `/m/${rand(7)}`, numCtx: rand(10) === 0 ? 1024 : 2048 }),
@@ -141,9 +122,9 @@ describe('SchedulerService', () => {
         leases.splice(0).forEach((l) => l.release());
         mock.timers.tick(rand(2000));
       }
-      factory.fail = undefined;
+      fx.factory.fail = undefined;
     }
-    while (scheduler.pendingCount() > 0 || leases.length > 0) {
+    while (fx.scheduler.pendingCount() > 0 || leases.length > 0) {
       await flush(1);
       leases.splice(0).forEach((l) => l.release());
     }
@@ -152,18 +133,18 @@ describe('SchedulerService', () => {
     assert.ok(outcomes.ok > 3000, JSON.stringify(outcomes));
     assert.ok(outcomes.cancelled > 0 && outcomes.failed > 0, JSON.stringify(outcomes));
     assert.equal(outcomes.busy, 0);
-    assert.equal(scheduler.pendingCount(), 0);
-    assert.ok(scheduler.loaded().length <= 3);
-    assert.ok(scheduler.loaded().every((r) => r.refCount === 0));
-    assert.equal(factory.open().length, scheduler.loaded().length, 'every evicted runner was closed');
+    assert.equal(fx.scheduler.pendingCount(), 0);
+    assert.ok(fx.scheduler.loaded().length <= 3);
+    assert.ok(fx.scheduler.loaded().every((r) => r.refCount === 0));
+    assert.equal(fx.factory.open().length, fx.scheduler.loaded().length, 'every evicted runner was closed');
     // Every idle runner is either forever or has a timer that fires.
     mock.timers.tick(24 * 60 * MIN);
     await flush();
-    assert.ok(scheduler.loaded().every((r) => r.keepAliveMs === Infinity && r.expiresAt === undefined));
-    await scheduler.onApplicationShutdown();
+    assert.ok(fx.scheduler.loaded().every((r) => r.keepAliveMs === Infinity && r.expiresAt === undefined));
+    await fx.scheduler.onApplicationShutdown();
     await flush();
-    assert.equal(scheduler.loaded().length, 0);
-    assert.equal(factory.open().length, 0);
+    assert.equal(fx.scheduler.loaded().length, 0);
+    assert.equal(fx.factory.open().length, 0);
   });
 });
 

@@ -13,21 +13,10 @@ import {
   WildcardPattern,
 } from '../../../src/security';
 import { requestIdFrom } from '../../../src/observability';
+import { mulberry32 } from '../../utils/prng';
 
 /** The regular expression the Bearer parser replaced: the reference its answers must equal below the cap. */
 const OLD_BEARER = /^\s*bearer\s+(.+?)\s*$/i;
-
-/** A deterministic generator (mulberry32), so a failure reproduces. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomText(next: () => number, alphabet: string, max: number): string {
   let out = '';
@@ -48,7 +37,7 @@ describe('header values without regular expressions (issue 32)', () => {
       ' Bearer a b ',
       'Basic a',
     ];
-    const next = prng(32);
+    const next = mulberry32(32);
     const generated = Array.from({ length: 3000 }, () => randomText(next, 'Bbearer \t\u00a0xy', 14));
     for (const value of [...fixed, ...generated]) {
       assert.equal(bearerToken(value), OLD_BEARER.exec(value)?.[1], JSON.stringify(value));
@@ -71,7 +60,7 @@ describe('header values without regular expressions (issue 32)', () => {
   });
 
   it('WildcardPattern matches as an anchored `.*` regex does', () => {
-    const next = prng(7);
+    const next = mulberry32(7);
     for (let round = 0; round < 400; round++) {
       const pattern = randomText(next, 'ab*.', 7);
       const regex = new RegExp(

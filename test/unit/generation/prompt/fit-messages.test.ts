@@ -3,18 +3,7 @@ import { describe, it } from 'node:test';
 import { RequestCancelledError } from '../../../../src/common/errors';
 import { ChatMessage } from '../../../../src/generation/generation.types';
 import { droppableCount, dropOldest, fewestDrops } from '../../../../src/generation/prompt/fit-messages';
-
-/** A seeded PRNG (mulberry32), so a failing case can be replayed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from '../../../utils/prng';
 
 /** A conversation of `n` messages: some system messages anywhere, users and assistants of random lengths. */
 function conversation(rand: () => number, n: number): ChatMessage[] {
@@ -51,7 +40,7 @@ async function searched(messages: ChatMessage[], limit: number): Promise<{ kept:
 describe('chat fitting: the fewest messages to drop, by binary search (§4.4)', () => {
   it('keeps the same messages as dropping one at a time, on many random conversations', async () => {
     for (let seed = 1; seed <= 400; seed++) {
-      const rand = random(seed);
+      const rand = mulberry32(seed);
       const messages = conversation(rand, 1 + Math.floor(rand() * 60));
       const limit = Math.floor(rand() * tokenCount(messages) * 1.2) + 1;
       const { kept } = await searched(messages, limit);

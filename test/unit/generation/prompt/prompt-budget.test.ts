@@ -10,6 +10,7 @@ import { PromptService } from '../../../../src/generation/prompt/prompt.service'
 import type { ResolvedModel } from '../../../../src/models';
 import type { RunnerChatRender, RunnerChatRequest } from '../../../../src/runner/runner';
 import { FakeRunner, spec } from '../../../utils/fake-runner';
+import { fakeResolvedModel } from '../../../utils/resolved-model';
 
 /**
  * The prompt stage's per-request work bounds (issue 32 §1): one grammar budget over `format` and every tool (native
@@ -18,18 +19,9 @@ import { FakeRunner, spec } from '../../../utils/fake-runner';
  * lines, one token per character, `root ::= <schema>` grammars.
  */
 
-function model(overrides: Partial<ResolvedModel> = {}): ResolvedModel {
-  return {
-    name: { toFullString: () => 'registry.ollama.ai/library/fake:latest' },
-    shortName: 'fake:latest',
-    manifestDigest: 'd1',
-    messages: [],
-    params: {},
-    capabilities: ['completion', 'tools'],
-    facts: {},
-    ...overrides,
-  } as unknown as ResolvedModel;
-}
+/** A model with tools (the prompt stage reads its fields). */
+const model = (overrides: Partial<ResolvedModel> = {}): ResolvedModel =>
+  fakeResolvedModel({ capabilities: ['completion', 'tools'], ...overrides });
 const rendered = () => model({ template: QWEN_TOOLS_GO_TEMPLATE });
 
 const chatCmd = (overrides: Partial<ChatCommand> = {}): ChatCommand => ({

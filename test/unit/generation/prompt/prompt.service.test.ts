@@ -6,8 +6,8 @@ import { ChatCommand, GenerateCommand } from '../../../../src/generation/generat
 import { resolveOptions } from '../../../../src/generation/options/options';
 import { setGoTemplatesForTesting } from '../../../../src/generation/prompt/go-template.port';
 import { PromptService } from '../../../../src/generation/prompt/prompt.service';
-import type { ResolvedModel } from '../../../../src/models';
 import { FakeRunner, spec } from '../../../utils/fake-runner';
+import { fakeResolvedModel } from '../../../utils/resolved-model';
 
 /**
  * The prompt stage on its own (no scheduler, no completion): PromptService over a FakeRunner, whose template renders
@@ -15,18 +15,7 @@ import { FakeRunner, spec } from '../../../utils/fake-runner';
  */
 
 /** The fields of a ResolvedModel the prompt stage reads. */
-function model(overrides: Partial<ResolvedModel> = {}): ResolvedModel {
-  return {
-    name: { toFullString: () => 'registry.ollama.ai/library/fake:latest' },
-    shortName: 'fake:latest',
-    manifestDigest: 'd1',
-    messages: [],
-    params: {},
-    capabilities: ['completion'],
-    facts: {},
-    ...overrides,
-  } as unknown as ResolvedModel;
-}
+const model = fakeResolvedModel;
 
 const chatCmd = (overrides: Partial<ChatCommand> = {}): ChatCommand => ({
   model: 'fake',

@@ -1,0 +1,206 @@
+/**
+ * The files made beside tiny-llama-spm (scripts/make-test-models.ts): its vision projector (tiny-mmproj.gguf) and a
+ * LoRA adapter (tiny-llama-spm-lora.gguf).
+ */
+import { join } from 'node:path';
+import { GGML_TYPE_F32, GgufValueType } from '../src/models/gguf';
+import { writeGguf, type GgufKv, type GgufTensorSpec } from './gguf-writer';
+import { isUpToDate, report, sha256, writeStamp } from './test-model-files';
+import { FILE_TYPE_F16, GENERATOR_VERSION, TINY_LLAMA, WEIGHT_STD } from './test-model-specs';
+import {
+  elementCount,
+  f32,
+  fillNormalF32,
+  fnv1a,
+  llamaTensors,
+  randomTensors,
+  u32,
+  type TensorPlan,
+} from './test-model-tensors';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Vision projector (mmproj) for tiny-llama-spm: a llava-style CLIP encoder + MLP projector (clip.projector_type "mlp")
+
+/** Shape of a random llava-1.5-style projector (vendor/llama.cpp/tools/mtmd/clip.cpp, models/llava.cpp). */
+export interface ProjectorShape {
+  /** Square input side in pixels, multiple of patchSize; images are resized (padded) to it. */
+  imageSize: number;
+  patchSize: number;
+  /** Vision transformer width, heads, FFN width, blocks (llava uses all but the last block). */
+  nEmbd: number;
+  nHead: number;
+  nFf: number;
+  nLayer: number;
+  /** Hidden width of the MLP projector (mm.0 → GELU → mm.2). */
+  nProjHidden: number;
+  /** Output width: the text model's n_embd (mtmd rejects a mismatch). */
+  nEmbdText: number;
+}
+
+/** tiny-mmproj.gguf: the vision projector of tiny-llama-spm. */
+export const TINY_MMPROJ = {
+  file: 'tiny-mmproj.gguf',
+  name: 'tiny-mmproj',
+  /** (32 / 16)^2 = 4 image tokens per image, 128 wide: matches tiny-llama-spm (and tiny-qwen2). */
+  shape: {
+    imageSize: 32,
+    patchSize: 16,
+    nEmbd: 32,
+    nHead: 2,
+    nFf: 64,
+    nLayer: 2,
+    nProjHidden: 64,
+    nEmbdText: TINY_LLAMA.nEmbd,
+  } satisfies ProjectorShape,
+};
+
+function projectorTensors(s: ProjectorShape): TensorPlan[] {
+  const e = s.nEmbd;
+  const nPatches = (s.imageSize / s.patchSize) ** 2;
+  // ggml shapes (ne0 first): conv kernel [patch, patch, 3 channels, n_embd]; linear weights [in, out].
+  const out: TensorPlan[] = [
+    { name: 'v.patch_embd.weight', shape: [s.patchSize, s.patchSize, 3, e], init: 'normal' },
+    { name: 'v.position_embd.weight', shape: [e, nPatches], init: 'normal', f32: true },
+    { name: 'v.pre_ln.weight', shape: [e], init: 'ones' },
+    { name: 'v.pre_ln.bias', shape: [e], init: 'zeros' },
+  ];
+  for (let i = 0; i < s.nLayer; i++) {
+    const b = `v.blk.${i}`;
+    for (const t of ['attn_q', 'attn_k', 'attn_v', 'attn_out']) {
+      out.push({ name: `${b}.${t}.weight`, shape: [e, e], init: 'normal' });
+      out.push({ name: `${b}.${t}.bias`, shape: [e], init: 'zeros' });
+    }
+    for (const t of ['ln1', 'ln2']) {
+      out.push({ name: `${b}.${t}.weight`, shape: [e], init: 'ones' });
+      out.push({ name: `${b}.${t}.bias`, shape: [e], init: 'zeros' });
+    }
+    out.push(
+      { name: `${b}.ffn_up.weight`, shape: [e, s.nFf], init: 'normal' },
+      { name: `${b}.ffn_up.bias`, shape: [s.nFf], init: 'zeros' },
+      { name: `${b}.ffn_down.weight`, shape: [s.nFf, e], init: 'normal' },
+      { name: `${b}.ffn_down.bias`, shape: [e], init: 'zeros' },
+    );
+  }
+  out.push(
+    { name: 'mm.0.weight', shape: [e, s.nProjHidden], init: 'normal' },
+    { name: 'mm.0.bias', shape: [s.nProjHidden], init: 'zeros' },
+    { name: 'mm.2.weight', shape: [s.nProjHidden, s.nEmbdText], init: 'normal' },
+    { name: 'mm.2.bias', shape: [s.nEmbdText], init: 'zeros' },
+  );
+  return out;
+}
+
+/**
+ * Writes tiny-mmproj.gguf: the GGUF keys clip.cpp requires for a vision "mlp" projector (general.architecture "clip",
+ * clip.has_vision_encoder, clip.vision.* hyper-parameters, image_mean/std) and N(0, WEIGHT_STD) F16 matrices.
+ */
+export async function makeProjector(dir: string, force: boolean): Promise<string> {
+  const spec = TINY_MMPROJ;
+  const file = join(dir, spec.file);
+  const specHash = sha256(JSON.stringify({ spec, std: WEIGHT_STD, version: GENERATOR_VERSION }));
+  const current = force ? undefined : isUpToDate(file, specHash);
+  if (current) {
+    report('reused', file, current.parameterCount);
+    return file;
+  }
+  const started = performance.now();
+  const s = spec.shape;
+  const plans = projectorTensors(s);
+  const parameterCount = plans.reduce((n, p) => n + elementCount(p.shape), 0);
+  const f32Array = (key: string, value: number[]): GgufKv => ({
+    key,
+    type: GgufValueType.ARRAY,
+    itemType: GgufValueType.FLOAT32,
+    value,
+  });
+  const kvs: GgufKv[] = [
+    { key: 'general.architecture', type: GgufValueType.STRING, value: 'clip' },
+    { key: 'general.name', type: GgufValueType.STRING, value: spec.name },
+    u32('general.file_type', FILE_TYPE_F16),
+    { key: 'clip.projector_type', type: GgufValueType.STRING, value: 'mlp' },
+    { key: 'clip.has_vision_encoder', type: GgufValueType.BOOL, value: true },
+    { key: 'clip.use_gelu', type: GgufValueType.BOOL, value: true },
+    u32('clip.vision.image_size', s.imageSize),
+    u32('clip.vision.patch_size', s.patchSize),
+    u32('clip.vision.embedding_length', s.nEmbd),
+    u32('clip.vision.feed_forward_length', s.nFf),
+    u32('clip.vision.block_count', s.nLayer),
+    u32('clip.vision.attention.head_count', s.nHead),
+    f32('clip.vision.attention.layer_norm_epsilon', 1e-5),
+    u32('clip.vision.projection_dim', s.nEmbdText),
+    f32Array('clip.vision.image_mean', [0.48145466, 0.4578275, 0.40821073]),
+    f32Array('clip.vision.image_std', [0.26862954, 0.26130258, 0.27577711]),
+  ];
+  const tensors = randomTensors(spec.name, plans);
+  await writeGguf(file, kvs, tensors);
+  writeStamp(file, specHash, parameterCount);
+  report('made', file, parameterCount, (performance.now() - started) / 1000);
+  return file;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// LoRA adapter for tiny-llama-spm (vendor/llama.cpp/src/llama-adapter.cpp)
+
+/**
+ * tiny-llama-spm-lora.gguf: rank-4 LoRA over every attention and FFN-up matrix of tiny-llama-spm. Each adapted
+ * weight W (ggml shape [n_in, n_out]) gets `<name>.lora_a` shaped [n_in, rank] and `<name>.lora_b` shaped
+ * [rank, n_out] (ne0 first: llama.cpp checks W.ne0 == A.ne0, W.ne1 == B.ne1, A.ne1 == B.ne0), F32, N(0, LORA_STD),
+ * with alpha = rank (effective scale 1). The values are much larger than the base weights' 0.02 so that the delta
+ * B·A dominates and greedy output differs from the base model's.
+ */
+export const TINY_LLAMA_SPM_LORA = {
+  file: 'tiny-llama-spm-lora.gguf',
+  name: 'tiny-llama-spm-lora',
+  base: TINY_LLAMA,
+  rank: 4,
+  std: 0.5,
+  targets: ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_up'],
+};
+
+/** Writes tiny-llama-spm-lora.gguf (general.type "adapter", adapter.type "lora", adapter.lora.alpha) or reuses it. */
+export async function makeLora(dir: string, force: boolean): Promise<string> {
+  const spec = TINY_LLAMA_SPM_LORA;
+  const file = join(dir, spec.file);
+  const specHash = sha256(JSON.stringify({ spec, version: GENERATOR_VERSION }));
+  const current = force ? undefined : isUpToDate(file, specHash);
+  if (current) {
+    report('reused', file, current.parameterCount);
+    return file;
+  }
+  const started = performance.now();
+  const shapes = new Map(llamaTensors(spec.base, 1).map((p) => [p.name, p.shape]));
+  const plans: { name: string; shape: number[] }[] = [];
+  for (let i = 0; i < spec.base.nLayer; i++) {
+    for (const t of spec.targets) {
+      const name = `blk.${i}.${t}.weight`;
+      const w = shapes.get(name);
+      if (!w) throw new Error(`tiny-llama-spm has no tensor ${name}`);
+      plans.push({ name: `${name}.lora_a`, shape: [w[0], spec.rank] });
+      plans.push({ name: `${name}.lora_b`, shape: [spec.rank, w[1]] });
+    }
+  }
+  const parameterCount = plans.reduce((n, p) => n + elementCount(p.shape), 0);
+  const kvs: GgufKv[] = [
+    { key: 'general.architecture', type: GgufValueType.STRING, value: 'llama' },
+    { key: 'general.type', type: GgufValueType.STRING, value: 'adapter' },
+    { key: 'general.name', type: GgufValueType.STRING, value: spec.name },
+    { key: 'adapter.type', type: GgufValueType.STRING, value: 'lora' },
+    f32('adapter.lora.alpha', spec.rank),
+  ];
+  const modelSeed = fnv1a(`${spec.name}:${GENERATOR_VERSION}`);
+  const tensors: GgufTensorSpec[] = plans.map((p) => ({
+    name: p.name,
+    shape: p.shape,
+    type: GGML_TYPE_F32,
+    fill: (out: Buffer) =>
+      fillNormalF32(
+        new Float32Array(out.buffer, out.byteOffset, out.length >>> 2),
+        spec.std,
+        fnv1a(`${modelSeed}:${p.name}`),
+      ),
+  }));
+  await writeGguf(file, kvs, tensors);
+  writeStamp(file, specHash, parameterCount);
+  report('made', file, parameterCount, (performance.now() - started) / 1000);
+  return file;
+}

@@ -1,0 +1,18 @@
+import type { ResolvedModel } from '../../src/models';
+
+/**
+ * The fields of a ResolvedModel the generation stages read, for a model `fake:latest` with no template, messages or
+ * parameters and the `completion` capability; `overrides` replace any of them (e.g. `template`, `capabilities`).
+ */
+export function fakeResolvedModel(overrides: Partial<ResolvedModel> = {}): ResolvedModel {
+  return {
+    name: { toFullString: () => 'registry.ollama.ai/library/fake:latest' },
+    shortName: 'fake:latest',
+    manifestDigest: 'd1',
+    messages: [],
+    params: {},
+    capabilities: ['completion'],
+    facts: {},
+    ...overrides,
+  } as unknown as ResolvedModel;
+}
