@@ -7,14 +7,14 @@
  */
 import { acceptable, HOSTILE_CASES, type HostileModels } from '../test/utils/hostile-cases';
 import {
+  BENIGN_MODEL,
   BenignStreams,
+  createHostileModels,
   HOSTILE_SUITE_WINDOW_MS,
   Poller,
-  postAuthed,
   startDaemonProcess,
   summarizeEventLoop,
 } from '../test/utils/hostile-load';
-import { TINY_LLAMA_SPM, TINY_QWEN2, TINY_QWEN2_TOOLS } from '../test/utils/models';
 
 /** Bound on one hostile case, ms (as in the test). */
 const CASE_TIMEOUT_MS = 15_000;
@@ -65,25 +65,8 @@ async function phase(
 ): Promise<{ figures: LoopDelayFigures; failedCases: string[]; longestGapMs: number; hostileMs: number }> {
   const daemon = await startDaemonProcess();
   try {
-    for (const [name, file] of [
-      ['tiny-benign', TINY_QWEN2],
-      [MODELS.victim, TINY_LLAMA_SPM],
-      [MODELS.tools, TINY_QWEN2_TOOLS],
-    ]) {
-      const created = await postAuthed(daemon, '/api/create', {
-        model: name,
-        modelfile: `FROM ${file}\n`,
-        stream: false,
-      });
-      if (created.status !== 200) throw new Error(`create ${name}: ${JSON.stringify(created.json)}`);
-      await postAuthed(daemon, '/api/generate', {
-        model: name,
-        prompt: 'hi',
-        stream: false,
-        options: { num_predict: 1 },
-      });
-    }
-    const streams = new BenignStreams(daemon, 'tiny-benign');
+    await createHostileModels(daemon, MODELS);
+    const streams = new BenignStreams(daemon, BENIGN_MODEL);
     await streams.start(4);
     await new Promise((r) => setTimeout(r, HOSTILE_SUITE_WINDOW_MS)); // the set-up leaves the quantile window
     const metrics = new Poller(`${daemon.base}/metrics`, daemon.auth, 2000, 5000, true);

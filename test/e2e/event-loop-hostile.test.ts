@@ -2,15 +2,16 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { acceptable, HOSTILE_CASES, HostileModels } from '../utils/hostile-cases';
 import {
+  BENIGN_MODEL,
   BenignStreams,
+  createHostileModels,
   DaemonProcess,
   HOSTILE_SUITE_WINDOW_MS,
   Poller,
-  postAuthed,
   startDaemonProcess,
   summarizeEventLoop,
 } from '../utils/hostile-load';
-import { ensureTestModels, TINY_LLAMA_SPM, TINY_QWEN2, TINY_QWEN2_TOOLS } from '../utils/models';
+import { ensureTestModels } from '../utils/models';
 import { realAddon } from '../utils/real-addon';
 
 const addon = realAddon();
@@ -46,27 +47,8 @@ describe(
     before(async () => {
       ensureTestModels();
       daemon = await startDaemonProcess();
-      for (const [name, file] of [
-        ['tiny-benign', TINY_QWEN2],
-        [MODELS.victim, TINY_LLAMA_SPM],
-        [MODELS.tools, TINY_QWEN2_TOOLS],
-      ]) {
-        const created = await postAuthed(daemon, '/api/create', {
-          model: name,
-          modelfile: `FROM ${file}\n`,
-          stream: false,
-        });
-        assert.equal(created.status, 200, `create ${name}: ${JSON.stringify(created.json)}`);
-        // Loaded before the measurements start: a first load is not what is measured.
-        const warm = await postAuthed(daemon, '/api/generate', {
-          model: name,
-          prompt: 'hi',
-          stream: false,
-          options: { num_predict: 1 },
-        });
-        assert.equal(warm.status, 200, `load ${name}: ${JSON.stringify(warm.json)}`);
-      }
-      streams = new BenignStreams(daemon, 'tiny-benign');
+      await createHostileModels(daemon, MODELS);
+      streams = new BenignStreams(daemon, BENIGN_MODEL);
       await streams.start(BENIGN_STREAMS);
       version = new Poller(`${daemon.base}/api/version`, {}, 100, VERSION_LIMIT_MS * 3);
       // The set-up (model imports, loads) leaves the daemon's quantile window before the first scrape counts.

@@ -3,6 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { REPO_ROOT } from '../../src/config';
+import type { HostileModels } from './hostile-cases';
+import { TINY_LLAMA_SPM, TINY_QWEN2, TINY_QWEN2_TOOLS } from './models';
 import { runnersOf } from './processes';
 import { freePort } from './registry-server';
 
@@ -264,4 +266,35 @@ export function summarizeEventLoop(polls: readonly Poll[]): { p50: number; p99: 
     max: Math.max(...read.map((q) => q.get('1') ?? NaN)),
     scrapes: read.length,
   };
+}
+
+/** The model the benign streams of the hostile suite use. */
+export const BENIGN_MODEL = 'tiny-benign';
+
+/**
+ * Creates the hostile suite's three models on `daemon` ({@link BENIGN_MODEL} from tiny-qwen2, `models.victim` from
+ * tiny-llama-spm, `models.tools` from tiny-qwen2-tools) and loads each with a one-token generate, so that no first
+ * load falls in what is measured.
+ * @throws Error naming the model and the daemon's answer when a create or a load does not answer 200
+ */
+export async function createHostileModels(daemon: DaemonProcess, models: HostileModels): Promise<void> {
+  for (const [name, file] of [
+    [BENIGN_MODEL, TINY_QWEN2],
+    [models.victim, TINY_LLAMA_SPM],
+    [models.tools, TINY_QWEN2_TOOLS],
+  ]) {
+    const created = await postAuthed(daemon, '/api/create', {
+      model: name,
+      modelfile: `FROM ${file}\n`,
+      stream: false,
+    });
+    if (created.status !== 200) throw new Error(`create ${name}: ${JSON.stringify(created.json)}`);
+    const warm = await postAuthed(daemon, '/api/generate', {
+      model: name,
+      prompt: 'hi',
+      stream: false,
+      options: { num_predict: 1 },
+    });
+    if (warm.status !== 200) throw new Error(`load ${name}: ${JSON.stringify(warm.json)}`);
+  }
 }
