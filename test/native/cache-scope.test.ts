@@ -3,26 +3,24 @@
 // the same prompt evaluates all of it (timings.promptN = the whole prompt), and leaves the first scope's caches usable
 // by that scope.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { NativeContext, NativeContextParams, NativeModel } from '../../binding';
+import { describe, it } from 'node:test';
+import type { NativeContext } from '../../binding';
 import { TINY_LLAMA_SPM, TINY_MMPROJ, ensureTestModels } from '../utils/models';
 import { testPng } from '../utils/png';
-import { assertThrowsCode, binding, GREEDY, loadModel, runTask } from './native-helpers';
+import {
+  assertThrowsCode,
+  binding,
+  GREEDY,
+  heldAfter,
+  loadModel,
+  runTask,
+  tokensOf,
+  useModelContexts,
+} from './native-helpers';
 
 ensureTestModels();
 
 const MIB = 1024 * 1024;
-
-/** `n` pseudo-random token ids (BOS first when `bos`), the same for the same `seed`. */
-function tokensOf(model: NativeModel, seed: number, n: number, bos = true): number[] {
-  let x = seed * 2654435761 + 1;
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    x = (x * 1103515245 + 12345) % 2147483648;
-    out.push(bos && i === 0 ? 1 : 3 + (x % (model.info().nVocab - 3)));
-  }
-  return out;
-}
 
 interface Turn {
   promptN: number;
@@ -47,31 +45,13 @@ async function turn(
   return { promptN: r.done.timings.promptN, promptTotal: r.done.timings.promptTotal, generated: r.tokens };
 }
 
-/** The tokens a slot holds after a task: its prompt and every sampled token but the last (never decoded). */
-function heldAfter(prompt: number[], generated: number[]): number[] {
-  return [...prompt, ...generated.slice(0, -1)];
-}
-
 describe('cache scopes', () => {
-  let model: NativeModel;
-  const contexts: NativeContext[] = [];
-  const open = (params: NativeContextParams): NativeContext => {
-    const ctx = new binding.Context(model, { nThreads: 1, nThreadsMax: 2, ...params });
-    contexts.push(ctx);
-    return ctx;
-  };
-
-  before(async () => {
-    model = await loadModel(TINY_LLAMA_SPM);
-  });
-  after(async () => {
-    for (const ctx of contexts) await ctx.dispose();
-    await model.dispose();
-  });
+  const fx = useModelContexts(TINY_LLAMA_SPM);
+  const open = fx.open;
 
   it('a slot filled by one scope gives another scope no prefix; its own scope reuses it', async () => {
     const ctx = open({ nCtx: 512 });
-    const prompt = tokensOf(model, 1, 150);
+    const prompt = tokensOf(fx.model, 1, 150);
     const first = await turn(ctx, prompt, 'aaaa');
     assert.equal(first.promptN, prompt.length);
     const other = await turn(ctx, prompt, 'bbbb');
@@ -93,7 +73,7 @@ describe('cache scopes', () => {
   ]) {
     it(`with several slots another scope takes an empty slot and the owner's prefix survives (${JSON.stringify(params)})`, async () => {
       const ctx = open(params);
-      const prompt = tokensOf(model, 2, 150);
+      const prompt = tokensOf(fx.model, 2, 150);
       await turn(ctx, prompt, 'aaaa');
       assert.equal((await turn(ctx, prompt, 'bbbb')).promptN, prompt.length);
       assert.equal((await turn(ctx, prompt, 'aaaa')).promptN, 1, "scope a's slot was left alone");
@@ -103,12 +83,12 @@ describe('cache scopes', () => {
 
   it('a sequence kept in host RAM is restored only for its own scope (one slot)', async () => {
     const ctx = open({ nCtx: 512, cacheRamBytes: 64 * MIB });
-    const a = tokensOf(model, 3, 150);
+    const a = tokensOf(fx.model, 3, 150);
     const first = await turn(ctx, a, 'aaaa');
     // Conversation B (another scope, no common token) takes the only slot: A goes to the RAM cache.
-    await turn(ctx, tokensOf(model, 4, 120, false), 'bbbb');
+    await turn(ctx, tokensOf(fx.model, 4, 120, false), 'bbbb');
     assert.equal(ctx.stats().ramCacheEntries, 1);
-    const again = [...heldAfter(a, first.generated), ...tokensOf(model, 5, 9, false)];
+    const again = [...heldAfter(a, first.generated), ...tokensOf(fx.model, 5, 9, false)];
     const probe = await turn(ctx, again, 'bbbb');
     assert.equal(probe.promptN, again.length, "scope b gets nothing of A's kept state");
     assert.equal(ctx.stats().ramCacheHits, 0);
@@ -124,10 +104,10 @@ describe('cache scopes', () => {
 
   it('a slot taken by another scope drops its draft sequence too, with the same output', async () => {
     const draftModel = await loadModel(TINY_LLAMA_SPM);
-    const ctx = await binding.Context.create(model, { nCtx: 512, nThreads: 1, nThreadsMax: 2, draftModel });
+    const ctx = await binding.Context.create(fx.model, { nCtx: 512, nThreads: 1, nThreadsMax: 2, draftModel });
     try {
       const draft = { draft: { nMax: 4 }, nPredict: 24 };
-      const prompt = tokensOf(model, 6, 100);
+      const prompt = tokensOf(fx.model, 6, 100);
       const a = await turn(ctx, prompt, 'aaaa', draft);
       const b = await turn(ctx, prompt, 'bbbb', draft);
       assert.equal(b.promptN, prompt.length);
@@ -146,7 +126,7 @@ describe('cache scopes', () => {
     const media = { tokens: new Int32Array(0), prompt: `${text}<__media__> what is it?`, nPredict: 2 };
     const image = new Uint8Array(testPng());
     await runTask(ctx, { ...media, images: [image], cacheScope: 'aaaa' });
-    const plain = [...model.tokenize(text, true, true), ...tokensOf(model, 7, 5, false)];
+    const plain = [...fx.model.tokenize(text, true, true), ...tokensOf(fx.model, 7, 5, false)];
     const other = await turn(ctx, plain, 'bbbb');
     assert.equal(other.promptN, plain.length, 'scope b evaluates all of it');
     await runTask(ctx, { ...media, images: [image], cacheScope: 'aaaa' });

@@ -1,8 +1,10 @@
 // Shared helpers of the native tier: the raw addon, sampling presets and a promise wrapper around submit().
 import assert from 'node:assert/strict';
+import { after, before } from 'node:test';
 import type {
   NativeBinding,
   NativeContext,
+  NativeContextParams,
   NativeEvent,
   NativeModel,
   NativeModelParams,
@@ -108,4 +110,53 @@ export async function assertRejectsCode(promise: Promise<unknown>, code: string)
 /** True when the string has no unpaired UTF-16 surrogate, i.e. it round-trips through UTF-8 unchanged. */
 export function isWellFormed(text: string): boolean {
   return Buffer.from(text, 'utf8').toString('utf8') === text;
+}
+
+/** `n` pseudo-random token ids of `model`'s vocabulary (BOS, id 1, first when `bos`), the same for the same `seed`. */
+export function tokensOf(model: NativeModel, seed: number, n: number, bos = true): number[] {
+  let x = seed * 2654435761 + 1;
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    x = (x * 1103515245 + 12345) % 2147483648;
+    out.push(bos && i === 0 ? 1 : 3 + (x % (model.info().nVocab - 3)));
+  }
+  return out;
+}
+
+/** The tokens a slot holds after a task: its prompt and every sampled token but the last (never decoded). */
+export function heldAfter(prompt: number[], generated: number[]): number[] {
+  return [...prompt, ...generated.slice(0, -1)];
+}
+
+/**
+ * For a describe block: the model at `path`, loaded in its `before` hook, and `open(params)`, which makes a context on
+ * it (1 thread, at most 2) that its `after` hook disposes with the model. `model` is readable from the tests on.
+ */
+export function useModelContexts(path: string): {
+  readonly model: NativeModel;
+  open(params: NativeContextParams): NativeContext;
+} {
+  let model: NativeModel | undefined;
+  const contexts: NativeContext[] = [];
+  before(async () => {
+    model = await loadModel(path);
+  });
+  after(async () => {
+    for (const ctx of contexts) await ctx.dispose();
+    await model?.dispose();
+  });
+  const loaded = (): NativeModel => {
+    if (!model) throw new Error(`${path} is not loaded yet (use the model from the tests on)`);
+    return model;
+  };
+  return {
+    get model(): NativeModel {
+      return loaded();
+    },
+    open: (params: NativeContextParams): NativeContext => {
+      const ctx = new binding.Context(loaded(), { nThreads: 1, nThreadsMax: 2, ...params });
+      contexts.push(ctx);
+      return ctx;
+    },
+  };
 }

@@ -2,30 +2,14 @@
 // from process memory when it comes back (only its new tokens are evaluated), with the output it would have had; the
 // byte budget bounds it (least recently used out first); a context-shifted sequence round-trips; budget 0 is off.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { NativeContext, NativeContextParams, NativeModel } from '../../binding';
+import { describe, it } from 'node:test';
+import type { NativeContext, NativeModel } from '../../binding';
 import { TINY_LLAMA_SPM, ensureTestModels } from '../utils/models';
-import { binding, loadModel, runTask } from './native-helpers';
+import { binding, heldAfter, loadModel, runTask, tokensOf, useModelContexts } from './native-helpers';
 
 ensureTestModels();
 
 const MIB = 1024 * 1024;
-
-/** `n` pseudo-random token ids (BOS first when `bos`), the same for the same `seed`. */
-function tokensOf(model: NativeModel, seed: number, n: number, bos = true): number[] {
-  let x = seed * 2654435761 + 1;
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    x = (x * 1103515245 + 12345) % 2147483648;
-    out.push(bos && i === 0 ? 1 : 3 + (x % (model.info().nVocab - 3)));
-  }
-  return out;
-}
-
-/** The tokens a slot holds after a task: its prompt and every sampled token but the last (never decoded). */
-function heldAfter(prompt: number[], generated: number[]): number[] {
-  return [...prompt, ...generated.slice(0, -1)];
-}
 
 interface Turn {
   tokens: number[];
@@ -55,26 +39,13 @@ async function evictAndReturn(
 }
 
 describe('the host-RAM prompt cache', () => {
-  let model: NativeModel;
-  const contexts: NativeContext[] = [];
-  const open = (params: NativeContextParams): NativeContext => {
-    const ctx = new binding.Context(model, { nThreads: 1, nThreadsMax: 2, ...params });
-    contexts.push(ctx);
-    return ctx;
-  };
-
-  before(async () => {
-    model = await loadModel(TINY_LLAMA_SPM);
-  });
-  after(async () => {
-    for (const ctx of contexts) await ctx.dispose();
-    await model.dispose();
-  });
+  const fx = useModelContexts(TINY_LLAMA_SPM);
+  const open = fx.open;
 
   it('restores an evicted conversation in a single slot: only its new tokens are evaluated, same output', async () => {
     const sizes = { a: 150, b: 120, more: 9 };
     const cached = open({ nCtx: 512, cacheRamBytes: 64 * MIB });
-    const { back } = await evictAndReturn(cached, model, sizes);
+    const { back } = await evictAndReturn(cached, fx.model, sizes);
     const stats = cached.stats();
     assert.equal(back.promptN, sizes.more, 'only the tokens after the restored prefix are evaluated');
     assert.equal(stats.ramCacheHits, 1);
@@ -84,7 +55,7 @@ describe('the host-RAM prompt cache', () => {
     assert.ok(stats.ramCacheBytes > 0 && stats.ramCacheBytes <= 64 * MIB);
 
     const off = open({ nCtx: 512, cacheRamBytes: 0 });
-    const reference = await evictAndReturn(off, model, sizes);
+    const reference = await evictAndReturn(off, fx.model, sizes);
     // Without the cache all is evaluated again but the BOS, which B's cache in the slot starts with as well.
     assert.equal(reference.back.promptN, back.tokens.length - 1, 'the whole prompt is evaluated again');
     assert.equal(off.stats().ramCacheEntries, 0);
@@ -97,13 +68,13 @@ describe('the host-RAM prompt cache', () => {
     // 351 are free: A's idle cache (150 + 11 cells) is dropped. A then needs B's for its restore.
     const sizes = { a: 150, b: 360, more: 9, bBos: false };
     const cached = open({ nCtx: 512, nParallel: 4, kvUnified: true, cacheRamBytes: 64 * MIB });
-    const { back } = await evictAndReturn(cached, model, sizes);
+    const { back } = await evictAndReturn(cached, fx.model, sizes);
     assert.equal(back.promptN, sizes.more);
     assert.equal(cached.stats().ramCacheHits, 1);
     assert.ok(cached.stats().kvCellsCached + cached.stats().kvCellsUsed <= 512);
 
     const off = open({ nCtx: 512, nParallel: 4, kvUnified: true });
-    const reference = await evictAndReturn(off, model, sizes);
+    const reference = await evictAndReturn(off, fx.model, sizes);
     assert.equal(reference.back.promptN, back.tokens.length);
     assert.deepEqual(back.generated, reference.back.generated);
   });
@@ -112,10 +83,10 @@ describe('the host-RAM prompt cache', () => {
     // 4 slots with room to spare: B (sharing A's BOS) takes A's slot, so A is kept in RAM; A comes back into an empty
     // slot and B, still in its own, comes back from there.
     const ctx = open({ nCtx: 1024, nParallel: 4, kvUnified: true, cacheRamBytes: 64 * MIB });
-    const { b, back } = await evictAndReturn(ctx, model, { a: 150, b: 120, more: 9 });
+    const { b, back } = await evictAndReturn(ctx, fx.model, { a: 150, b: 120, more: 9 });
     assert.equal(back.promptN, 9);
     assert.equal(ctx.stats().ramCacheHits, 1);
-    const bBack = await turn(ctx, [...heldAfter(b.tokens, b.generated), ...tokensOf(model, 4, 7, false)]);
+    const bBack = await turn(ctx, [...heldAfter(b.tokens, b.generated), ...tokensOf(fx.model, 4, 7, false)]);
     assert.equal(bBack.promptN, 7, 'B kept its slot');
     assert.equal(ctx.stats().ramCacheHits, 1, 'B was not restored from RAM');
   });
@@ -124,10 +95,10 @@ describe('the host-RAM prompt cache', () => {
     // Two slots of 512 cells each: A is saved from slot 0 when B takes it, and restored into the empty slot 1.
     const sizes = { a: 150, b: 120, more: 9 };
     const ctx = open({ nCtx: 1024, nParallel: 2, cacheRamBytes: 64 * MIB });
-    const { back } = await evictAndReturn(ctx, model, sizes);
+    const { back } = await evictAndReturn(ctx, fx.model, sizes);
     assert.equal(back.promptN, sizes.more);
     assert.equal(ctx.stats().ramCacheHits, 1);
-    const reference = await evictAndReturn(open({ nCtx: 1024, nParallel: 2 }), model, sizes);
+    const reference = await evictAndReturn(open({ nCtx: 1024, nParallel: 2 }), fx.model, sizes);
     assert.deepEqual(back.generated, reference.back.generated);
   });
 
@@ -135,7 +106,7 @@ describe('the host-RAM prompt cache', () => {
     // The draft context syncs its sequence for a slot by tokens: a restore (into another slot here) must not confuse
     // it. The target is its own draft, so drafts are accepted and the output stays greedy.
     const draftModel = await loadModel(TINY_LLAMA_SPM);
-    const ctx = await binding.Context.create(model, {
+    const ctx = await binding.Context.create(fx.model, {
       nCtx: 1024,
       nParallel: 2,
       nThreads: 1,
@@ -145,9 +116,9 @@ describe('the host-RAM prompt cache', () => {
     });
     try {
       const draft = { draft: { nMax: 4 } };
-      const a = await turn(ctx, tokensOf(model, 1, 150), draft);
-      await turn(ctx, tokensOf(model, 2, 120), draft);
-      const again = [...heldAfter(a.tokens, a.generated), ...tokensOf(model, 3, 9, false)];
+      const a = await turn(ctx, tokensOf(fx.model, 1, 150), draft);
+      await turn(ctx, tokensOf(fx.model, 2, 120), draft);
+      const again = [...heldAfter(a.tokens, a.generated), ...tokensOf(fx.model, 3, 9, false)];
       const back = await turn(ctx, again, draft);
       assert.equal(ctx.stats().ramCacheHits, 1);
       assert.ok(back.promptN <= 10, `promptN ${back.promptN}`);
@@ -161,7 +132,7 @@ describe('the host-RAM prompt cache', () => {
 
   it('does not keep short sequences', async () => {
     const ctx = open({ nCtx: 256, cacheRamBytes: 64 * MIB });
-    const { back } = await evictAndReturn(ctx, model, { a: 20, b: 20, more: 4 });
+    const { back } = await evictAndReturn(ctx, fx.model, { a: 20, b: 20, more: 4 });
     assert.equal(back.promptN, back.tokens.length - 1); // all but the BOS B held too
     assert.equal(ctx.stats().ramCacheEntries, 0);
   });
@@ -169,20 +140,20 @@ describe('the host-RAM prompt cache', () => {
   it('stays within its byte budget, least recently used out first', async () => {
     // The size of one kept sequence of 100 + 11 tokens.
     const probe = open({ nCtx: 256, cacheRamBytes: 64 * MIB });
-    await turn(probe, tokensOf(model, 10, 100));
-    await turn(probe, tokensOf(model, 11, 100));
+    await turn(probe, tokensOf(fx.model, 10, 100));
+    await turn(probe, tokensOf(fx.model, 11, 100));
     const one = probe.stats().ramCacheBytes;
     assert.equal(probe.stats().ramCacheEntries, 1);
     assert.ok(one > 0);
 
     const budget = Math.floor(one * 1.5);
     const ctx = open({ nCtx: 256, cacheRamBytes: budget });
-    const a = await turn(ctx, tokensOf(model, 10, 100));
-    const b = await turn(ctx, tokensOf(model, 11, 100));
-    await turn(ctx, tokensOf(model, 12, 100)); // A out (LRU), B in
+    const a = await turn(ctx, tokensOf(fx.model, 10, 100));
+    const b = await turn(ctx, tokensOf(fx.model, 11, 100));
+    await turn(ctx, tokensOf(fx.model, 12, 100)); // A out (LRU), B in
     assert.equal(ctx.stats().ramCacheEntries, 1);
     assert.ok(ctx.stats().ramCacheBytes <= budget);
-    const more = tokensOf(model, 13, 5, false);
+    const more = tokensOf(fx.model, 13, 5, false);
     const bBack = await turn(ctx, [...heldAfter(b.tokens, b.generated), ...more]);
     assert.equal(bBack.promptN, more.length, 'B is still kept');
     const aBack = await turn(ctx, [...heldAfter(a.tokens, a.generated), ...more]);
@@ -194,12 +165,12 @@ describe('the host-RAM prompt cache', () => {
   it('restores a context-shifted sequence with the output the slot itself would give', async () => {
     // A 128-token slot: 40 prompt tokens kept (nKeep -1), 150 generated: the slot shifts its context twice.
     const N_CTX = 128;
-    const prompt = tokensOf(model, 20, 40);
+    const prompt = tokensOf(fx.model, 20, 40);
     const shifted = { nPredict: 150, contextShift: true, nKeep: -1 };
     const run = async (ctx: NativeContext, evict: boolean): Promise<Turn> => {
       const a = await turn(ctx, prompt, shifted);
       assert.equal(a.generated.length, 150);
-      if (evict) await turn(ctx, tokensOf(model, 21, 80));
+      if (evict) await turn(ctx, tokensOf(fx.model, 21, 80));
       // What the slot holds after the shifts (Engine::ShiftContext): the prompt, then the undiscarded tail.
       const held = [...prompt];
       a.generated.forEach((token, i) => {
@@ -210,7 +181,7 @@ describe('the host-RAM prompt cache', () => {
         }
         held.push(token);
       });
-      return turn(ctx, [...held, ...tokensOf(model, 22, 6, false)]);
+      return turn(ctx, [...held, ...tokensOf(fx.model, 22, 6, false)]);
     };
     const cached = open({ nCtx: N_CTX, cacheRamBytes: 64 * MIB });
     const restored = await run(cached, true);
