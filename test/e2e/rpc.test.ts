@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Ollama } from 'ollama';
-import { ensureTestModels, TINY_LLAMA_SPM } from '../utils/models';
+import { ensureTestModels, TINY_LLAMA_SPM, TINY_QWEN2 } from '../utils/models';
 import { realAddon } from '../utils/real-addon';
 import { RPC_SKIP, deadEndpoint, startRpcWorkers, type RpcWorkers } from '../utils/rpc-workers';
 import { createTestApp, TestApp } from '../utils/test-app';
@@ -173,6 +173,7 @@ describe('RPC workers through the daemon (LLAMAD_RPC_SERVERS)', { skip: addon.sk
     for (const [model, modelfile] of [
       ['tiny', `FROM ${TINY_LLAMA_SPM}\n`],
       ['tiny-none', `FROM ${TINY_LLAMA_SPM}\nPARAMETER rpc none\n`],
+      ['tiny-qwen', `FROM ${TINY_QWEN2}\n`],
     ]) {
       const r = await ollama.create({ model, modelfile } as Parameters<Ollama['create']>[0]);
       assert.equal(r.status, 'success');
@@ -192,5 +193,31 @@ describe('RPC workers through the daemon (LLAMAD_RPC_SERVERS)', { skip: addon.sk
     };
     assert.deepEqual(await devices('tiny'), ['CPU', ...workers.endpoints].sort());
     assert.deepEqual(await devices('tiny-none'), ['CPU']);
+  });
+
+  // Issue 32 item 7: each model runs in its own runner process, and an rpc-server serves one connection at a time, so
+  // two models on the daemon's workers take turns (the daemon tracks the workers across runner processes,
+  // src/scheduler/rpc-endpoints.ts) instead of the second one's load hanging or failing.
+  it('two models on the same workers take turns, one after another and at once', async () => {
+    // /api/ps names a runner by the first manifest of its weights, and tiny-none shares tiny's: so "not tiny-qwen".
+    const holders = async () => {
+      const ps = (await (await fetch(`${t.baseUrl}/api/ps`)).json()) as { models: PsModel[] };
+      return ps.models.filter((m) => (m.devices ?? []).some((d) => d.endpoint)).map((m) => m.name);
+    };
+    for (const model of ['tiny', 'tiny-qwen', 'tiny']) {
+      const r = await ollama.generate({ model, prompt: 'Hi', raw: true, options: GREEDY });
+      assert.equal(r.eval_count, 16, model);
+      const held = await holders();
+      assert.equal(held.length, 1, `${model}: ${held.join(', ')}`);
+      assert.equal(held[0] === 'tiny-qwen:latest', model === 'tiny-qwen', `${model}: ${held[0]}`);
+    }
+    const both = await Promise.all(
+      ['tiny-qwen', 'tiny'].map((model) => ollama.generate({ model, prompt: 'Hi', raw: true, options: GREEDY })),
+    );
+    assert.deepEqual(
+      both.map((r) => r.eval_count),
+      [16, 16],
+    );
+    assert.equal((await holders()).length, 1);
   });
 });
