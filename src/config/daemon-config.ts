@@ -2,7 +2,7 @@ import { homedir } from 'node:os';
 import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 import { splitRpcServers } from '../common/options/rpc-servers';
-import { hostMemoryBytes } from '../common/system';
+import { hostMemoryBytes } from './host-memory';
 import { DEFAULT_KEEP_ALIVE_MS, KeepAliveMs, parseGoDuration, parseKeepAliveEnv } from '../common/time';
 import { CacheScopeMode, parseCacheScopeEnv } from './cache-scope-env';
 import {

@@ -4,3 +4,4 @@ export * from './config.module';
 export * from './daemon-config';
 export * from './paths';
 export * from './watchdog-env';
+export * from './host-memory';

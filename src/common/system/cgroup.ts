@@ -1,15 +1,12 @@
-import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { totalmem } from 'node:os';
-import { join, relative, sep } from 'node:path';
+import { join, relative } from 'node:path';
 
 /*
- * The daemon's memory cgroup (v2, the unified hierarchy): its memory limit and its OOM-kill counter. Reads of small
- * kernel files (a few hundred bytes each, answered from memory by the kernel): synchronous only for what start-up reads
- * once (ownCgroupDir, cgroupMemoryLimit, hostMemoryBytes: the configuration), asynchronous (fs/promises) for what the
- * runner load and death paths read (ownCgroupDirAsync, oomKillCount), which run while requests are served
- * (docs/architecture.md "Threading rules": file I/O is async). Every path is injectable so that tests point them at a
- * temporary directory holding fake files.
+ * The daemon's memory cgroup (v2, the unified hierarchy) as the runner load and death paths read it, while requests
+ * are served: its directory and its OOM-kill counter, with fs/promises only (docs/architecture.md "Threading rules":
+ * file I/O on a serving path is async). The memory limit that the configuration reads once at start-up is
+ * src/config/host-memory.ts. Every path is injectable so that tests point them at a temporary directory holding fake
+ * files.
  */
 
 /** Where the cgroup v2 hierarchy and procfs are mounted. */
@@ -20,16 +17,8 @@ export interface CgroupPaths {
   procRoot?: string;
 }
 
-const DEFAULT_CGROUP_ROOT = '/sys/fs/cgroup';
-const DEFAULT_PROC_ROOT = '/proc';
-
-function readText(path: string): string | undefined {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return undefined;
-  }
-}
+export const DEFAULT_CGROUP_ROOT = '/sys/fs/cgroup';
+export const DEFAULT_PROC_ROOT = '/proc';
 
 async function readTextAsync(path: string): Promise<string | undefined> {
   try {
@@ -40,7 +29,7 @@ async function readTextAsync(path: string): Promise<string | undefined> {
 }
 
 /** The cgroup directory named by the `0::<path>` line of `/proc/self/cgroup` (`self`), when it stays under `root`. */
-function cgroupDirOf(root: string, self: string): string | undefined {
+export function cgroupDirOf(root: string, self: string): string | undefined {
   const line = self.split('\n').find((l) => l.startsWith('0::'));
   if (!line) return undefined;
   const dir = join(root, line.slice(3).trim());
@@ -52,19 +41,8 @@ function cgroupDirOf(root: string, self: string): string | undefined {
  * The directory of the daemon's own cgroup v2: `<cgroupRoot>` + the path of the `0::<path>` line of
  * `<procRoot>/self/cgroup` (in a container with its own cgroup namespace that path is `/`, the mount itself). Falls
  * back to `<cgroupRoot>` when the line is missing (cgroup v1 only) or the directory is not visible under the mount.
+ * Callers resolve it once and keep the promise (OomKillCounter.at).
  * @returns the directory, or undefined when `<cgroupRoot>/cgroup.controllers` does not exist (no cgroup v2 mounted).
- */
-export function ownCgroupDir(paths: CgroupPaths = {}): string | undefined {
-  const root = paths.cgroupRoot ?? DEFAULT_CGROUP_ROOT;
-  if (readText(join(root, 'cgroup.controllers')) === undefined) return undefined;
-  const dir = cgroupDirOf(root, readText(join(paths.procRoot ?? DEFAULT_PROC_ROOT, 'self', 'cgroup')) ?? '');
-  // Not named, or not visible under the mount: use the mount itself.
-  return dir === undefined || readText(join(dir, 'cgroup.procs')) === undefined ? root : dir;
-}
-
-/**
- * {@link ownCgroupDir} read with fs/promises (the same rules and results), for paths that run while the daemon serves
- * requests; callers resolve it once and keep the promise (OomKillCounter.at).
  */
 export async function ownCgroupDirAsync(paths: CgroupPaths = {}): Promise<string | undefined> {
   const root = paths.cgroupRoot ?? DEFAULT_CGROUP_ROOT;
@@ -72,34 +50,6 @@ export async function ownCgroupDirAsync(paths: CgroupPaths = {}): Promise<string
   const self = (await readTextAsync(join(paths.procRoot ?? DEFAULT_PROC_ROOT, 'self', 'cgroup'))) ?? '';
   const dir = cgroupDirOf(root, self);
   return dir === undefined || (await readTextAsync(join(dir, 'cgroup.procs'))) === undefined ? root : dir;
-}
-
-/**
- * The memory limit that applies to the daemon, bytes: the smallest `memory.max` of its cgroup and of every ancestor
- * up to the mount (a parent's limit caps its children too; `max` = none).
- * @returns undefined when no cgroup v2 is mounted or no level sets a limit.
- */
-export function cgroupMemoryLimit(paths: CgroupPaths = {}): number | undefined {
-  const root = paths.cgroupRoot ?? DEFAULT_CGROUP_ROOT;
-  const own = ownCgroupDir(paths);
-  if (own === undefined) return undefined;
-  const levels = relative(root, own).split(sep).filter(Boolean);
-  let limit: number | undefined;
-  for (let depth = levels.length; depth >= 0; depth--) {
-    const raw = readText(join(root, ...levels.slice(0, depth), 'memory.max'))?.trim();
-    if (raw !== undefined && /^\d+$/.test(raw)) limit = Math.min(limit ?? Infinity, Number(raw));
-  }
-  return limit;
-}
-
-/**
- * The memory the daemon may use in all, bytes: the smaller of the machine's physical memory (os.totalmem, or
- * `physical` when given) and the cgroup v2 limit ({@link cgroupMemoryLimit}) when one is set.
- */
-export function hostMemoryBytes(paths: CgroupPaths & { physical?: number } = {}): number {
-  const physical = paths.physical ?? totalmem();
-  const limit = cgroupMemoryLimit(paths);
-  return limit === undefined ? physical : Math.min(physical, limit);
 }
 
 /** The value of `key` in a flat-keyed kernel file (`memory.events`, `/proc/vmstat`: `key value` lines). */

@@ -3,13 +3,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import {
-  cgroupMemoryLimit,
-  hostMemoryBytes,
-  oomKillCount,
-  ownCgroupDir,
-  ownCgroupDirAsync,
-} from '../../../../src/common/system';
+import { oomKillCount, ownCgroupDirAsync } from '../../../../src/common/system';
+// The start-up readers of the same files (src/config/host-memory.ts) are tested here too: they share the fake mount.
+import { cgroupMemoryLimit, hostMemoryBytes, ownCgroupDirAtStartup } from '../../../../src/config/host-memory';
 
 const GIB = 2 ** 30;
 
@@ -44,7 +40,7 @@ describe('cgroup v2 helpers', () => {
   it('finds the daemon cgroup from /proc/self/cgroup, the mount itself in a cgroup namespace (sync and async)', async () => {
     /** Both readers give the same directory. */
     const own = async () => {
-      const sync = ownCgroupDir({ cgroupRoot, procRoot });
+      const sync = ownCgroupDirAtStartup({ cgroupRoot, procRoot });
       assert.equal(await ownCgroupDirAsync({ cgroupRoot, procRoot }), sync);
       return sync;
     };
