@@ -1,4 +1,5 @@
 import type { ResolvedModel } from '../../src/models';
+import type { ChatCommand } from '../../src/generation/generation.types';
 
 /**
  * The fields of a ResolvedModel the generation stages read, for a model `fake:latest` with no template, messages or
@@ -15,4 +16,15 @@ export function fakeResolvedModel(overrides: Partial<ResolvedModel> = {}): Resol
     facts: {},
     ...overrides,
   } as unknown as ResolvedModel;
+}
+
+/** A /api/chat command for the model `fake` with one user message `Hi` and no options; `overrides` replace fields. */
+export function fakeChatCommand(overrides: Partial<ChatCommand> = {}): ChatCommand {
+  return {
+    model: 'fake',
+    messages: [{ role: 'user', content: 'Hi' }],
+    options: {},
+    startedAt: process.hrtime.bigint(),
+    ...overrides,
+  };
 }

@@ -3,14 +3,14 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { QWEN_TOOLS_GO_TEMPLATE } from '../../../../scripts/test-model-templates';
 import { InvalidRequestError, RequestCancelledError } from '../../../../src/common/errors';
-import { ChatCommand, ToolDefinition } from '../../../../src/generation/generation.types';
+import { ToolDefinition } from '../../../../src/generation/generation.types';
 import { resolveOptions } from '../../../../src/generation/options/options';
 import { MAX_REQUEST_SCHEMA_BYTES } from '../../../../src/generation/prompt/grammar-budget';
 import { PromptService } from '../../../../src/generation/prompt/prompt.service';
 import type { ResolvedModel } from '../../../../src/models';
 import type { RunnerChatRender, RunnerChatRequest } from '../../../../src/runner/runner';
 import { FakeRunner, spec } from '../../../utils/fake-runner';
-import { fakeResolvedModel } from '../../../utils/resolved-model';
+import { fakeChatCommand, fakeResolvedModel } from '../../../utils/resolved-model';
 
 /**
  * The prompt stage's per-request work bounds (issue 32 §1): one grammar budget over `format` and every tool (native
@@ -24,13 +24,7 @@ const model = (overrides: Partial<ResolvedModel> = {}): ResolvedModel =>
   fakeResolvedModel({ capabilities: ['completion', 'tools'], ...overrides });
 const rendered = () => model({ template: QWEN_TOOLS_GO_TEMPLATE });
 
-const chatCmd = (overrides: Partial<ChatCommand> = {}): ChatCommand => ({
-  model: 'fake',
-  messages: [{ role: 'user', content: 'Hi' }],
-  options: {},
-  startedAt: process.hrtime.bigint(),
-  ...overrides,
-});
+const chatCmd = fakeChatCommand;
 
 const options = () => resolveOptions({}, {}, { contextLength: 0, threads: 0 });
 

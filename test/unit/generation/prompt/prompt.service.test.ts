@@ -2,12 +2,12 @@ import { Logger } from '@nestjs/common';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ContextLengthExceededError, UnsupportedCapabilityError } from '../../../../src/common/errors';
-import { ChatCommand, GenerateCommand } from '../../../../src/generation/generation.types';
+import { GenerateCommand } from '../../../../src/generation/generation.types';
 import { resolveOptions } from '../../../../src/generation/options/options';
 import { setGoTemplatesForTesting } from '../../../../src/generation/prompt/go-template.port';
 import { PromptService } from '../../../../src/generation/prompt/prompt.service';
 import { FakeRunner, spec } from '../../../utils/fake-runner';
-import { fakeResolvedModel } from '../../../utils/resolved-model';
+import { fakeChatCommand, fakeResolvedModel } from '../../../utils/resolved-model';
 
 /**
  * The prompt stage on its own (no scheduler, no completion): PromptService over a FakeRunner, whose template renders
@@ -17,13 +17,7 @@ import { fakeResolvedModel } from '../../../utils/resolved-model';
 /** The fields of a ResolvedModel the prompt stage reads. */
 const model = fakeResolvedModel;
 
-const chatCmd = (overrides: Partial<ChatCommand> = {}): ChatCommand => ({
-  model: 'fake',
-  messages: [{ role: 'user', content: 'Hi' }],
-  options: {},
-  startedAt: process.hrtime.bigint(),
-  ...overrides,
-});
+const chatCmd = fakeChatCommand;
 
 const generateCmd = (overrides: Partial<GenerateCommand> = {}): GenerateCommand => ({
   model: 'fake',
