@@ -1,3 +1,5 @@
+import { InvalidConfigError } from '../common/errors';
+
 /*
  * LLAMAD_CACHE_SCOPE (issue 32 item 7; beyond Ollama): whether KV prefix reuse and the host-RAM prompt cache are
  * shared by every client or kept per principal. Parsed by loadConfig (daemon-config.ts) into DaemonConfig.cacheScope;
@@ -13,11 +15,6 @@ export const CACHE_SCOPES = ['principal', 'global'] as const;
  * `global` = every request may reuse every prefix (Ollama's and llama-server's behaviour).
  */
 export type CacheScopeMode = (typeof CACHE_SCOPES)[number];
-
-/** A setting of the daemon's environment that cannot be used: the daemon refuses to start (main.ts prints it). */
-export class InvalidConfigError extends Error {
-  override readonly name = 'InvalidConfigError';
-}
 
 /**
  * Parses LLAMAD_CACHE_SCOPE (already trimmed of whitespace and quotes), case-insensitively.

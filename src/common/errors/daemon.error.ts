@@ -174,3 +174,14 @@ export function toDaemonError(err: unknown): DaemonError {
   const message = err instanceof Error ? err.message : String(err);
   return new InternalError(message || 'internal error', { cause: err });
 }
+
+/**
+ * A setting of the daemon's environment that cannot be used (e.g. LLAMAD_CACHE_SCOPE=tenant): loadConfig throws it and
+ * the daemon refuses to start with its message as one line (main.ts). 500 if it ever reached a request.
+ */
+export class InvalidConfigError extends DaemonError {
+  readonly code = ErrorCode.INVALID_CONFIG;
+  constructor(message: string) {
+    super(message);
+  }
+}

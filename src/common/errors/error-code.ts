@@ -16,5 +16,7 @@ export enum ErrorCode {
   CANCELLED = 'CANCELLED',
   /** A model's runner process died while serving (Ollama: 500 `llama runner process has terminated: …`). */
   RUNNER_TERMINATED = 'RUNNER_TERMINATED',
+  /** A setting of the daemon's environment that cannot be used: start-up stops (never a request's answer). */
+  INVALID_CONFIG = 'INVALID_CONFIG',
   INTERNAL = 'INTERNAL',
 }

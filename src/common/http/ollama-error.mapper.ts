@@ -28,6 +28,7 @@ export function ollamaStatus(code: ErrorCode): number {
     case ErrorCode.MODEL_LOAD_FAILED:
     case ErrorCode.INSUFFICIENT_MEMORY:
     case ErrorCode.RUNNER_TERMINATED:
+    case ErrorCode.INVALID_CONFIG:
     case ErrorCode.INTERNAL:
       return 500;
     case ErrorCode.REGISTRY_ERROR:

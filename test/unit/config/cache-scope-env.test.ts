@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { cacheScopeMode, DaemonConfig, InvalidConfigError, loadConfig, parseCacheScopeEnv } from '../../../src/config';
+import { InvalidConfigError } from '../../../src/common/errors';
+import { cacheScopeMode, DaemonConfig, loadConfig, parseCacheScopeEnv } from '../../../src/config';
 
 describe('LLAMAD_CACHE_SCOPE', () => {
   it('reads principal or global, case-insensitively, trimmed and unquoted', () => {
