@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
+import type { TenantPolicy } from '../security/tenant-policy';
 
 /** Header that carries the request id, in both directions (kept when a client sends one, generated otherwise). */
 export const REQUEST_ID_HEADER = 'x-request-id';
@@ -65,6 +66,13 @@ export class RequestContext {
    * authorization hook, undefined before it ran and on public routes. Never a key.
    */
   principal?: string;
+  /**
+   * The name usage is reported under (the policy's name, a host's tenant name, else the principal id); set with
+   * `principal`.
+   */
+  principalName?: string;
+  /** The principal's policy (security/tenant-policy.ts), set with `principal`; undefined = unlimited admin. */
+  policy?: TenantPolicy;
 
   /**
    * @param id the request id (see {@link requestIdFrom}).

@@ -3,6 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { UnauthorizedError } from '../common/errors';
 import { DaemonConfig } from '../config';
 import { ApiKeySource, presentedKeys } from './api-keys';
+import type { TenantPolicy } from './tenant-policy';
 
 /** Injection token of the {@link RequestAuthorizer} that every non-public route consults. */
 export const AUTHORIZER = Symbol('AUTHORIZER');
@@ -28,6 +29,16 @@ export interface Principal {
    * keys are configured, a host's tenant or user id from its own authorizer. Never a key or a token.
    */
   readonly id: string;
+  /**
+   * The name usage and metrics report this principal under: the policy's `name`, a host's tenant name. Absent = the
+   * policy's name, else the id. Keep it bounded (one per tenant), never a secret.
+   */
+  readonly name?: string;
+  /**
+   * What the principal may do (models, role, limits): from the keys file's entry, or a host authorizer's own. The
+   * TENANT_POLICY_SOURCE may replace it. Absent = an unlimited admin.
+   */
+  readonly policy?: TenantPolicy;
 }
 
 /** The principal of requests when no keys are configured, on public routes, and of authorizers that name nobody. */

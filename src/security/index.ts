@@ -11,3 +11,4 @@ export * from './route-marks';
 export * from './header-values';
 export * from './unrouted-request';
 export * from './unread-body';
+export * from './tenant-policy';

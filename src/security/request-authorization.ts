@@ -43,7 +43,11 @@ export async function authorizeRequest(authorizer: RequestAuthorizer, request: F
     })) ?? ANONYMOUS;
   (request.raw as IncomingMessage & { [PRINCIPAL]?: Principal })[PRINCIPAL] = principal;
   const context = contextOf(request.raw);
-  if (context) context.principal = principal.id;
+  if (context) {
+    context.principal = principal.id;
+    context.principalName = principal.name ?? principal.policy?.name ?? principal.id;
+    context.policy = principal.policy;
+  }
   authorizedRequests.add(request);
   return principal;
 }

@@ -15,24 +15,39 @@ export interface OpenAIErrorRendering {
 /** OpenAI error `type` of a status (reference/ollama-api.md §5.3). */
 export function openAIErrorType(status: number): string {
   if (status === 400 || status === 401) return 'invalid_request_error';
+  if (status === 403) return 'permission_error';
   if (status === 404) return 'not_found_error';
   return 'api_error';
 }
 
 /**
+ * OpenAI `error.code` of an error (shared-service.md §1): `invalid_api_key` for a missing or wrong key (401),
+ * `rate_limit_exceeded` for a rate limit and `insufficient_quota` for a used-up quota (429), null otherwise.
+ */
+function openAIErrorCode(err: unknown): string | null {
+  if (!(err instanceof DaemonError)) return null;
+  if (err.code === ErrorCode.UNAUTHORIZED) return 'invalid_api_key';
+  if (err.code === ErrorCode.RATE_LIMITED) return 'rate_limit_exceeded';
+  if (err.code === ErrorCode.QUOTA_EXCEEDED) return 'insufficient_quota';
+  return null;
+}
+
+/**
  * Maps anything thrown on a /v1 route to the OpenAI error shape `{"error":{"message","type","param","code"}}` —
  * the one place that decides this dialect's rendering. Statuses follow the native dialect (toOllamaError: domain
- * codes, HttpExceptions, Fastify's statusCode); `param` is the InvalidRequestError's field when known, `code` is
- * `invalid_api_key` for a missing or wrong API key (401) and null otherwise. 5xx other than 503 (busy) get `shouldRetry: false`.
+ * codes, HttpExceptions, Fastify's statusCode); `param` is the InvalidRequestError's field when known, `code` as
+ * openAIErrorCode; a 429's `type` repeats its code (`rate_limit_exceeded`, `insufficient_quota`), as the issue and
+ * OpenAI's quota errors do. 5xx other than 503 (busy) get `shouldRetry: false`.
  */
 export function toOpenAIError(err: unknown): OpenAIErrorRendering {
   const { status, message } = toOllamaError(err);
   const param = err instanceof DaemonError && 'param' in err && typeof err.param === 'string' ? err.param : null;
   const transient = err instanceof DaemonError && err.code === ErrorCode.SERVER_BUSY;
-  const code = err instanceof DaemonError && err.code === ErrorCode.UNAUTHORIZED ? 'invalid_api_key' : null;
+  const code = openAIErrorCode(err);
+  const type = code === 'rate_limit_exceeded' || code === 'insufficient_quota' ? code : openAIErrorType(status);
   return {
     status,
-    body: { error: { message, type: openAIErrorType(status), param, code } },
+    body: { error: { message, type, param, code } },
     ...(status >= 500 && status !== 503 && !transient ? { shouldRetry: false } : {}),
   };
 }

@@ -185,3 +185,66 @@ export class InvalidConfigError extends DaemonError {
     super(message);
   }
 }
+
+/**
+ * The caller's policy does not allow this operation (docs/security.md "Tenants"): a `user` key that creates, pulls,
+ * pushes, copies or deletes a model, or reads an admin-only route (`GET /api/usage`). 403 in every dialect: Ollama
+ * `{"error": …}`, OpenAI `permission_error`, Anthropic `permission_error`. Models outside a key's list are never
+ * forbidden: they answer "model not found" (a key must not learn that they exist).
+ */
+export class ForbiddenError extends DaemonError {
+  readonly code = ErrorCode.FORBIDDEN;
+  constructor(message = 'forbidden: this API key may not perform this operation') {
+    super(message);
+  }
+}
+
+/** One rate-limit window as the limiter reports it (the figures of the `x-ratelimit-*` headers). */
+export interface RateLimitWindow {
+  /** Requests or tokens the window allows. */
+  limit: number;
+  /** What is left of it now (never negative). */
+  remaining: number;
+  /** Milliseconds until the window resets to its full limit. */
+  resetMs: number;
+}
+
+/**
+ * A principal's rate-limit state at admission (shared-service.md §1, §2): the request window (per minute) and the
+ * token window (per minute, or per day when that is the tighter one), each when the policy sets it. Each dialect
+ * renders it as its own headers (`x-ratelimit-*`, `anthropic-ratelimit-*`), on 429s and on successful responses.
+ */
+export interface RateLimitState {
+  requests?: RateLimitWindow;
+  tokens?: RateLimitWindow;
+}
+
+/**
+ * A request refused because the caller's rate limit (requests per minute, tokens per minute, concurrent requests) is
+ * used up for now (docs/security.md "Tenants"). 429 in every dialect, with `retry-after` (seconds, at least 1) and
+ * `retry-after-ms`: Ollama `{"error": …}`, OpenAI `rate_limit_exceeded`, Anthropic `rate_limit_error`.
+ */
+export class RateLimitedError extends DaemonError {
+  readonly code: ErrorCode = ErrorCode.RATE_LIMITED;
+  /**
+   * @param message the user-facing text (names the limit, never a key).
+   * @param retryAfterMs milliseconds until a retry can succeed.
+   * @param state the windows to report in the dialect's headers.
+   */
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+    readonly state: RateLimitState = {},
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * A request refused because the caller's quota (tokens per day) is used up until it resets (docs/security.md
+ * "Tenants"). 429 in every dialect; OpenAI renders `insufficient_quota` with `x-should-retry: false` (its SDK would
+ * otherwise retry a quota that resets hours later).
+ */
+export class QuotaExceededError extends RateLimitedError {
+  override readonly code: ErrorCode = ErrorCode.QUOTA_EXCEEDED;
+}

@@ -5,6 +5,12 @@
 export enum ErrorCode {
   INVALID_REQUEST = 'INVALID_REQUEST',
   UNAUTHORIZED = 'UNAUTHORIZED',
+  /** A principal's policy does not allow the operation (a `user` key creating or deleting models). 403. */
+  FORBIDDEN = 'FORBIDDEN',
+  /** A principal's rate limit (requests or tokens per minute, concurrent requests) is used up for now. 429. */
+  RATE_LIMITED = 'RATE_LIMITED',
+  /** A principal's quota (tokens per day) is used up until it resets. 429 (OpenAI: `insufficient_quota`). */
+  QUOTA_EXCEEDED = 'QUOTA_EXCEEDED',
   MODEL_NOT_FOUND = 'MODEL_NOT_FOUND',
   UNSUPPORTED_CAPABILITY = 'UNSUPPORTED_CAPABILITY',
   EXCEED_CONTEXT = 'EXCEED_CONTEXT',

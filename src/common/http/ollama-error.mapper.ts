@@ -21,8 +21,13 @@ export function ollamaStatus(code: ErrorCode): number {
       return 400;
     case ErrorCode.UNAUTHORIZED:
       return 401;
+    case ErrorCode.FORBIDDEN:
+      return 403;
     case ErrorCode.MODEL_NOT_FOUND:
       return 404;
+    case ErrorCode.RATE_LIMITED:
+    case ErrorCode.QUOTA_EXCEEDED:
+      return 429;
     case ErrorCode.CANCELLED:
       return 499;
     case ErrorCode.MODEL_LOAD_FAILED:
