@@ -73,6 +73,12 @@ export class RequestContext {
   principalName?: string;
   /** The principal's policy (security/tenant-policy.ts), set with `principal`; undefined = unlimited admin. */
   policy?: TenantPolicy;
+  /**
+   * Why the request was refused by its principal's policy, for the usage counters: the limit's field name
+   * (`requests_per_minute`, `tokens_per_minute`, `tokens_per_day`, `concurrent_requests`) or `forbidden`.
+   * Undefined when it was not refused.
+   */
+  refusal?: string;
 
   /**
    * @param id the request id (see {@link requestIdFrom}).
