@@ -78,6 +78,19 @@ export {
   type TemplateRenderer,
 } from './generation';
 export { MEMORY_PROBE, SystemMemoryProbe, type MemoryProbe } from './scheduler';
+export {
+  DEFAULT_USAGE_STORE_OPTIONS,
+  InMemoryUsageStore,
+  USAGE_STORE,
+  UsageService,
+  type InMemoryUsageStoreOptions,
+  type UsageRecord,
+  type UsageReport,
+  type UsageResponseWire,
+  type UsageRow,
+  type UsageRowWire,
+  type UsageStore,
+} from './operations';
 export { REQUEST_HOOKS, type RequestHooksValue } from './observability';
 export type { GenerationEndInfo, GenerationInfo, GenerationKind, RequestHooks } from './observability';
 export { NATIVE_BINDING, type NativeBindingLoader } from './native/native.tokens';

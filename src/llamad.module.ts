@@ -36,7 +36,13 @@ import { ModelsModule } from './models/models.module';
 import { loadBinding } from './native/load-binding';
 import { NATIVE_BINDING, NativeBindingLoader } from './native/native.tokens';
 import { GenerationHooksModule, GenerationHooksRegistry, REQUEST_HOOKS, RequestHooksValue } from './observability';
-import { OPERATIONS_CONTROLLERS, OperationsModule } from './operations';
+import {
+  InMemoryUsageStore,
+  OPERATIONS_CONTROLLERS,
+  OperationsModule,
+  USAGE_CONTROLLERS,
+  USAGE_STORE,
+} from './operations';
 import { RegistryModule } from './registry/registry.module';
 import { MEMORY_PROBE, SystemMemoryProbe } from './scheduler';
 import { ApiKeyAuthorizer, AUTHORIZER, RequestAuthorizer } from './security/authorizer';
@@ -83,7 +89,7 @@ export interface LlamadModuleExtras {
   requestGate?: boolean;
   /**
    * Providers that replace the defaults of the extension tokens: AUTHORIZER, MODEL_STORE, RUNNER_FACTORY,
-   * MEMORY_PROBE, TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING, RESPONSES_STORE (docs/library.md). They may inject
+   * MEMORY_PROBE, TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING, RESPONSES_STORE, USAGE_STORE (docs/library.md). They may inject
    * DaemonConfig and whatever the
    * modules in `imports` export.
    */
@@ -114,6 +120,7 @@ const SURFACE_CONTROLLERS: Record<LlamadSurface, Type<unknown>[]> = {
     TokenizeController,
     LlamaServerTokenizeController,
     RerankController,
+    ...USAGE_CONTROLLERS,
   ],
   openai: [OpenAIController, ResponsesController, OpenAIRerankController],
   anthropic: [AnthropicController],
@@ -240,6 +247,7 @@ const CORE_TOKENS: unknown[] = [
   TEMPLATE_RENDERER,
   REQUEST_HOOKS,
   RESPONSES_STORE,
+  USAGE_STORE,
 ];
 
 /** Tokens whose override belongs to the models module (it provides them itself). */
@@ -327,6 +335,8 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
             ttlMs: c.responsesTtlMs,
           }),
       },
+      // Usage per caller for GET /api/usage: in this process's memory (per replica), bounded (usage.store.ts).
+      { provide: USAGE_STORE, useFactory: () => new InMemoryUsageStore() },
       { provide: LLAMAD_MOUNT, useValue: mount },
       // Overrides come last: a later provider of the same token replaces the default.
       ...coreOverrides,
