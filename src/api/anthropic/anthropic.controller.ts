@@ -30,6 +30,7 @@ export class AnthropicController {
   @HttpCode(200)
   @ApiRoute({
     id: 'createMessage',
+    rateLimited: true,
     summary: 'Create a message',
     tag: ApiTag.Anthropic,
     body: 'AnthropicMessagesRequest',

@@ -20,6 +20,7 @@ export class ChatController {
   @HttpCode(200)
   @ApiRoute({
     id: 'chat',
+    rateLimited: true,
     summary: 'Chat with a model',
     description:
       'Streams NDJSON chunks by default; one JSON object with `stream: false`. No messages: loads the model.',

@@ -25,6 +25,7 @@ export class EmbedController {
   @HttpCode(200)
   @ApiRoute({
     id: 'embed',
+    rateLimited: true,
     summary: 'Embed text',
     tag: ApiTag.Ollama,
     ok: { description: 'One vector per input.', json: 'EmbedResponse' },
@@ -38,6 +39,7 @@ export class EmbedController {
   @HttpCode(200)
   @ApiRoute({
     id: 'embeddings',
+    rateLimited: true,
     summary: 'Embed one prompt (legacy)',
     tag: ApiTag.Ollama,
     ok: { description: 'The vector.', json: 'EmbeddingsResponse' },

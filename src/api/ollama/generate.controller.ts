@@ -23,6 +23,7 @@ export class GenerateController {
   @HttpCode(200)
   @ApiRoute({
     id: 'generate',
+    rateLimited: true,
     summary: 'Generate a completion',
     description:
       'Streams NDJSON chunks by default; one JSON object with `stream: false`. Empty prompt: loads the model.',

@@ -57,6 +57,7 @@ export class ModelsController {
   @HttpCode(200)
   @ApiRoute({
     id: 'copyModel',
+    adminOnly: true,
     summary: 'Copy a model',
     tag: ApiTag.Ollama,
     ok: { description: 'Copied (empty body).' },
@@ -74,6 +75,7 @@ export class ModelsController {
   @HttpCode(200)
   @ApiRoute({
     id: 'deleteModel',
+    adminOnly: true,
     summary: 'Delete a model',
     tag: ApiTag.Ollama,
     ok: { description: 'Deleted (empty body).' },
@@ -93,6 +95,7 @@ export class ModelsController {
   @HttpCode(200)
   @ApiRoute({
     id: 'createModel',
+    adminOnly: true,
     summary: 'Create a model',
     description:
       'From a Modelfile (`modelfile`) or the JSON fields; NDJSON progress by default, `stream: false` for one.',

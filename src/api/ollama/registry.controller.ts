@@ -27,6 +27,7 @@ export class RegistryController {
   @HttpCode(200)
   @ApiRoute({
     id: 'pullModel',
+    adminOnly: true,
     summary: 'Download a model from a registry',
     tag: ApiTag.Ollama,
     ok: { description: 'Progress records, the last `success`.', ndjson: 'ProgressResponse', json: 'StatusResponse' },
@@ -40,6 +41,7 @@ export class RegistryController {
   @HttpCode(200)
   @ApiRoute({
     id: 'pushModel',
+    adminOnly: true,
     summary: 'Upload a model to a registry',
     tag: ApiTag.Ollama,
     ok: { description: 'Progress records, the last `success`.', ndjson: 'ProgressResponse', json: 'StatusResponse' },

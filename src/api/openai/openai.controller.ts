@@ -53,6 +53,7 @@ export class OpenAIController {
   @HttpCode(200)
   @ApiRoute({
     id: 'createChatCompletion',
+    rateLimited: true,
     summary: 'Create a chat completion',
     tag: ApiTag.OpenAI,
     body: 'OpenAIChatRequest',
@@ -84,6 +85,7 @@ export class OpenAIController {
   @HttpCode(200)
   @ApiRoute({
     id: 'createCompletion',
+    rateLimited: true,
     summary: 'Create a text completion',
     tag: ApiTag.OpenAI,
     body: 'OpenAICompletionRequest',
@@ -112,6 +114,7 @@ export class OpenAIController {
   @HttpCode(200)
   @ApiRoute({
     id: 'createEmbedding',
+    rateLimited: true,
     summary: 'Create embeddings',
     tag: ApiTag.OpenAI,
     body: 'OpenAIEmbeddingRequest',

@@ -31,6 +31,7 @@ export class ResponsesController {
   @HttpCode(200)
   @ApiRoute({
     id: 'createResponse',
+    rateLimited: true,
     summary: 'Create a model response (Responses API)',
     tag: ApiTag.OpenAI,
     body: 'ResponsesRequest',
