@@ -20,6 +20,7 @@ import { FakeBinding } from '../utils/fake-binding';
 import { writeTinyGguf } from '../utils/gguf-fixtures';
 import { listenHost } from '../utils/host';
 import { postJson } from '../utils/ndjson';
+import { createTestApp, TestApp } from '../utils/test-app';
 
 /** A host authorizer naming tenants with policies: `acme` is an admin, `globex` a user (issue 33 items 1 and 6). */
 class TenantAuthorizer implements RequestAuthorizer {
@@ -162,5 +163,42 @@ describe('usage per caller in a host application (FakeBinding)', () => {
     const now = Math.floor(Date.now() / 1000);
     const recent = (await (await get(`?start=${now - 3600}&end=${now + 60}`)).json()) as UsageResponseWire;
     assert.ok(recent.usage.some((r) => r.principal === 'acme' && r.model === 'fake:latest'));
+  });
+});
+
+// The daemon (createApp, every route observed): a key without a policy file is an admin reported as `key:<12 hex>`,
+// never as the key; public routes and 401s are not counted.
+describe('usage per caller in the daemon (API keys, FakeBinding)', () => {
+  let t: TestApp;
+  const key = 'sk-usage-secret-0123456789';
+  const auth = { authorization: `Bearer ${key}` };
+
+  before(async () => {
+    t = await createTestApp({ binding: new FakeBinding(), config: { apiKeys: [key] } });
+  });
+
+  after(() => t?.close());
+
+  it('reports the key as key:<12 hex> and never the key itself', async () => {
+    assert.equal((await fetch(`${t.baseUrl}/api/tags`, { headers: auth })).status, 200);
+    assert.equal((await fetch(`${t.baseUrl}/api/tags`)).status, 401);
+    assert.equal((await fetch(`${t.baseUrl}/api/version`)).status, 200);
+    let polls = 0;
+    const body = await eventually(
+      async () => {
+        polls++;
+        return (await (await fetch(`${t.baseUrl}/api/usage`, { headers: auth })).json()) as UsageResponseWire;
+      },
+      (b) => b.usage.length > 0,
+    );
+    assert.equal(body.usage.length, 1, JSON.stringify(body));
+    assert.match(body.usage[0].principal, /^key:[0-9a-f]{12}$/);
+    assert.equal(body.usage[0].model, '');
+    // The /api/tags call and at most the earlier polls (each counted when its response ended); not the 401, not the
+    // public route.
+    assert.ok(body.usage[0].requests >= 1 && body.usage[0].requests <= polls, `${body.usage[0].requests} > ${polls}`);
+    const metrics = await (await fetch(`${t.baseUrl}/metrics`, { headers: auth })).text();
+    assert.ok(metrics.includes(`llamad_usage_requests_total{principal="${body.usage[0].principal}",model=""}`));
+    assert.ok(!metrics.includes(key) && !JSON.stringify(body).includes(key));
   });
 });
