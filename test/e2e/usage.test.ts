@@ -13,8 +13,11 @@ import {
   Principal,
   RequestAuthorizer,
   UnauthorizedError,
+  USAGE_STORE,
+  UsageRecord,
   UsageResponseWire,
   UsageRowWire,
+  UsageStore,
 } from '../../src';
 import { FakeBinding } from '../utils/fake-binding';
 import { writeTinyGguf } from '../utils/gguf-fixtures';
@@ -200,5 +203,94 @@ describe('usage per caller in the daemon (API keys, FakeBinding)', () => {
     const metrics = await (await fetch(`${t.baseUrl}/metrics`, { headers: auth })).text();
     assert.ok(metrics.includes(`llamad_usage_requests_total{principal="${body.usage[0].principal}",model=""}`));
     assert.ok(!metrics.includes(key) && !JSON.stringify(body).includes(key));
+  });
+});
+
+// A host replaces the store through the USAGE_STORE token (e.g. a database its replicas share).
+describe('a host-provided USAGE_STORE', () => {
+  let app: NestFastifyApplication;
+  let base: string;
+  let dir: string;
+  const records: UsageRecord[] = [];
+  const store: UsageStore = {
+    record: (entry) => {
+      records.push(entry);
+      return Promise.resolve();
+    },
+    query: (startMs, endMs) =>
+      Promise.resolve({
+        startMs,
+        endMs,
+        rows: [
+          {
+            principal: 'from-db',
+            model: 'm',
+            requests: 7,
+            promptTokens: 1,
+            cachedTokens: 0,
+            completionTokens: 2,
+            refusals: { tokens_per_day: 1 },
+          },
+        ],
+      }),
+  };
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'llamad-usage-store-'));
+    @Module({
+      imports: [
+        LlamadModule.forRoot({
+          config: { modelsDir: join(dir, 'models'), logging: false },
+          providers: [
+            { provide: NATIVE_BINDING, useValue: () => new FakeBinding() },
+            { provide: AUTHORIZER, useClass: TenantAuthorizer },
+            { provide: USAGE_STORE, useValue: store },
+          ],
+        }),
+      ],
+    })
+    class HostModule {}
+    ({ app, base } = await listenHost(HostModule));
+  });
+
+  after(async () => {
+    await app?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('records into it and answers /api/usage from it', async () => {
+    assert.equal((await fetch(`${base}/api/tags`, { headers: { 'x-tenant': 'globex' } })).status, 200);
+    const res = await fetch(`${base}/api/usage?start=0`, { headers: { 'x-tenant': 'acme' } });
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as UsageResponseWire;
+    assert.equal(body.start, '1970-01-01T00:00:00.000Z', "the host store's range as it answered");
+    assert.deepEqual(body.usage, [
+      {
+        principal: 'from-db',
+        model: 'm',
+        requests: 7,
+        prompt_tokens: 1,
+        cached_tokens: 0,
+        completion_tokens: 2,
+        refusals: {
+          requests_per_minute: 0,
+          tokens_per_minute: 0,
+          tokens_per_day: 1,
+          concurrent_requests: 0,
+          forbidden: 0,
+        },
+      },
+    ]);
+    await eventually(
+      () => Promise.resolve(records.length),
+      (n) => n >= 1,
+    );
+    assert.deepEqual(records[0], {
+      principal: 'globex',
+      model: '',
+      promptTokens: 0,
+      cachedTokens: 0,
+      completionTokens: 0,
+    });
   });
 });
