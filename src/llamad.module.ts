@@ -9,6 +9,7 @@ import {
 } from '@nestjs/common';
 import { ApplicationConfig, HttpAdapterHost, RouterModule } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
 import {
   AppController,
   ChatController,
@@ -44,6 +45,17 @@ import { installRequestAuthorization, renderWithRouteFilter } from './security/r
 import { installRequestGate } from './security/request-gate';
 import { installUnroutedAnswer } from './security/unrouted-request';
 import { routeMarks } from './security/route-marks';
+import {
+  admitRequest,
+  createRedisClient,
+  FlexibleRateLimitStore,
+  RATE_LIMIT_STORE,
+  REDIS_CLIENT,
+  RedisClientCloser,
+  RequestTokenBudget,
+  TenantLimiter,
+  TOKEN_BUDGET,
+} from './security/limits';
 
 /** An HTTP API surface the module can mount. */
 export type LlamadSurface = 'native' | 'openai' | 'anthropic';
@@ -83,7 +95,8 @@ export interface LlamadModuleExtras {
   requestGate?: boolean;
   /**
    * Providers that replace the defaults of the extension tokens: AUTHORIZER, MODEL_STORE, RUNNER_FACTORY,
-   * MEMORY_PROBE, TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING, RESPONSES_STORE (docs/library.md). They may inject
+   * MEMORY_PROBE, TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING, RESPONSES_STORE, RATE_LIMIT_STORE, REDIS_CLIENT,
+   * TOKEN_BUDGET (docs/library.md). They may inject
    * DaemonConfig and whatever the
    * modules in `imports` export.
    */
@@ -165,6 +178,7 @@ class LlamadRequestGateInstaller implements OnModuleInit {
     private readonly mount: LlamadMount,
     private readonly appConfig: ApplicationConfig,
     private readonly authorizer: RequestAuthorizer,
+    private readonly limiter: TenantLimiter,
   ) {}
 
   onModuleInit(): void {
@@ -183,6 +197,8 @@ class LlamadRequestGateInstaller implements OnModuleInit {
       authorizer: this.authorizer,
       applies: (request) => routeMarks(request).llamadRoute === true,
       render: renderWithRouteFilter(this.adapterHost),
+      // Tenant rate limits of the metered routes (requests per minute, concurrency), before the body is read.
+      admit: (request, reply) => admitRequest(this.limiter, request, reply),
     });
   }
 
@@ -240,6 +256,10 @@ const CORE_TOKENS: unknown[] = [
   TEMPLATE_RENDERER,
   REQUEST_HOOKS,
   RESPONSES_STORE,
+  REDIS_CLIENT,
+  RATE_LIMIT_STORE,
+  TenantLimiter,
+  TOKEN_BUDGET,
 ];
 
 /** Tokens whose override belongs to the models module (it provides them itself). */
@@ -327,6 +347,21 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
             ttlMs: c.responsesTtlMs,
           }),
       },
+      // Tenant limits (docs/security.md "Rate limits and quotas"): counted in memory, or in Redis with
+      // LLAMAD_REDIS_URL (one lazily connected client, closed with the module).
+      {
+        provide: REDIS_CLIENT,
+        inject: [DaemonConfig],
+        useFactory: (c: DaemonConfig) => (c.redisUrl !== '' ? createRedisClient(c.redisUrl) : null),
+      },
+      RedisClientCloser,
+      {
+        provide: RATE_LIMIT_STORE,
+        inject: [REDIS_CLIENT],
+        useFactory: (redis: Redis | null) => new FlexibleRateLimitStore(redis ? { redis } : {}),
+      },
+      TenantLimiter,
+      { provide: TOKEN_BUDGET, inject: [TenantLimiter], useFactory: (l: TenantLimiter) => new RequestTokenBudget(l) },
       { provide: LLAMAD_MOUNT, useValue: mount },
       // Overrides come last: a later provider of the same token replaces the default.
       ...coreOverrides,
@@ -382,14 +417,15 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
     providers: [
       {
         provide: LlamadRequestGateInstaller,
-        inject: [HttpAdapterHost, DaemonConfig, LLAMAD_MOUNT, ApplicationConfig, AUTHORIZER],
+        inject: [HttpAdapterHost, DaemonConfig, LLAMAD_MOUNT, ApplicationConfig, AUTHORIZER, TenantLimiter],
         useFactory: (
           host: HttpAdapterHost,
           config: DaemonConfig,
           m: LlamadMount,
           app: ApplicationConfig,
           authorizer: RequestAuthorizer,
-        ) => new LlamadRequestGateInstaller(host, config, m, app, authorizer),
+          limiter: TenantLimiter,
+        ) => new LlamadRequestGateInstaller(host, config, m, app, authorizer, limiter),
       },
       {
         provide: LlamadRequestHooksRegistrar,
