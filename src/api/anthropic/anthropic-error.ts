@@ -64,7 +64,8 @@ export class AnthropicExceptionFilter implements ExceptionFilter {
       .status(status)
       .header('content-type', 'application/json; charset=utf-8')
       .header('request-id', body.request_id)
-      .header('x-should-retry', status >= 500 && status !== 503 ? 'false' : undefined)
+      // Only on a deterministic 5xx: an empty value (header(name, undefined)) reached clients as `x-should-retry: `.
+      .headers(status >= 500 && status !== 503 ? { 'x-should-retry': 'false' } : {})
       // A 429: retry-after(-ms) and the anthropic-ratelimit-* set (shared-service.md §2).
       .headers(exception instanceof RateLimitedError ? refusalHeaders(exception, 'anthropic') : {})
       .send(body);
