@@ -26,9 +26,13 @@ import { postJson } from './ndjson';
  * (an unlimited admin); no header is a 401.
  */
 export class PolicyAuthorizer implements RequestAuthorizer {
+  /** Every request it was asked about, in order (headers included: what the clients sent). */
+  readonly seen: AuthorizationRequest[] = [];
+
   constructor(private readonly policies: Record<string, TenantPolicy>) {}
 
   authorize(request: AuthorizationRequest): Promise<Principal> {
+    this.seen.push(request);
     const tenant = request.headers['x-tenant'];
     if (typeof tenant !== 'string' || tenant === '') return Promise.reject(new UnauthorizedError());
     const policy = this.policies[tenant];
@@ -41,6 +45,7 @@ export interface TenantHost {
   app: NestFastifyApplication;
   base: string;
   binding: FakeBinding;
+  authorizer: PolicyAuthorizer;
   close(): Promise<void>;
 }
 
@@ -55,13 +60,14 @@ export async function startTenantHost(
   binding: FakeBinding = new FakeBinding(),
 ): Promise<TenantHost> {
   const dir = await mkdtemp(join(tmpdir(), 'llamad-tenant-host-'));
+  const authorizer = new PolicyAuthorizer(policies);
   @Module({
     imports: [
       LlamadModule.forRoot({
         config: { modelsDir: join(dir, 'models'), logging: false, contextLength: 512, ...config },
         providers: [
           { provide: NATIVE_BINDING, useValue: () => binding },
-          { provide: AUTHORIZER, useValue: new PolicyAuthorizer(policies) },
+          { provide: AUTHORIZER, useValue: authorizer },
         ],
       }),
     ],
@@ -80,6 +86,7 @@ export async function startTenantHost(
     app,
     base,
     binding,
+    authorizer,
     close: async () => {
       await app.close();
       await rm(dir, { recursive: true, force: true });

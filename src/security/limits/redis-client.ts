@@ -65,6 +65,11 @@ export class RedisClientCloser implements OnModuleInit, OnModuleDestroy {
   async onModuleDestroy(): Promise<void> {
     const client = this.client;
     if (!client || !ownClients.has(client) || client.status === 'end') return;
+    // Not connected (an outage, or never used): nothing to flush, and QUIT would wait for a reconnect.
+    if (client.status !== 'ready') {
+      client.disconnect();
+      return;
+    }
     try {
       await client.quit();
     } catch {

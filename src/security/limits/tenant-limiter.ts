@@ -8,11 +8,19 @@ import {
 } from '../../common/errors';
 import type { RequestContext } from '../../observability/request-context';
 import type { TenantLimits } from '../tenant-policy';
-import { LimitWindowName, RATE_LIMIT_STORE, RateLimitStore, WindowCount } from './rate-limit-store';
+import { LimitWindowName, RATE_LIMIT_STORE, RateLimitStore, WINDOW_SECONDS, WindowCount } from './rate-limit-store';
 import { goDuration } from '../../common/http/rate-limit-headers';
 
 /** Added to a window's reset for `retry-after`, ms: a retry sent exactly at the reset may still land in the window. */
 export const RETRY_MARGIN_MS = 50;
+
+/**
+ * `retry-after` of a refusal by `window`, ms: its reset plus {@link RETRY_MARGIN_MS}, but never more than the window
+ * (the openai SDK ignores a `retry-after-ms` over 60 s and falls back to a short backoff; shared-service.md §1).
+ */
+function retryAfter(window: LimitWindowName, count: WindowCount | undefined): number {
+  return Math.min((count?.resetMs ?? 0) + RETRY_MARGIN_MS, WINDOW_SECONDS[window] * 1000);
+}
 
 /** `retry-after` of a refusal for `concurrent_requests`, ms (a slot frees when one of the caller's requests ends). */
 export const CONCURRENCY_RETRY_MS = 1000;
@@ -91,7 +99,7 @@ export class TenantLimiter {
           if (context) context.refusal = 'requests_per_minute';
           throw new RateLimitedError(
             `rate limit reached for requests: requests_per_minute is ${rpm}; try again in ${goDuration(count.resetMs)}`,
-            count.resetMs + RETRY_MARGIN_MS,
+            retryAfter('requests_per_minute', count),
             { requests },
           );
         }
@@ -150,7 +158,7 @@ export class TenantLimiter {
       throw new RequestTooLargeError(
         `request too large: it may use ${points} tokens (prompt + output limit), more than the whole ${window} of ` +
           `${limit}; lower max_tokens / num_predict or shorten the prompt`,
-        (count?.resetMs ?? 0) + RETRY_MARGIN_MS,
+        retryAfter(window, count),
         { ...known, tokens: windowOf(limit, count) },
       );
     }
@@ -171,14 +179,14 @@ export class TenantLimiter {
           throw new QuotaExceededError(
             `token quota exceeded: tokens_per_day is ${limit}, ${left} left, this request needs ${points} (prompt + ` +
               `output limit); it resets in ${wait}`,
-            count.resetMs + RETRY_MARGIN_MS,
+            retryAfter(window, count),
             refused,
           );
         }
         throw new RateLimitedError(
           `rate limit reached for tokens: tokens_per_minute is ${limit}, ${left} left, this request needs ${points} ` +
             `(prompt + output limit); try again in ${wait}`,
-          count.resetMs + RETRY_MARGIN_MS,
+          retryAfter(window, count),
           refused,
         );
       }
