@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { freePort } from '../utils/registry-server';
 import { RedisServer, redisMissing, startRedis } from '../utils/redis-server';
 import { chat, startTenantHost, TenantHost } from '../utils/tenant-host';
 
@@ -64,5 +65,24 @@ describe('two daemons sharing one redis-server enforce one budget (FakeBinding)'
     assert.equal(during.status, 200, JSON.stringify(during.body));
     assert.equal((await chat(a.base, 'openai', 'outage', 5)).status, 429, 'still limited, per daemon');
     assert.equal((await chat(b.base, 'openai', 'outage', 5)).status, 200, 'the other daemon has its own count now');
+  });
+});
+
+describe('a daemon whose Redis is unreachable at start (FakeBinding)', () => {
+  it('starts, and limits in its own memory until Redis answers', async () => {
+    const port = await freePort();
+    const host = await startTenantHost(
+      { solo: { limits: { requests_per_minute: 1 } } },
+      { redisUrl: `redis://127.0.0.1:${port}` },
+    );
+    try {
+      host.binding.script = () => ({ pieces: ['Hi'] });
+      assert.equal((await chat(host.base, 'ollama', 'solo', 5)).status, 200);
+      const refused = await chat(host.base, 'ollama', 'solo', 5);
+      assert.equal(refused.status, 429);
+      assert.equal(refused.headers.get('x-ratelimit-remaining-requests'), '0');
+    } finally {
+      await host.close();
+    }
   });
 });

@@ -8,6 +8,9 @@ import { Redis } from 'ioredis';
  */
 export const REDIS_CLIENT = Symbol('REDIS_CLIENT');
 
+/** How long module start-up waits for the first connection, ms (then it goes on; limits count in memory meanwhile). */
+export const CONNECT_WAIT_MS = 2000;
+
 /** Clients made by {@link createRedisClient}: the only ones {@link RedisClientCloser} closes. */
 const ownClients = new WeakSet<Redis>();
 
@@ -48,18 +51,23 @@ export function redactedUrl(url: string): string {
 }
 
 /**
- * Starts the connection of a client made by {@link createRedisClient} when the module starts (without waiting for
- * it: an unreachable server is the outage case, logged once) and closes it when the module is destroyed. A host's
- * own client is left alone.
+ * Starts the connection of a client made by {@link createRedisClient} when the module starts (waiting for it at most
+ * {@link CONNECT_WAIT_MS}: an unreachable server is the outage case, logged once) and closes it when the module is
+ * destroyed. A host's own client is left alone.
  */
 @Injectable()
 export class RedisClientCloser implements OnModuleInit, OnModuleDestroy {
   constructor(@Optional() @Inject(REDIS_CLIENT) private readonly client?: Redis | null) {}
 
-  onModuleInit(): void {
+  async onModuleInit(): Promise<void> {
     const client = this.client;
-    // A failed first connect is the 'error' event's (one warning); ioredis keeps retrying.
-    if (client && ownClients.has(client) && client.status === 'wait') client.connect().catch(() => undefined);
+    if (!client || !ownClients.has(client) || client.status !== 'wait') return;
+    // A failed first connect is the 'error' event's (one warning); ioredis keeps retrying. Start-up waits for the
+    // connection a little, so the first requests are counted in Redis, but never long for an unreachable server.
+    const connected = client.connect().catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([connected, new Promise((r) => (timer = setTimeout(r, CONNECT_WAIT_MS)))]);
+    clearTimeout(timer);
   }
 
   async onModuleDestroy(): Promise<void> {
