@@ -352,7 +352,7 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
       {
         provide: REDIS_CLIENT,
         inject: [DaemonConfig],
-        useFactory: (c: DaemonConfig) => (c.redisUrl !== '' ? createRedisClient(c.redisUrl) : null),
+        useFactory: async (c: DaemonConfig) => (c.redisUrl !== '' ? await createRedisClient(c.redisUrl) : null),
       },
       RedisClientCloser,
       {

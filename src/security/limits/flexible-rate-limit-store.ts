@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import type { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { LimitWindowName, RateLimitStore, WINDOW_SECONDS, WindowCount } from './rate-limit-store';
 
 /**
@@ -34,11 +34,24 @@ export interface FlexibleRateLimitStoreOptions {
  * the connection is not ready every operation is counted in this process's memory instead (fail soft: limits still
  * hold per replica, so N replicas allow up to N budgets until Redis is back; the counts kept meanwhile are not
  * merged back). The warn line per outage is the Redis client's (createRedisClient).
+ *
+ * The library is loaded, and the limiters made, on the first operation: a daemon whose principals have no limits
+ * never loads it.
  */
 export class FlexibleRateLimitStore implements RateLimitStore {
-  private readonly limiters: Record<LimitWindowName, RateLimiterMemory | RateLimiterRedis>;
+  private limiters?: Promise<Record<LimitWindowName, RateLimiterMemory | RateLimiterRedis>>;
 
-  constructor(options: FlexibleRateLimitStoreOptions = {}) {
+  constructor(private readonly options: FlexibleRateLimitStoreOptions = {}) {}
+
+  /** The limiter of `window` (all four are made at the first call). */
+  private async limiter(window: LimitWindowName): Promise<RateLimiterMemory | RateLimiterRedis> {
+    this.limiters ??= this.makeLimiters();
+    return (await this.limiters)[window];
+  }
+
+  private async makeLimiters(): Promise<Record<LimitWindowName, RateLimiterMemory | RateLimiterRedis>> {
+    const { RateLimiterMemory, RateLimiterRedis } = await import('rate-limiter-flexible');
+    const options = this.options;
     const make = (window: LimitWindowName) => {
       const base = { keyPrefix: `llamad:${window}`, points: UNBOUNDED_POINTS, duration: WINDOW_SECONDS[window] };
       if (!options.redis) return new RateLimiterMemory(base);
@@ -49,7 +62,7 @@ export class FlexibleRateLimitStore implements RateLimitStore {
         insuranceLimiter: new RateLimiterMemory(base),
       });
     };
-    this.limiters = {
+    return {
       requests_per_minute: make('requests_per_minute'),
       tokens_per_minute: make('tokens_per_minute'),
       tokens_per_day: make('tokens_per_day'),
@@ -58,15 +71,15 @@ export class FlexibleRateLimitStore implements RateLimitStore {
   }
 
   async consume(window: LimitWindowName, key: string, points: number): Promise<WindowCount> {
-    return countOf(await this.limiters[window].consume(key, points), WINDOW_SECONDS[window]);
+    return countOf(await (await this.limiter(window)).consume(key, points), WINDOW_SECONDS[window]);
   }
 
   async refund(window: LimitWindowName, key: string, points: number): Promise<void> {
-    if (points > 0) await this.limiters[window].reward(key, points);
+    if (points > 0) await (await this.limiter(window)).reward(key, points);
   }
 
   async get(window: LimitWindowName, key: string): Promise<WindowCount | undefined> {
-    const res = await this.limiters[window].get(key);
+    const res = await (await this.limiter(window)).get(key);
     return res ? countOf(res, WINDOW_SECONDS[window]) : undefined;
   }
 }

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit, Optional } from '@nestjs/common';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 
 /**
  * Injection token of the daemon's one Redis/Valkey connection (an ioredis `Redis`, or null without LLAMAD_REDIS_URL):
@@ -18,10 +18,15 @@ const ownClients = new WeakSet<Redis>();
  * A client for LLAMAD_REDIS_URL (`redis://` or `rediss://`, validated by loadConfig). Lazy: it connects on the first
  * command or `connect()`, never at construction, and reconnects by itself (ioredis' backoff). A command waits at
  * most one retry of a lost connection (`maxRetriesPerRequest: 1`) and 5 s (`commandTimeout`). Logs one warning
- * when the connection is lost or cannot be made, and one line when it is back (not one per retry).
+ * when the connection is lost or cannot be made, and one line when it is back (not one per retry). ioredis is
+ * loaded here, on first use (about 0.1 s of start-up that a daemon without LLAMAD_REDIS_URL does not pay).
  * @param logger where the outage lines go (default Nest's `Redis` logger).
  */
-export function createRedisClient(url: string, logger: Pick<Logger, 'warn' | 'log'> = new Logger('Redis')): Redis {
+export async function createRedisClient(
+  url: string,
+  logger: Pick<Logger, 'warn' | 'log'> = new Logger('Redis'),
+): Promise<Redis> {
+  const { Redis } = await import('ioredis');
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, commandTimeout: 5000 });
   const where = redactedUrl(url);
   let down = false;

@@ -47,7 +47,7 @@ describe('FlexibleRateLimitStore over a real redis-server', { skip: redisMissing
   });
 
   const connected = async (logger: { warn(m: string): void; log(m: string): void } = quiet) => {
-    const client = createRedisClient(redis.url, logger);
+    const client = await createRedisClient(redis.url, logger);
     clients.push(client);
     await client.connect();
     return client;
