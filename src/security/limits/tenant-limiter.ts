@@ -113,10 +113,12 @@ export class TenantLimiter {
       if (count && count.consumed > concurrent) {
         this.refundAll(principal, [...charges, ...slot]);
         if (context) context.refusal = 'concurrent_requests';
+        // This request's count in the minute is given back with it.
+        const requests = state.requests && { ...state.requests, remaining: state.requests.remaining + 1 };
         throw new RateLimitedError(
           `rate limit reached: concurrent_requests is ${concurrent}; wait for a request to finish`,
           CONCURRENCY_RETRY_MS,
-          state,
+          requests ? { requests } : {},
         );
       }
     }

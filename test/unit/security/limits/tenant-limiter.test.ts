@@ -41,10 +41,14 @@ describe('TenantLimiter over the in-memory store', () => {
 
   it('concurrent_requests: a slot comes back when the request ends (release is idempotent)', async () => {
     const limiter = new TenantLimiter(new FlexibleRateLimitStore());
-    const limits = { concurrent_requests: 1 };
+    const limits = { concurrent_requests: 1, requests_per_minute: 10 };
     const a = await limiter.admit('p', limits);
+    assert.equal(a.state.requests?.remaining, 9);
     const context = new RequestContext('r', 'POST', '/v1/messages');
-    await assert.rejects(limiter.admit('p', limits, context), RateLimitedError);
+    const err = await limiter.admit('p', limits, context).catch((e: unknown) => e);
+    assert.ok(err instanceof RateLimitedError);
+    assert.equal(err.retryAfterMs, 1000);
+    assert.equal(err.state.requests?.remaining, 9, 'the refused request is not counted in the minute');
     assert.equal(context.refusal, 'concurrent_requests');
     a.release();
     a.release();
