@@ -34,6 +34,26 @@ export {
 } from './security/authorizer';
 export { principalOf } from './security/request-authorization';
 export {
+  CONCURRENCY_RETRY_MS,
+  createRedisClient,
+  FlexibleRateLimitStore,
+  RATE_LIMIT_STORE,
+  REDIS_CLIENT,
+  RequestTokenBudget,
+  TenantLimiter,
+  TOKEN_BUDGET,
+  WINDOW_SECONDS,
+  type Admission,
+  type FlexibleRateLimitStoreOptions,
+  type LimitWindowName,
+  type RateLimitStore,
+  type TokenBudget,
+  type TokenMeter,
+  type TokenReservation,
+  type WindowCount,
+} from './security/limits';
+export { Metered } from './security/route-marks';
+export {
   DEFAULT_RESPONSES_STORE_OPTIONS,
   InMemoryResponsesStore,
   RESPONSES_STORE,

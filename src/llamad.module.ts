@@ -9,6 +9,7 @@ import {
 } from '@nestjs/common';
 import { ApplicationConfig, HttpAdapterHost, RouterModule } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
 import {
   AppController,
   ChatController,
@@ -50,6 +51,17 @@ import { installRequestAuthorization, renderWithRouteFilter } from './security/r
 import { installRequestGate } from './security/request-gate';
 import { installUnroutedAnswer } from './security/unrouted-request';
 import { routeMarks } from './security/route-marks';
+import {
+  admitRequest,
+  createRedisClient,
+  FlexibleRateLimitStore,
+  RATE_LIMIT_STORE,
+  REDIS_CLIENT,
+  RedisClientCloser,
+  RequestTokenBudget,
+  TenantLimiter,
+  TOKEN_BUDGET,
+} from './security/limits';
 
 /** An HTTP API surface the module can mount. */
 export type LlamadSurface = 'native' | 'openai' | 'anthropic';
@@ -89,7 +101,8 @@ export interface LlamadModuleExtras {
   requestGate?: boolean;
   /**
    * Providers that replace the defaults of the extension tokens: AUTHORIZER, MODEL_STORE, RUNNER_FACTORY,
-   * MEMORY_PROBE, TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING, RESPONSES_STORE, USAGE_STORE (docs/library.md). They may inject
+   * MEMORY_PROBE, TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING, RESPONSES_STORE, USAGE_STORE, RATE_LIMIT_STORE,
+   * REDIS_CLIENT, TOKEN_BUDGET (docs/library.md). They may inject
    * DaemonConfig and whatever the
    * modules in `imports` export.
    */
@@ -172,6 +185,7 @@ class LlamadRequestGateInstaller implements OnModuleInit {
     private readonly mount: LlamadMount,
     private readonly appConfig: ApplicationConfig,
     private readonly authorizer: RequestAuthorizer,
+    private readonly limiter: TenantLimiter,
   ) {}
 
   onModuleInit(): void {
@@ -190,6 +204,8 @@ class LlamadRequestGateInstaller implements OnModuleInit {
       authorizer: this.authorizer,
       applies: (request) => routeMarks(request).llamadRoute === true,
       render: renderWithRouteFilter(this.adapterHost),
+      // Tenant rate limits of the metered routes (requests per minute, concurrency), before the body is read.
+      admit: (request, reply) => admitRequest(this.limiter, request, reply),
     });
   }
 
@@ -248,6 +264,10 @@ const CORE_TOKENS: unknown[] = [
   REQUEST_HOOKS,
   RESPONSES_STORE,
   USAGE_STORE,
+  REDIS_CLIENT,
+  RATE_LIMIT_STORE,
+  TenantLimiter,
+  TOKEN_BUDGET,
 ];
 
 /** Tokens whose override belongs to the models module (it provides them itself). */
@@ -337,6 +357,21 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
       },
       // Usage per caller for GET /api/usage: in this process's memory (per replica), bounded (usage.store.ts).
       { provide: USAGE_STORE, useFactory: () => new InMemoryUsageStore() },
+      // Tenant limits (docs/security.md "Rate limits and quotas"): counted in memory, or in Redis with
+      // LLAMAD_REDIS_URL (one lazily connected client, closed with the module).
+      {
+        provide: REDIS_CLIENT,
+        inject: [DaemonConfig],
+        useFactory: async (c: DaemonConfig) => (c.redisUrl !== '' ? await createRedisClient(c.redisUrl) : null),
+      },
+      RedisClientCloser,
+      {
+        provide: RATE_LIMIT_STORE,
+        inject: [REDIS_CLIENT],
+        useFactory: (redis: Redis | null) => new FlexibleRateLimitStore(redis ? { redis } : {}),
+      },
+      TenantLimiter,
+      { provide: TOKEN_BUDGET, inject: [TenantLimiter], useFactory: (l: TenantLimiter) => new RequestTokenBudget(l) },
       { provide: LLAMAD_MOUNT, useValue: mount },
       // Overrides come last: a later provider of the same token replaces the default.
       ...coreOverrides,
@@ -392,14 +427,15 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
     providers: [
       {
         provide: LlamadRequestGateInstaller,
-        inject: [HttpAdapterHost, DaemonConfig, LLAMAD_MOUNT, ApplicationConfig, AUTHORIZER],
+        inject: [HttpAdapterHost, DaemonConfig, LLAMAD_MOUNT, ApplicationConfig, AUTHORIZER, TenantLimiter],
         useFactory: (
           host: HttpAdapterHost,
           config: DaemonConfig,
           m: LlamadMount,
           app: ApplicationConfig,
           authorizer: RequestAuthorizer,
-        ) => new LlamadRequestGateInstaller(host, config, m, app, authorizer),
+          limiter: TenantLimiter,
+        ) => new LlamadRequestGateInstaller(host, config, m, app, authorizer, limiter),
       },
       {
         provide: LlamadRequestHooksRegistrar,

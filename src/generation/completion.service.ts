@@ -1,4 +1,4 @@
-import { Injectable, Logger, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { catchError, from, mergeMap, Observable, of, switchMap, throwError } from 'rxjs';
 import { ContextLengthExceededError } from '../common/errors';
 import { OptionMap } from '../common/options';
@@ -8,9 +8,11 @@ import { ResolvedModel } from '../models';
 import { GenerationHooksRegistry, GenerationTracker } from '../observability/generation-hooks';
 import { currentRequestContext } from '../observability/request-context';
 import { cacheScopeKey } from '../security/cache-scope';
+import { TOKEN_BUDGET, TokenBudget, TokenMeter } from '../security/limits/token-budget';
 import { ChatObserver, GenerationEvent, GenerationMetrics, Logprob } from './generation.types';
 import { EffectiveOptions, resolveOptions } from './options';
 import { isEmptyDelta } from './output';
+import { reservedTokens, withTokenReservation } from './token-reservation';
 import { PreparedPrompt, PromptService, PromptSource } from './prompt';
 import { Runner, RunnerSpec } from '../runner';
 import { ramCacheShareBytes, SchedulerService } from '../scheduler';
@@ -76,6 +78,7 @@ export class CompletionService {
     private readonly scheduler: SchedulerService,
     private readonly prompts: PromptService,
     @Optional() hooks?: GenerationHooksRegistry,
+    @Optional() @Inject(TOKEN_BUDGET) private readonly tokenBudget?: TokenBudget,
   ) {
     this.hooks = hooks ?? new GenerationHooksRegistry();
   }
@@ -145,7 +148,8 @@ export class CompletionService {
    */
   private attempts(request: CompletionRequest, tracker?: GenerationTracker): Observable<GenerationEvent> {
     const scope = cacheScopeKey(cacheScopeMode(this.config), currentRequestContext()?.principal);
-    const first = this.run(request, request.options, scope, false, tracker);
+    const meter = this.tokenBudget?.forCurrentRequest();
+    const first = this.run(request, request.options, scope, false, tracker, meter);
     if (!request.growContext) return first;
     return first.pipe(
       catchError((err: unknown) => {
@@ -159,7 +163,7 @@ export class CompletionService {
               `${request.model.shortName}: ${promptTokens}-token prompt does not fit; reloading with num_ctx ${numCtx}`,
             );
             const options = { ...request.options, num_ctx: numCtx };
-            return this.run({ ...request, growContext: false }, options, scope, true, tracker);
+            return this.run({ ...request, growContext: false }, options, scope, true, tracker, meter);
           }),
         );
       }),
@@ -237,7 +241,8 @@ export class CompletionService {
   /**
    * One attempt of {@link complete} with these options; `scope` is the cache scope key (RunnerRequest.cacheScope,
    * undefined = shared); `grown` marks the reload for a long prompt; `tracker` is told the prompt size and every
-   * generated token.
+   * generated token; `meter` reserves the prompt + output limit against the principal's token limits before the
+   * runner generates anything (a refusal fails the run with a 429 error) and is settled with the real usage.
    */
   private run(
     request: CompletionRequest,
@@ -245,6 +250,7 @@ export class CompletionService {
     scope: string | undefined,
     grown = false,
     tracker?: GenerationTracker,
+    meter?: TokenMeter,
   ): Observable<GenerationEvent> {
     const { options, spec } = this.plan(request.model, requestOptions);
     const acquire = {
@@ -359,6 +365,12 @@ export class CompletionService {
                 error: (err: unknown) => subscriber.error(err),
                 complete: () => subscriber.complete(),
               }),
+          ).pipe(
+            withTokenReservation(
+              meter,
+              reservedTokens(prompt.tokens.length, s.numPredict, numCtx),
+              () => prompt.tokens.length + generated.length,
+            ),
           );
         }),
       );

@@ -3,7 +3,9 @@ import type { HttpAdapterHost } from '@nestjs/core';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingMessage } from 'node:http';
+import { RateLimitedError } from '../common/errors';
 import { toOllamaError } from '../common/http/ollama-error.mapper';
+import { refusalHeaders } from '../common/http/rate-limit-headers';
 import { contextOf } from '../observability/http-observation';
 import { ANONYMOUS, Principal, RequestAuthorizer } from './authorizer';
 import { routeMarks } from './route-marks';
@@ -71,6 +73,11 @@ export interface RequestAuthorizationOptions {
   applies?: (request: FastifyRequest) => boolean;
   /** Sends the authorizer's error in the route's dialect (Ollama, OpenAI, Anthropic). */
   render: (err: unknown, request: FastifyRequest, reply: FastifyReply) => void;
+  /**
+   * Runs right after the authorizer accepted the request, still before its body is read: the tenant limits'
+   * admission (src/security/limits/request-admission.ts). Its error is rendered like the authorizer's (a 429).
+   */
+  admit?: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 }
 
 /**
@@ -79,7 +86,8 @@ export interface RequestAuthorizationOptions {
  * of its body is read or parsed (the connection is then closed, since the unread body cannot be skipped cheaply;
  * see answerWithoutReadingBody).
  * Skipped for OPTIONS (preflights are the gate's), routes that matched nothing (404 stays 404), `@Public()` routes
- * and requests `applies` rejects. The AuthorizationGuard stays bound to the controllers as a backstop; a request
+ * and requests `applies` rejects. An accepted request then goes through `admit` (rate limits), with the same early
+ * answer on refusal. The AuthorizationGuard stays bound to the controllers as a backstop; a request
  * authorized here is not asked again.
  */
 export function installRequestAuthorization(fastify: FastifyInstance, options: RequestAuthorizationOptions): void {
@@ -89,6 +97,7 @@ export function installRequestAuthorization(fastify: FastifyInstance, options: R
     if (options.applies && !options.applies(request)) return;
     try {
       await authorizeRequest(options.authorizer, request);
+      if (options.admit) await options.admit(request, reply);
     } catch (err) {
       answerWithoutReadingBody(request, reply);
       options.render(err, request, reply);
@@ -100,7 +109,7 @@ export function installRequestAuthorization(fastify: FastifyInstance, options: R
 /**
  * A renderer for {@link RequestAuthorizationOptions.render}: the error goes through the exception filter of the
  * route's controller (the dialect `@LlamadRoutes(filter)` names: Ollama, OpenAI or Anthropic), exactly as if the
- * handler had thrown it; a route without one gets Ollama's `{"error": "…"}`.
+ * handler had thrown it; a route without one gets Ollama's `{"error": "…"}` (a 429 with its refusalHeaders).
  * @param adapterHost passed to filters that take it (OllamaExceptionFilter, for its 404/405 logic).
  */
 export function renderWithRouteFilter(
@@ -111,6 +120,7 @@ export function renderWithRouteFilter(
     const filterClass = routeMarks(request).llamadFilter;
     if (!filterClass) {
       const { status, message } = toOllamaError(err);
+      if (err instanceof RateLimitedError) void reply.headers(refusalHeaders(err, 'ollama'));
       void reply.code(status).type('application/json; charset=utf-8').send({ error: message });
       return;
     }

@@ -2,7 +2,7 @@ import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/commo
 import type { FastifyReply } from 'fastify';
 import { ModelNotFoundError } from '../../common/errors';
 import { clientGoneSignal, StreamResponder } from '../../common/http';
-import { LlamadRoutes } from '../../security';
+import { LlamadRoutes, Metered } from '../../security';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import { ChatService, EmbedService, GenerateService } from '../../generation';
 import { ModelName, ModelsService } from '../../models';
@@ -51,6 +51,7 @@ export class OpenAIController {
    */
   @Post('chat/completions')
   @HttpCode(200)
+  @Metered('openai')
   @ApiRoute({
     id: 'createChatCompletion',
     rateLimited: true,
@@ -83,6 +84,7 @@ export class OpenAIController {
    */
   @Post('completions')
   @HttpCode(200)
+  @Metered('openai')
   @ApiRoute({
     id: 'createCompletion',
     rateLimited: true,
@@ -112,6 +114,7 @@ export class OpenAIController {
    */
   @Post('embeddings')
   @HttpCode(200)
+  @Metered('openai')
   @ApiRoute({
     id: 'createEmbedding',
     rateLimited: true,
