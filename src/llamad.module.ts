@@ -41,6 +41,7 @@ import { RegistryModule } from './registry/registry.module';
 import { MEMORY_PROBE, SystemMemoryProbe } from './scheduler';
 import { ApiKeyAuthorizer, AUTHORIZER, RequestAuthorizer } from './security/authorizer';
 import { installRequestAuthorization, renderWithRouteFilter } from './security/request-authorization';
+import { PrincipalPolicySource, TENANT_POLICY_SOURCE, TenantPolicySource } from './security/tenant-policy-source';
 import { installRequestGate } from './security/request-gate';
 import { installUnroutedAnswer } from './security/unrouted-request';
 import { routeMarks } from './security/route-marks';
@@ -82,10 +83,9 @@ export interface LlamadModuleExtras {
    */
   requestGate?: boolean;
   /**
-   * Providers that replace the defaults of the extension tokens: AUTHORIZER, MODEL_STORE, RUNNER_FACTORY,
-   * MEMORY_PROBE, TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING, RESPONSES_STORE (docs/library.md). They may inject
-   * DaemonConfig and whatever the
-   * modules in `imports` export.
+   * Providers that replace the defaults of the extension tokens: AUTHORIZER, TENANT_POLICY_SOURCE, MODEL_STORE,
+   * RUNNER_FACTORY, MEMORY_PROBE, TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING, RESPONSES_STORE (docs/library.md).
+   * They may inject DaemonConfig and whatever the modules in `imports` export.
    */
   providers?: Provider[];
   /** Modules whose exports the `providers` (and an async options factory) may inject. */
@@ -165,6 +165,7 @@ class LlamadRequestGateInstaller implements OnModuleInit {
     private readonly mount: LlamadMount,
     private readonly appConfig: ApplicationConfig,
     private readonly authorizer: RequestAuthorizer,
+    private readonly policies: TenantPolicySource,
   ) {}
 
   onModuleInit(): void {
@@ -181,6 +182,7 @@ class LlamadRequestGateInstaller implements OnModuleInit {
     if (this.mount.requestGate) this.installGate(fastify);
     installRequestAuthorization(fastify, {
       authorizer: this.authorizer,
+      policies: this.policies,
       applies: (request) => routeMarks(request).llamadRoute === true,
       render: renderWithRouteFilter(this.adapterHost),
     });
@@ -235,6 +237,7 @@ const CORE_TOKENS: unknown[] = [
   DaemonConfig,
   NATIVE_BINDING,
   AUTHORIZER,
+  TENANT_POLICY_SOURCE,
   RUNNER_FACTORY,
   MEMORY_PROBE,
   TEMPLATE_RENDERER,
@@ -302,6 +305,7 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
       // A loader: the addon is `require`d when the first model loads, never at import or bootstrap.
       { provide: NATIVE_BINDING, useValue: loadBinding },
       { provide: AUTHORIZER, useClass: ApiKeyAuthorizer },
+      { provide: TENANT_POLICY_SOURCE, useClass: PrincipalPolicySource },
       {
         // Each model in its own runner process unless config.runner is 'inprocess' (LLAMAD_RUNNER) or the
         // NATIVE_BINDING is not the compiled addon (DefaultRunnerFactory).
@@ -382,14 +386,15 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
     providers: [
       {
         provide: LlamadRequestGateInstaller,
-        inject: [HttpAdapterHost, DaemonConfig, LLAMAD_MOUNT, ApplicationConfig, AUTHORIZER],
+        inject: [HttpAdapterHost, DaemonConfig, LLAMAD_MOUNT, ApplicationConfig, AUTHORIZER, TENANT_POLICY_SOURCE],
         useFactory: (
           host: HttpAdapterHost,
           config: DaemonConfig,
           m: LlamadMount,
           app: ApplicationConfig,
           authorizer: RequestAuthorizer,
-        ) => new LlamadRequestGateInstaller(host, config, m, app, authorizer),
+          policies: TenantPolicySource,
+        ) => new LlamadRequestGateInstaller(host, config, m, app, authorizer, policies),
       },
       {
         provide: LlamadRequestHooksRegistrar,

@@ -5,8 +5,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import { toOllamaError } from '../common/http/ollama-error.mapper';
 import { contextOf } from '../observability/http-observation';
+import { ForbiddenError } from '../common/errors';
+import { isAdmin } from './admin-only';
 import { ANONYMOUS, Principal, RequestAuthorizer } from './authorizer';
 import { routeMarks } from './route-marks';
+import type { TenantPolicySource } from './tenant-policy-source';
 import { answerWithoutReadingBody } from './unread-body';
 
 const PRINCIPAL = Symbol('llamad.principal');
@@ -29,24 +32,38 @@ export function isAuthorized(request: FastifyRequest): boolean {
 }
 
 /**
- * Asks the authorizer about a request (no body: it has not been read) and records the result: the principal rides on
- * the raw request ({@link principalOf}) and on its RequestContext (for logs and services).
- * @throws whatever the authorizer throws (UnauthorizedError: 401).
+ * Asks the authorizer about a request (no body: it has not been read), then the policy source about its principal
+ * (once), and records the result: the principal, with the policy the source returned, rides on the raw request
+ * ({@link principalOf}) and on its RequestContext (`principal`, `principalName`, `policy`: for logs, services and
+ * the limits). On a route marked `@AdminOnly()` a principal whose role is `user` is then refused.
+ * @param policies the TENANT_POLICY_SOURCE; absent = the principal's own `policy`.
+ * @throws whatever the authorizer or the policy source throws (UnauthorizedError: 401); ForbiddenError (403, with
+ *   the context's `refusal` set to `forbidden`) for a `user` on an admin-only route.
  */
-export async function authorizeRequest(authorizer: RequestAuthorizer, request: FastifyRequest): Promise<Principal> {
-  const principal =
+export async function authorizeRequest(
+  authorizer: RequestAuthorizer,
+  request: FastifyRequest,
+  policies?: TenantPolicySource,
+): Promise<Principal> {
+  const authorized =
     (await authorizer.authorize({
       method: request.method,
       route: request.routeOptions.url ?? request.url.split('?')[0],
       headers: request.headers,
       remoteAddress: request.socket.remoteAddress,
     })) ?? ANONYMOUS;
+  const policy = policies ? await policies.policyFor(authorized) : authorized.policy;
+  const principal: Principal = policy === authorized.policy ? authorized : { ...authorized, policy };
   (request.raw as IncomingMessage & { [PRINCIPAL]?: Principal })[PRINCIPAL] = principal;
   const context = contextOf(request.raw);
   if (context) {
     context.principal = principal.id;
     context.principalName = principal.name ?? principal.policy?.name ?? principal.id;
     context.policy = principal.policy;
+  }
+  if (routeMarks(request).llamadAdminOnly === true && !isAdmin(principal.policy)) {
+    if (context) context.refusal = 'forbidden';
+    throw new ForbiddenError();
   }
   authorizedRequests.add(request);
   return principal;
@@ -64,6 +81,8 @@ export function isPublicRoute(request: FastifyRequest): boolean {
 export interface RequestAuthorizationOptions {
   /** Asked once per non-public request. */
   authorizer: RequestAuthorizer;
+  /** Asked once per authorized request, right after the authorizer (TENANT_POLICY_SOURCE); absent = the principal's. */
+  policies?: TenantPolicySource;
   /**
    * Which requests the hook judges (default: every routed one). The library passes "is this one of the module's
    * routes", so a host application's own routes are left to the host.
@@ -88,7 +107,7 @@ export function installRequestAuthorization(fastify: FastifyInstance, options: R
     if (isPublicRoute(request) || authorizedRequests.has(request)) return;
     if (options.applies && !options.applies(request)) return;
     try {
-      await authorizeRequest(options.authorizer, request);
+      await authorizeRequest(options.authorizer, request, options.policies);
     } catch (err) {
       answerWithoutReadingBody(request, reply);
       options.render(err, request, reply);

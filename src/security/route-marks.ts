@@ -13,6 +13,8 @@ export interface LlamadRouteMarks {
   llamadFilter?: Type<ExceptionFilter>;
   /** `@Public()`: open without authorization. */
   llamadPublic?: boolean;
+  /** `@AdminOnly()`: a principal whose role is `user` gets 403 (before the body is read). */
+  llamadAdminOnly?: boolean;
 }
 
 /** Merges `marks` into the Fastify route config of one handler (kept with whatever config it has). */

@@ -1,5 +1,5 @@
 import { Controller, Head, Param, Post, Req, Res } from '@nestjs/common';
-import { LlamadRoutes } from '../../security';
+import { AdminOnly, LlamadRoutes } from '../../security';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Readable } from 'node:stream';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
@@ -35,6 +35,7 @@ export class BlobsController {
    * existed, 400 `digest mismatch, expected "sha256:…", got "sha256:…"` (nothing kept). Empty response body.
    */
   @Post(':digest')
+  @AdminOnly()
   @ApiRoute({
     id: 'pushBlob',
     summary: 'Upload a blob',
