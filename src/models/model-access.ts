@@ -22,7 +22,9 @@ export function policyNames(name: ModelName): string[] {
  * as one that does not exist.
  */
 export function isModelVisible(name: ModelName): boolean {
-  return allowsModel(currentRequestContext()?.policy, policyNames(name));
+  const policy = currentRequestContext()?.policy;
+  // Without a list (the common case) no name is built.
+  return !limitsModels(policy) || allowsModel(policy, policyNames(name));
 }
 
 /** Whether the current request's principal sees every model (no `models` list applies to it). */

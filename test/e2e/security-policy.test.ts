@@ -115,10 +115,13 @@ describe('tenant policies from the keys file: roles and model lists (FakeBinding
     });
     const gguf = join(t.modelsDir, 'm.gguf');
     await writeTinyGguf(gguf, { chatTemplate: '{{ chatml }}' });
+    // `secret` has weights of its own (a loaded runner is named by the models that share its weights).
+    const other = join(t.modelsDir, 'other.gguf');
+    await writeTinyGguf(other, { chatTemplate: '{{ chatml }}', contextLength: 1024 });
     for (const model of ['demo', 'llama3.2:1b', 'secret']) {
       const res = await postJson(
         `${t.baseUrl}/api/create`,
-        { model, from: gguf, stream: false },
+        { model, from: model === 'secret' ? other : gguf, stream: false },
         {
           headers: auth(ADMIN),
         },
@@ -219,7 +222,14 @@ describe('tenant policies from the keys file: roles and model lists (FakeBinding
     assert.equal((await retrieve('secret', ADMIN)).status, 200);
   });
 
-  it('/api/ps shows a user only the loaded models of its list', async () => {
+  it('/api/ps and llama-server’s /tokenize count only the loaded models of a user’s list', async () => {
+    // Only `secret` loaded: unload the shared weights of the others first.
+    const unload = await postJson(
+      `${t.baseUrl}/api/generate`,
+      { model: 'demo', keep_alive: 0 },
+      { headers: auth(ADMIN) },
+    );
+    assert.equal(unload.status, 200, await unload.text());
     const chat = await postJson(
       `${t.baseUrl}/api/chat`,
       { model: 'secret', stream: false, messages: [{ role: 'user', content: 'hi' }] },
@@ -230,8 +240,13 @@ describe('tenant policies from the keys file: roles and model lists (FakeBinding
       (
         (await (await fetch(`${t.baseUrl}/api/ps`, { headers: auth(key) })).json()) as { models: { name: string }[] }
       ).models.map((m) => m.name);
-    assert.ok((await ps(ADMIN)).includes('secret:latest'));
-    assert.ok(!(await ps(USER)).includes('secret:latest'));
+    assert.deepEqual(await ps(ADMIN), ['secret:latest']);
+    assert.deepEqual(await ps(USER), []);
+    const tokenize = (key: string) => postJson(`${t.baseUrl}/tokenize`, { content: 'hi' }, { headers: auth(key) });
+    assert.equal((await tokenize(ADMIN)).status, 200);
+    const hidden = await tokenize(USER);
+    assert.equal(hidden.status, 400);
+    assert.match(((await hidden.json()) as { error: string }).error, /^no model is loaded/);
   });
 
   it('max_output_tokens caps a user’s reply whatever it asks for', async () => {
