@@ -136,7 +136,7 @@ describe('tenant policies from the keys file: roles and model lists (FakeBinding
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('a user key cannot create, delete, pull, push, copy or upload a blob: 403 before its body is read', async () => {
+  it('a user key cannot create, delete, pull, push, copy, upload a blob or scrape metrics: 403 before any body is read', async () => {
     const digest = `sha256:${'0'.repeat(64)}`;
     const routes: Array<[string, string, number]> = [
       ['POST', '/api/create', 1000],
@@ -151,6 +151,9 @@ describe('tenant policies from the keys file: roles and model lists (FakeBinding
       assert.equal(answer.status, 403, `${method} ${path}: ${answer.body}`);
       assert.match((JSON.parse(answer.body) as { error: string }).error, /^forbidden/);
     }
+    const metrics = await fetch(`${t.baseUrl}/metrics`, { headers: auth(USER) });
+    assert.equal(metrics.status, 403, 'metrics name every model and tenant');
+    assert.equal((await fetch(`${t.baseUrl}/metrics`, { headers: auth(ADMIN) })).status, 200);
     // The same routes with an admin key get past the role check (and read the body).
     const copy = await postJson(
       `${t.baseUrl}/api/copy`,
