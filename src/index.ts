@@ -33,6 +33,9 @@ export {
   type RequestAuthorizer,
 } from './security/authorizer';
 export { principalOf } from './security/request-authorization';
+export { PrincipalPolicySource, TENANT_POLICY_SOURCE, type TenantPolicySource } from './security/tenant-policy-source';
+export { type TenantLimits, type TenantPolicy, type TenantRole, roleOf } from './security/tenant-policy';
+export { AdminOnly, requireAdmin } from './security/admin-only';
 export {
   CONCURRENCY_RETRY_MS,
   createRedisClient,

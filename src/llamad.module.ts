@@ -48,6 +48,7 @@ import { RegistryModule } from './registry/registry.module';
 import { MEMORY_PROBE, SystemMemoryProbe } from './scheduler';
 import { ApiKeyAuthorizer, AUTHORIZER, RequestAuthorizer } from './security/authorizer';
 import { installRequestAuthorization, renderWithRouteFilter } from './security/request-authorization';
+import { PrincipalPolicySource, TENANT_POLICY_SOURCE, TenantPolicySource } from './security/tenant-policy-source';
 import { installRequestGate } from './security/request-gate';
 import { installUnroutedAnswer } from './security/unrouted-request';
 import { routeMarks } from './security/route-marks';
@@ -100,10 +101,9 @@ export interface LlamadModuleExtras {
    */
   requestGate?: boolean;
   /**
-   * Providers that replace the defaults of the extension tokens: AUTHORIZER, MODEL_STORE, RUNNER_FACTORY,
-   * MEMORY_PROBE, TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING, RESPONSES_STORE, USAGE_STORE, RATE_LIMIT_STORE,
-   * REDIS_CLIENT, TOKEN_BUDGET (docs/library.md). They may inject
-   * DaemonConfig and whatever the
+   * Providers that replace the defaults of the extension tokens: AUTHORIZER, TENANT_POLICY_SOURCE, MODEL_STORE,
+   * RUNNER_FACTORY, MEMORY_PROBE, TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING, RESPONSES_STORE, USAGE_STORE,
+   * RATE_LIMIT_STORE, REDIS_CLIENT, TOKEN_BUDGET (docs/library.md). They may inject DaemonConfig and whatever the
    * modules in `imports` export.
    */
   providers?: Provider[];
@@ -185,6 +185,7 @@ class LlamadRequestGateInstaller implements OnModuleInit {
     private readonly mount: LlamadMount,
     private readonly appConfig: ApplicationConfig,
     private readonly authorizer: RequestAuthorizer,
+    private readonly policies: TenantPolicySource,
     private readonly limiter: TenantLimiter,
   ) {}
 
@@ -202,6 +203,7 @@ class LlamadRequestGateInstaller implements OnModuleInit {
     if (this.mount.requestGate) this.installGate(fastify);
     installRequestAuthorization(fastify, {
       authorizer: this.authorizer,
+      policies: this.policies,
       applies: (request) => routeMarks(request).llamadRoute === true,
       render: renderWithRouteFilter(this.adapterHost),
       // Tenant rate limits of the metered routes (requests per minute, concurrency), before the body is read.
@@ -258,6 +260,7 @@ const CORE_TOKENS: unknown[] = [
   DaemonConfig,
   NATIVE_BINDING,
   AUTHORIZER,
+  TENANT_POLICY_SOURCE,
   RUNNER_FACTORY,
   MEMORY_PROBE,
   TEMPLATE_RENDERER,
@@ -330,6 +333,7 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
       // A loader: the addon is `require`d when the first model loads, never at import or bootstrap.
       { provide: NATIVE_BINDING, useValue: loadBinding },
       { provide: AUTHORIZER, useClass: ApiKeyAuthorizer },
+      { provide: TENANT_POLICY_SOURCE, useClass: PrincipalPolicySource },
       {
         // Each model in its own runner process unless config.runner is 'inprocess' (LLAMAD_RUNNER) or the
         // NATIVE_BINDING is not the compiled addon (DefaultRunnerFactory).
@@ -427,15 +431,24 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
     providers: [
       {
         provide: LlamadRequestGateInstaller,
-        inject: [HttpAdapterHost, DaemonConfig, LLAMAD_MOUNT, ApplicationConfig, AUTHORIZER, TenantLimiter],
+        inject: [
+          HttpAdapterHost,
+          DaemonConfig,
+          LLAMAD_MOUNT,
+          ApplicationConfig,
+          AUTHORIZER,
+          TENANT_POLICY_SOURCE,
+          TenantLimiter,
+        ],
         useFactory: (
           host: HttpAdapterHost,
           config: DaemonConfig,
           m: LlamadMount,
           app: ApplicationConfig,
           authorizer: RequestAuthorizer,
+          policies: TenantPolicySource,
           limiter: TenantLimiter,
-        ) => new LlamadRequestGateInstaller(host, config, m, app, authorizer, limiter),
+        ) => new LlamadRequestGateInstaller(host, config, m, app, authorizer, policies, limiter),
       },
       {
         provide: LlamadRequestHooksRegistrar,

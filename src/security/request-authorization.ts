@@ -7,8 +7,11 @@ import { RateLimitedError } from '../common/errors';
 import { toOllamaError } from '../common/http/ollama-error.mapper';
 import { refusalHeaders } from '../common/http/rate-limit-headers';
 import { contextOf } from '../observability/http-observation';
+import { ForbiddenError } from '../common/errors';
+import { isAdmin } from './admin-only';
 import { ANONYMOUS, Principal, RequestAuthorizer } from './authorizer';
 import { routeMarks } from './route-marks';
+import type { TenantPolicySource } from './tenant-policy-source';
 import { answerWithoutReadingBody } from './unread-body';
 
 const PRINCIPAL = Symbol('llamad.principal');
@@ -31,24 +34,38 @@ export function isAuthorized(request: FastifyRequest): boolean {
 }
 
 /**
- * Asks the authorizer about a request (no body: it has not been read) and records the result: the principal rides on
- * the raw request ({@link principalOf}) and on its RequestContext (for logs and services).
- * @throws whatever the authorizer throws (UnauthorizedError: 401).
+ * Asks the authorizer about a request (no body: it has not been read), then the policy source about its principal
+ * (once), and records the result: the principal, with the policy the source returned, rides on the raw request
+ * ({@link principalOf}) and on its RequestContext (`principal`, `principalName`, `policy`: for logs, services and
+ * the limits). On a route marked `@AdminOnly()` a principal whose role is `user` is then refused.
+ * @param policies the TENANT_POLICY_SOURCE; absent = the principal's own `policy`.
+ * @throws whatever the authorizer or the policy source throws (UnauthorizedError: 401); ForbiddenError (403, with
+ *   the context's `refusal` set to `forbidden`) for a `user` on an admin-only route.
  */
-export async function authorizeRequest(authorizer: RequestAuthorizer, request: FastifyRequest): Promise<Principal> {
-  const principal =
+export async function authorizeRequest(
+  authorizer: RequestAuthorizer,
+  request: FastifyRequest,
+  policies?: TenantPolicySource,
+): Promise<Principal> {
+  const authorized =
     (await authorizer.authorize({
       method: request.method,
       route: request.routeOptions.url ?? request.url.split('?')[0],
       headers: request.headers,
       remoteAddress: request.socket.remoteAddress,
     })) ?? ANONYMOUS;
+  const policy = policies ? await policies.policyFor(authorized) : authorized.policy;
+  const principal: Principal = policy === authorized.policy ? authorized : { ...authorized, policy };
   (request.raw as IncomingMessage & { [PRINCIPAL]?: Principal })[PRINCIPAL] = principal;
   const context = contextOf(request.raw);
   if (context) {
     context.principal = principal.id;
     context.principalName = principal.name ?? principal.policy?.name ?? principal.id;
     context.policy = principal.policy;
+  }
+  if (routeMarks(request).llamadAdminOnly === true && !isAdmin(principal.policy)) {
+    if (context) context.refusal = 'forbidden';
+    throw new ForbiddenError();
   }
   authorizedRequests.add(request);
   return principal;
@@ -66,6 +83,8 @@ export function isPublicRoute(request: FastifyRequest): boolean {
 export interface RequestAuthorizationOptions {
   /** Asked once per non-public request. */
   authorizer: RequestAuthorizer;
+  /** Asked once per authorized request, right after the authorizer (TENANT_POLICY_SOURCE); absent = the principal's. */
+  policies?: TenantPolicySource;
   /**
    * Which requests the hook judges (default: every routed one). The library passes "is this one of the module's
    * routes", so a host application's own routes are left to the host.
@@ -96,7 +115,7 @@ export function installRequestAuthorization(fastify: FastifyInstance, options: R
     if (isPublicRoute(request) || authorizedRequests.has(request)) return;
     if (options.applies && !options.applies(request)) return;
     try {
-      await authorizeRequest(options.authorizer, request);
+      await authorizeRequest(options.authorizer, request, options.policies);
       if (options.admit) await options.admit(request, reply);
     } catch (err) {
       answerWithoutReadingBody(request, reply);

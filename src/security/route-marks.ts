@@ -19,6 +19,8 @@ export interface LlamadRouteMarks {
    * with the dialect's rate-limit headers (docs/security.md "Rate limits and quotas").
    */
   llamadMetered?: RateLimitDialect;
+  /** `@AdminOnly()`: a principal whose role is `user` gets 403 (before the body is read). */
+  llamadAdminOnly?: boolean;
 }
 
 /** Merges `marks` into the Fastify route config of one handler (kept with whatever config it has). */

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ollamaErrorLine, StreamResponder } from '../../common/http';
 import { LlamadService } from './llamad.service';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
-import { isLoopbackAddress, LlamadRoutes } from '../../security';
+import { AdminOnly, isLoopbackAddress, LlamadRoutes } from '../../security';
 import { CopyRequestDto, DeleteRequestDto } from './dto/copy-delete-request.dto';
 import { CreateRequestDto } from './dto/create-request.dto';
 import { ListResponseWire, ShowResponseWire } from './dto/model-responses.dto';
@@ -54,6 +54,7 @@ export class ModelsController {
    * 404 `model "<source>" not found`.
    */
   @Post('copy')
+  @AdminOnly()
   @HttpCode(200)
   @ApiRoute({
     id: 'copyModel',
@@ -72,6 +73,7 @@ export class ModelsController {
    * `name "<x>" is invalid`, 404 `model '<x>' not found`. Unused blobs are removed; a loaded runner is unloaded.
    */
   @Delete('delete')
+  @AdminOnly()
   @HttpCode(200)
   @ApiRoute({
     id: 'deleteModel',
@@ -92,6 +94,7 @@ export class ModelsController {
    * address: forwarding headers are not trusted); other clients upload blobs and use `FROM @sha256:…`.
    */
   @Post('create')
+  @AdminOnly()
   @HttpCode(200)
   @ApiRoute({
     id: 'createModel',

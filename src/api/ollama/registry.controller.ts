@@ -1,7 +1,7 @@
 import { Body, Controller, HttpCode, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { ollamaErrorLine, StreamResponder } from '../../common/http';
-import { LlamadRoutes } from '../../security';
+import { AdminOnly, LlamadRoutes } from '../../security';
 import { LlamadService, RegistryResult } from './llamad.service';
 import type { LlamadStream } from './llamad-stream';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
@@ -24,6 +24,7 @@ export class RegistryController {
 
   /** Downloads a model. 400 `invalid model name`; stream errors e.g. `pull model manifest: file does not exist`. */
   @Post('pull')
+  @AdminOnly()
   @HttpCode(200)
   @ApiRoute({
     id: 'pullModel',
@@ -38,6 +39,7 @@ export class RegistryController {
 
   /** Uploads a local model. 400 `model is required`, 404 `model '<name>' not found`. */
   @Post('push')
+  @AdminOnly()
   @HttpCode(200)
   @ApiRoute({
     id: 'pushModel',

@@ -1,15 +1,10 @@
 import { Controller, Get, Req } from '@nestjs/common';
 import { ApiQuery } from '@nestjs/swagger';
 import type { FastifyRequest } from 'fastify';
-import { ForbiddenError } from '../../common/errors';
-import { currentRequestContext } from '../../observability';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import { LlamadRoutes } from '../../security';
-import { roleOf } from '../../security/tenant-policy';
+import { AdminOnly } from '../../security/admin-only';
 import { UsageResponseWire, UsageService } from './usage.service';
-
-/** The message of the 403 a `user` principal gets from GET /api/usage. */
-export const USAGE_FORBIDDEN_MESSAGE = 'forbidden: usage is reported to admin keys only';
 
 /**
  * GET /api/usage (issue 33 item 5; beyond Ollama): usage per principal name and model over a time range since
@@ -23,10 +18,11 @@ export class UsageController {
 
   /**
    * The usage report for `?start=&end=` (RFC 3339 or unix seconds; default start-up → now).
-   * @throws ForbiddenError (403) for a principal whose policy role is `user` (checked before the query).
+   * A principal whose policy role is `user` gets 403 from the authorization hook (`@AdminOnly()`), before this runs.
    * @throws InvalidRequestError (400) for a bad `start`/`end` or a start after the end.
    */
   @Get('usage')
+  @AdminOnly()
   @ApiRoute({
     id: 'getUsage',
     summary: 'Usage per caller and model (beyond Ollama)',
@@ -52,11 +48,6 @@ export class UsageController {
     schema: { type: 'string' },
   })
   async report(@Req() request: FastifyRequest): Promise<UsageResponseWire> {
-    const context = currentRequestContext();
-    if (roleOf(context?.policy) !== 'admin') {
-      if (context) context.refusal = 'forbidden';
-      throw new ForbiddenError(USAGE_FORBIDDEN_MESSAGE);
-    }
     const query = (request.query ?? {}) as { start?: unknown; end?: unknown };
     return this.usage.report({ start: query.start, end: query.end });
   }
