@@ -13,7 +13,7 @@ import { EffectiveOptions, resolveOptions } from './options';
 import { isEmptyDelta } from './output';
 import { PreparedPrompt, PromptService, PromptSource } from './prompt';
 import { Runner, RunnerSpec } from '../runner';
-import { ramCacheShareBytes, SchedulerService } from '../scheduler';
+import { ANONYMOUS_TICKET, FairTicket, fairTicket, ramCacheShareBytes, SchedulerService } from '../scheduler';
 
 /** One completion to run. */
 export interface CompletionRequest {
@@ -140,12 +140,14 @@ export class CompletionService {
 
   /**
    * {@link complete} without the hooks: one run, and with `growContext` a second one with a larger context. Called
-   * where the request's context is current (the subscribe of complete()): the cache scope is taken from its principal
-   * here, not later in a scheduler callback that another request's release may run.
+   * where the request's context is current (the subscribe of complete()): the cache scope and the slot gate's ticket
+   * (principal and weight) are taken from it here, not later in a callback that another request's release may run.
    */
   private attempts(request: CompletionRequest, tracker?: GenerationTracker): Observable<GenerationEvent> {
-    const scope = cacheScopeKey(cacheScopeMode(this.config), currentRequestContext()?.principal);
-    const first = this.run(request, request.options, scope, false, tracker);
+    const context = currentRequestContext();
+    const scope = cacheScopeKey(cacheScopeMode(this.config), context?.principal);
+    const ticket = fairTicket(context?.principal, context?.policy?.limits?.weight);
+    const first = this.run(request, request.options, scope, false, tracker, ticket);
     if (!request.growContext) return first;
     return first.pipe(
       catchError((err: unknown) => {
@@ -159,7 +161,7 @@ export class CompletionService {
               `${request.model.shortName}: ${promptTokens}-token prompt does not fit; reloading with num_ctx ${numCtx}`,
             );
             const options = { ...request.options, num_ctx: numCtx };
-            return this.run({ ...request, growContext: false }, options, scope, true, tracker);
+            return this.run({ ...request, growContext: false }, options, scope, true, tracker, ticket);
           }),
         );
       }),
@@ -237,7 +239,8 @@ export class CompletionService {
   /**
    * One attempt of {@link complete} with these options; `scope` is the cache scope key (RunnerRequest.cacheScope,
    * undefined = shared); `grown` marks the reload for a long prompt; `tracker` is told the prompt size and every
-   * generated token.
+   * generated token; `ticket` is who the generation runs for at the runner's slot gate (lease.slots: at most
+   * numParallel generations in the runner, the others wait in weighted fair order across principals).
    */
   private run(
     request: CompletionRequest,
@@ -245,6 +248,7 @@ export class CompletionService {
     scope: string | undefined,
     grown = false,
     tracker?: GenerationTracker,
+    ticket: FairTicket = ANONYMOUS_TICKET,
   ): Observable<GenerationEvent> {
     const { options, spec } = this.plan(request.model, requestOptions);
     const acquire = {
@@ -359,7 +363,7 @@ export class CompletionService {
                 error: (err: unknown) => subscriber.error(err),
                 complete: () => subscriber.complete(),
               }),
-          );
+          ).pipe(lease.slots.gated(ticket));
         }),
       );
     });
