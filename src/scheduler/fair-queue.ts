@@ -1,8 +1,9 @@
 import { MonoTypeOperatorFunction, Observable } from 'rxjs';
 
 /**
- * Who a generation runs for, as the slot gate weighs it: the principal's id (RequestContext.principal; '' for
- * anonymous callers and library use without a request) and its scheduling weight (TenantLimits.weight, default 1).
+ * Who a generation runs for, as the slot gate weighs it: the principal's id (RequestContext.principal; `anonymous`
+ * for callers without keys and for library use outside a request) and its scheduling weight (TenantLimits.weight,
+ * default 1).
  */
 export interface FairTicket {
   principal: string;
@@ -11,7 +12,7 @@ export interface FairTicket {
 }
 
 /** The ticket of callers without a principal or policy: one shared principal of weight 1 (plain FIFO among them). */
-export const ANONYMOUS_TICKET: FairTicket = { principal: '', weight: 1 };
+export const ANONYMOUS_TICKET: FairTicket = Object.freeze({ principal: 'anonymous', weight: 1 });
 
 /**
  * The ticket of a request from its context fields (call where the request's context is current).
@@ -20,7 +21,7 @@ export const ANONYMOUS_TICKET: FairTicket = { principal: '', weight: 1 };
  */
 export function fairTicket(principal: string | undefined, weight: number | undefined): FairTicket {
   const w = weight !== undefined && Number.isFinite(weight) && weight > 0 ? weight : 1;
-  return { principal: principal ?? '', weight: w };
+  return { principal: principal ?? ANONYMOUS_TICKET.principal, weight: w };
 }
 
 /** One generation waiting for a slot. */
