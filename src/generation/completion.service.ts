@@ -239,8 +239,9 @@ export class CompletionService {
   /**
    * One attempt of {@link complete} with these options; `scope` is the cache scope key (RunnerRequest.cacheScope,
    * undefined = shared); `grown` marks the reload for a long prompt; `tracker` is told the prompt size and every
-   * generated token; `ticket` is who the generation runs for at the runner's slot gate (lease.slots: at most
-   * numParallel generations in the runner, the others wait in weighted fair order across principals).
+   * generated token; `ticket` is who the generation runs for at the runner's slot gate (lease.slots: the runner's
+   * slots and as many generations ready behind them as slotGatePermits allows; the others wait in weighted fair order
+   * across principals).
    */
   private run(
     request: CompletionRequest,

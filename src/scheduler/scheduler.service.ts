@@ -3,7 +3,7 @@ import { Observable, Subject, Subscription } from 'rxjs';
 import { RequestCancelledError, RunnerTerminatedError, ServerBusyError } from '../common/errors';
 import { DaemonConfig } from '../config';
 import { ModelLifecycleService } from '../models';
-import { FairGate } from './fair-queue';
+import { FairGate, slotGatePermits } from './fair-queue';
 import { LoadCapacity } from './load-capacity';
 import type { LoadedRunner } from './loaded-runner';
 import { LoadQueue } from './load-queue';
@@ -236,7 +236,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       markGone,
       unloading: false,
       name,
-      gate: new FairGate(runner.spec.numParallel),
+      gate: new FairGate(slotGatePermits(runner.spec.numParallel)),
     };
     this.runners.set(key, entry);
     runner.onDeath?.((death) => this.onDeath(entry, death));

@@ -154,13 +154,13 @@ describe('fair queuing across tenants with the real addon', { skip: addon.skip }
     assert.ok(maxQueued >= 16, `/api/ps showed at most ${maxQueued} queued while A's 28 waited for a slot`);
     assert.equal((await ps())?.queued, 0, 'nothing left queued');
 
-    // The order: of A's requests without a first token when B was sent, only those already in a slot (4) and those
-    // let in with B (the permits freed in the same decode step, < 4) had their first token before B's. In arrival
-    // order B would have waited for all of them.
+    // The order: of A's requests without a first token when B was sent, only those already in a slot (4), those ready
+    // in the runner (3, slotGatePermits) and those let in with B (freed in the same decode step, < 4) had their first
+    // token before B's. In arrival order B would have waited for all of them.
     const waitingAtB = a.filter((r) => r.first > b.sent);
     const aheadOfB = waitingAtB.filter((r) => r.first < b.first);
-    assert.ok(waitingAtB.length >= 16, `only ${waitingAtB.length} of A's requests were still waiting when B came`);
-    assert.ok(aheadOfB.length < 8, `${aheadOfB.length} of A's ${waitingAtB.length} waiting requests went before B`);
+    assert.ok(waitingAtB.length >= 20, `only ${waitingAtB.length} of A's requests were still waiting when B came`);
+    assert.ok(aheadOfB.length <= 10, `${aheadOfB.length} of A's ${waitingAtB.length} waiting requests went before B`);
 
     // The figure of issue 33 item 4, relative: idle TTFT and one A request's decode time come from this run.
     const loadedTtft = b.first - b.sent;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Observable, Subject } from 'rxjs';
-import { FairGate, fairTicket, FairTicket } from '../../../src/scheduler/fair-queue';
+import { FairGate, fairTicket, FairTicket, slotGatePermits } from '../../../src/scheduler/fair-queue';
 
 /** A gate whose grants are recorded by label, each holding its release until the test ends it. */
 function harness(permits: number) {
@@ -100,6 +100,12 @@ describe('FairGate', () => {
       h.order.filter((l) => l.startsWith('h')),
       Array.from({ length: 8 }, (_, i) => `h${i}`),
     );
+  });
+
+  it('sizes a runner gate as its slots plus slots − 1 generations ready in the runner', () => {
+    assert.equal(slotGatePermits(1), 1);
+    assert.equal(slotGatePermits(4), 7);
+    assert.equal(slotGatePermits(0), 1);
   });
 
   it('a non-positive or non-finite weight counts as 1', () => {
