@@ -33,6 +33,29 @@ export {
   type RequestAuthorizer,
 } from './security/authorizer';
 export { principalOf } from './security/request-authorization';
+export { PrincipalPolicySource, TENANT_POLICY_SOURCE, type TenantPolicySource } from './security/tenant-policy-source';
+export { type TenantLimits, type TenantPolicy, type TenantRole, roleOf } from './security/tenant-policy';
+export { AdminOnly, requireAdmin } from './security/admin-only';
+export {
+  CONCURRENCY_RETRY_MS,
+  createRedisClient,
+  FlexibleRateLimitStore,
+  RATE_LIMIT_STORE,
+  REDIS_CLIENT,
+  RequestTokenBudget,
+  TenantLimiter,
+  TOKEN_BUDGET,
+  WINDOW_SECONDS,
+  type Admission,
+  type FlexibleRateLimitStoreOptions,
+  type LimitWindowName,
+  type RateLimitStore,
+  type TokenBudget,
+  type TokenMeter,
+  type TokenReservation,
+  type WindowCount,
+} from './security/limits';
+export { Metered } from './security/route-marks';
 export {
   DEFAULT_RESPONSES_STORE_OPTIONS,
   InMemoryResponsesStore,
@@ -78,6 +101,19 @@ export {
   type TemplateRenderer,
 } from './generation';
 export { MEMORY_PROBE, SystemMemoryProbe, type MemoryProbe } from './scheduler';
+export {
+  DEFAULT_USAGE_STORE_OPTIONS,
+  InMemoryUsageStore,
+  USAGE_STORE,
+  UsageService,
+  type InMemoryUsageStoreOptions,
+  type UsageRecord,
+  type UsageReport,
+  type UsageResponseWire,
+  type UsageRow,
+  type UsageRowWire,
+  type UsageStore,
+} from './operations';
 export { REQUEST_HOOKS, type RequestHooksValue } from './observability';
 export type { GenerationEndInfo, GenerationInfo, GenerationKind, RequestHooks } from './observability';
 export { NATIVE_BINDING, type NativeBindingLoader } from './native/native.tokens';

@@ -9,6 +9,7 @@ import {
 } from '@nestjs/common';
 import { ApplicationConfig, HttpAdapterHost, RouterModule } from '@nestjs/core';
 import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
 import {
   AppController,
   ChatController,
@@ -36,14 +37,32 @@ import { ModelsModule } from './models/models.module';
 import { loadBinding } from './native/load-binding';
 import { NATIVE_BINDING, NativeBindingLoader } from './native/native.tokens';
 import { GenerationHooksModule, GenerationHooksRegistry, REQUEST_HOOKS, RequestHooksValue } from './observability';
-import { OPERATIONS_CONTROLLERS, OperationsModule } from './operations';
+import {
+  InMemoryUsageStore,
+  OPERATIONS_CONTROLLERS,
+  OperationsModule,
+  USAGE_CONTROLLERS,
+  USAGE_STORE,
+} from './operations';
 import { RegistryModule } from './registry/registry.module';
 import { MEMORY_PROBE, SystemMemoryProbe } from './scheduler';
 import { ApiKeyAuthorizer, AUTHORIZER, RequestAuthorizer } from './security/authorizer';
 import { installRequestAuthorization, renderWithRouteFilter } from './security/request-authorization';
+import { PrincipalPolicySource, TENANT_POLICY_SOURCE, TenantPolicySource } from './security/tenant-policy-source';
 import { installRequestGate } from './security/request-gate';
 import { installUnroutedAnswer } from './security/unrouted-request';
 import { routeMarks } from './security/route-marks';
+import {
+  admitRequest,
+  createRedisClient,
+  FlexibleRateLimitStore,
+  RATE_LIMIT_STORE,
+  REDIS_CLIENT,
+  RedisClientCloser,
+  RequestTokenBudget,
+  TenantLimiter,
+  TOKEN_BUDGET,
+} from './security/limits';
 
 /** An HTTP API surface the module can mount. */
 export type LlamadSurface = 'native' | 'openai' | 'anthropic';
@@ -82,9 +101,9 @@ export interface LlamadModuleExtras {
    */
   requestGate?: boolean;
   /**
-   * Providers that replace the defaults of the extension tokens: AUTHORIZER, MODEL_STORE, RUNNER_FACTORY,
-   * MEMORY_PROBE, TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING, RESPONSES_STORE (docs/library.md). They may inject
-   * DaemonConfig and whatever the
+   * Providers that replace the defaults of the extension tokens: AUTHORIZER, TENANT_POLICY_SOURCE, MODEL_STORE,
+   * RUNNER_FACTORY, MEMORY_PROBE, TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING, RESPONSES_STORE, USAGE_STORE,
+   * RATE_LIMIT_STORE, REDIS_CLIENT, TOKEN_BUDGET (docs/library.md). They may inject DaemonConfig and whatever the
    * modules in `imports` export.
    */
   providers?: Provider[];
@@ -114,6 +133,7 @@ const SURFACE_CONTROLLERS: Record<LlamadSurface, Type<unknown>[]> = {
     TokenizeController,
     LlamaServerTokenizeController,
     RerankController,
+    ...USAGE_CONTROLLERS,
   ],
   openai: [OpenAIController, ResponsesController, OpenAIRerankController],
   anthropic: [AnthropicController],
@@ -165,6 +185,8 @@ class LlamadRequestGateInstaller implements OnModuleInit {
     private readonly mount: LlamadMount,
     private readonly appConfig: ApplicationConfig,
     private readonly authorizer: RequestAuthorizer,
+    private readonly policies: TenantPolicySource,
+    private readonly limiter: TenantLimiter,
   ) {}
 
   onModuleInit(): void {
@@ -181,8 +203,11 @@ class LlamadRequestGateInstaller implements OnModuleInit {
     if (this.mount.requestGate) this.installGate(fastify);
     installRequestAuthorization(fastify, {
       authorizer: this.authorizer,
+      policies: this.policies,
       applies: (request) => routeMarks(request).llamadRoute === true,
       render: renderWithRouteFilter(this.adapterHost),
+      // Tenant rate limits of the metered routes (requests per minute, concurrency), before the body is read.
+      admit: (request, reply) => admitRequest(this.limiter, request, reply),
     });
   }
 
@@ -235,11 +260,17 @@ const CORE_TOKENS: unknown[] = [
   DaemonConfig,
   NATIVE_BINDING,
   AUTHORIZER,
+  TENANT_POLICY_SOURCE,
   RUNNER_FACTORY,
   MEMORY_PROBE,
   TEMPLATE_RENDERER,
   REQUEST_HOOKS,
   RESPONSES_STORE,
+  USAGE_STORE,
+  REDIS_CLIENT,
+  RATE_LIMIT_STORE,
+  TenantLimiter,
+  TOKEN_BUDGET,
 ];
 
 /** Tokens whose override belongs to the models module (it provides them itself). */
@@ -302,6 +333,7 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
       // A loader: the addon is `require`d when the first model loads, never at import or bootstrap.
       { provide: NATIVE_BINDING, useValue: loadBinding },
       { provide: AUTHORIZER, useClass: ApiKeyAuthorizer },
+      { provide: TENANT_POLICY_SOURCE, useClass: PrincipalPolicySource },
       {
         // Each model in its own runner process unless config.runner is 'inprocess' (LLAMAD_RUNNER) or the
         // NATIVE_BINDING is not the compiled addon (DefaultRunnerFactory).
@@ -327,6 +359,23 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
             ttlMs: c.responsesTtlMs,
           }),
       },
+      // Usage per caller for GET /api/usage: in this process's memory (per replica), bounded (usage.store.ts).
+      { provide: USAGE_STORE, useFactory: () => new InMemoryUsageStore() },
+      // Tenant limits (docs/security.md "Rate limits and quotas"): counted in memory, or in Redis with
+      // LLAMAD_REDIS_URL (one lazily connected client, closed with the module).
+      {
+        provide: REDIS_CLIENT,
+        inject: [DaemonConfig],
+        useFactory: async (c: DaemonConfig) => (c.redisUrl !== '' ? await createRedisClient(c.redisUrl) : null),
+      },
+      RedisClientCloser,
+      {
+        provide: RATE_LIMIT_STORE,
+        inject: [REDIS_CLIENT],
+        useFactory: (redis: Redis | null) => new FlexibleRateLimitStore(redis ? { redis } : {}),
+      },
+      TenantLimiter,
+      { provide: TOKEN_BUDGET, inject: [TenantLimiter], useFactory: (l: TenantLimiter) => new RequestTokenBudget(l) },
       { provide: LLAMAD_MOUNT, useValue: mount },
       // Overrides come last: a later provider of the same token replaces the default.
       ...coreOverrides,
@@ -382,14 +431,24 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
     providers: [
       {
         provide: LlamadRequestGateInstaller,
-        inject: [HttpAdapterHost, DaemonConfig, LLAMAD_MOUNT, ApplicationConfig, AUTHORIZER],
+        inject: [
+          HttpAdapterHost,
+          DaemonConfig,
+          LLAMAD_MOUNT,
+          ApplicationConfig,
+          AUTHORIZER,
+          TENANT_POLICY_SOURCE,
+          TenantLimiter,
+        ],
         useFactory: (
           host: HttpAdapterHost,
           config: DaemonConfig,
           m: LlamadMount,
           app: ApplicationConfig,
           authorizer: RequestAuthorizer,
-        ) => new LlamadRequestGateInstaller(host, config, m, app, authorizer),
+          policies: TenantPolicySource,
+          limiter: TenantLimiter,
+        ) => new LlamadRequestGateInstaller(host, config, m, app, authorizer, policies, limiter),
       },
       {
         provide: LlamadRequestHooksRegistrar,

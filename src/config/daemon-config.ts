@@ -5,6 +5,7 @@ import { splitRpcServers } from '../common/options/rpc-servers';
 import { hostMemoryBytes } from './host-memory';
 import { DEFAULT_KEEP_ALIVE_MS, KeepAliveMs, parseGoDuration, parseKeepAliveEnv } from '../common/time';
 import { CacheScopeMode, parseCacheScopeEnv } from './cache-scope-env';
+import { parseRedisUrlEnv } from './redis-url-env';
 import {
   DEFAULT_LOAD_TIMEOUT_MS,
   DEFAULT_RUNNER_HEARTBEAT_TIMEOUT_MS,
@@ -127,6 +128,12 @@ export class DaemonConfig {
   responsesMax = 1000;
   /** LLAMAD_RESPONSES_TTL: how long a stored response is kept, ms (a Go duration such as `30m`). Default 1 h. */
   responsesTtlMs = 60 * 60 * 1000;
+  /**
+   * LLAMAD_REDIS_URL: `redis://` or `rediss://` URL of the Redis/Valkey server where tenant rate limits and quotas are
+   * counted, so that replicas share one budget ('' = in memory, per process; docs/security.md "Rate limits and
+   * quotas"). Beyond Ollama.
+   */
+  redisUrl = '';
   /**
    * LLAMAD_EVENT_LOOP_WINDOW: how far back the quantiles of `llamad_event_loop_delay_seconds` reach, ms (a duration:
    * `60s`, `1m`); they cover between half of it and all of it (src/operations/metrics/event-loop-delay.ts).
@@ -377,7 +384,8 @@ export function kvCacheSettings(
 /**
  * Builds the daemon's configuration from an environment (default: process.env). Unknown or invalid values fall back
  * to Ollama's defaults, as envconfig does, except where a wrong guess would weaken isolation between clients.
- * @throws InvalidConfigError for an LLAMAD_CACHE_SCOPE other than `principal` or `global`.
+ * @throws InvalidConfigError for an LLAMAD_CACHE_SCOPE other than `principal` or `global`, or an LLAMAD_REDIS_URL that
+ *   is not a redis:// or rediss:// URL.
  * @param memoryBytes the memory the daemon may use, bytes, for the default LLAMAD_CACHE_RAM budget (read only when
  *   it is unset); default hostMemoryBytes() (physical memory, or the cgroup v2 limit when lower). Tests pass a value.
  */
@@ -421,5 +429,6 @@ export function loadConfig(
   config.loadTimeoutMs = parseLoadTimeoutEnv(envVar(env, 'OLLAMA_LOAD_TIMEOUT'));
   config.runnerHeartbeatTimeoutMs = parseHeartbeatTimeoutEnv(envVar(env, 'LLAMAD_RUNNER_HEARTBEAT_TIMEOUT'));
   config.runnerFaults = parseRunnerFaults(envVar(env, 'LLAMAD_TEST_RUNNER_FAULT'));
+  config.redisUrl = parseRedisUrlEnv(envVar(env, 'LLAMAD_REDIS_URL'));
   return config;
 }

@@ -1,4 +1,4 @@
-import { Injectable, Logger, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { catchError, from, mergeMap, Observable, of, switchMap, throwError } from 'rxjs';
 import { ContextLengthExceededError } from '../common/errors';
 import { OptionMap } from '../common/options';
@@ -8,9 +8,11 @@ import { ResolvedModel } from '../models';
 import { GenerationHooksRegistry, GenerationTracker } from '../observability/generation-hooks';
 import { currentRequestContext } from '../observability/request-context';
 import { cacheScopeKey } from '../security/cache-scope';
+import { TOKEN_BUDGET, TokenBudget, TokenMeter } from '../security/limits/token-budget';
 import { ChatObserver, GenerationEvent, GenerationMetrics, Logprob } from './generation.types';
-import { EffectiveOptions, resolveOptions } from './options';
+import { EffectiveOptions, OptionCaps, OptionDefaults, resolveOptions } from './options';
 import { isEmptyDelta } from './output';
+import { reservedTokens, withTokenReservation } from './token-reservation';
 import { PreparedPrompt, PromptService, PromptSource } from './prompt';
 import { Runner, RunnerSpec } from '../runner';
 import { ANONYMOUS_TICKET, FairTicket, fairTicket, ramCacheShareBytes, SchedulerService } from '../scheduler';
@@ -46,6 +48,11 @@ export interface CompletionRequest {
    * Set by the compat layers (issue 12 §5); the native /api keeps Ollama's truncation.
    */
   growContext?: boolean;
+  /**
+   * The caller's policy caps (`max_context`, `max_output_tokens`; docs/security.md "Tenants"). Absent = those of the
+   * request context's policy when {@link CompletionService.complete} is subscribed.
+   */
+  caps?: OptionCaps;
 }
 
 /** Tokens reserved for the reply when a context is grown and the request sets no num_predict / max_tokens. */
@@ -76,15 +83,24 @@ export class CompletionService {
     private readonly scheduler: SchedulerService,
     private readonly prompts: PromptService,
     @Optional() hooks?: GenerationHooksRegistry,
+    @Optional() @Inject(TOKEN_BUDGET) private readonly tokenBudget?: TokenBudget,
   ) {
     this.hooks = hooks ?? new GenerationHooksRegistry();
   }
 
-  /** The effective options and the runner spec a request would use. */
-  plan(model: ResolvedModel, options: OptionMap): { options: EffectiveOptions; spec: RunnerSpec } {
+  /**
+   * The effective options and the runner spec a request would use.
+   * @param caps the caller's policy caps (num_ctx at most `max_context`, num_predict at most `max_output_tokens`;
+   *   option-caps.ts); default: the current request context's policy. A capped value is logged at debug level.
+   */
+  plan(
+    model: ResolvedModel,
+    options: OptionMap,
+    caps: OptionCaps | undefined = currentRequestContext()?.policy?.limits,
+  ): { options: EffectiveOptions; spec: RunnerSpec } {
     const kv = kvCacheSettings(this.config);
     const parallel = parallelPlan(this.config.numParallel);
-    const effective = resolveOptions(options, model.params, {
+    const defaults: OptionDefaults = {
       contextLength: this.config.contextLength,
       threads: this.config.threads,
       rpcServers: this.config.rpcServers,
@@ -94,7 +110,11 @@ export class CompletionService {
       hasDraft: model.draftPath !== undefined,
       vision: model.projectorPaths.length > 0,
       parallel,
-    });
+    };
+    const effective = resolveOptions(options, model.params, { ...defaults, caps });
+    if (caps?.max_context !== undefined || caps?.max_output_tokens !== undefined) {
+      this.logCaps(model, resolveOptions(options, model.params, defaults), effective);
+    }
     return {
       options: effective,
       spec: {
@@ -107,6 +127,20 @@ export class CompletionService {
         ...(model.draftPath !== undefined ? { draftModelPath: model.draftPath } : {}),
       },
     };
+  }
+
+  /** Logs (debug) the options a policy's caps lowered. */
+  private logCaps(model: ResolvedModel, uncapped: EffectiveOptions, capped: EffectiveOptions): void {
+    const changes: string[] = [];
+    if (capped.load.numCtx !== uncapped.load.numCtx) {
+      changes.push(`num_ctx ${uncapped.load.numCtx} → ${capped.load.numCtx} (max_context)`);
+    }
+    if (capped.sampling.numPredict !== uncapped.sampling.numPredict) {
+      changes.push(`num_predict ${uncapped.sampling.numPredict} → ${capped.sampling.numPredict} (max_output_tokens)`);
+    }
+    if (changes.length > 0) {
+      this.logger.debug(`${model.shortName}: capped by the caller's policy: ${changes.join(', ')}`);
+    }
   }
 
   /**
@@ -146,8 +180,12 @@ export class CompletionService {
   private attempts(request: CompletionRequest, tracker?: GenerationTracker): Observable<GenerationEvent> {
     const context = currentRequestContext();
     const scope = cacheScopeKey(cacheScopeMode(this.config), context?.principal);
+    // The caps too are taken here, where the request's context is current (a retry below runs in a runner callback);
+    // `{}` = none, so that plan() does not look for a context later.
+    if (request.caps === undefined) request = { ...request, caps: context?.policy?.limits ?? {} };
+    const meter = this.tokenBudget?.forCurrentRequest();
     const ticket = fairTicket(context?.principal, context?.policy?.limits?.weight);
-    const first = this.run(request, request.options, scope, false, tracker, ticket);
+    const first = this.run(request, request.options, scope, false, tracker, meter, ticket);
     if (!request.growContext) return first;
     return first.pipe(
       catchError((err: unknown) => {
@@ -161,7 +199,7 @@ export class CompletionService {
               `${request.model.shortName}: ${promptTokens}-token prompt does not fit; reloading with num_ctx ${numCtx}`,
             );
             const options = { ...request.options, num_ctx: numCtx };
-            return this.run({ ...request, growContext: false }, options, scope, true, tracker, ticket);
+            return this.run({ ...request, growContext: false }, options, scope, true, tracker, meter, ticket);
           }),
         );
       }),
@@ -172,19 +210,22 @@ export class CompletionService {
    * The context (tokens per slot) to reload with for a prompt that did not fit: prompt + the reply's tokens
    * (num_predict, else {@link GROWN_CONTEXT_REPLY_TOKENS}), at least twice the current context so a growing
    * conversation does not reload every turn, rounded up to {@link GROWN_CONTEXT_STEP}, and capped at the largest
-   * context allowed: the model's trained context, and OLLAMA_CONTEXT_LENGTH when it is set. When the reply does not
+   * context allowed: the model's trained context, OLLAMA_CONTEXT_LENGTH when it is set, and the caller's `max_context`. When the reply does not
    * fit under the cap the cap is used (the answer may end with `length`).
    * @throws ContextLengthExceededError (400) when the prompt alone does not fit under the cap, or when memory does
    *   not allow the context (the scheduler's estimate); the message names the prompt size and the context size.
    */
   async grownContext(request: CompletionRequest, promptTokens: number, currentCtx: number): Promise<number> {
     const trained = request.model.facts.contextLength ?? 0;
-    const caps = [trained, this.config.contextLength].filter((n) => n > 0);
+    const policyCap = request.caps?.max_context ?? 0;
+    const caps = [trained, this.config.contextLength, policyCap].filter((n) => n > 0);
     const limit = caps.length > 0 ? Math.min(...caps) : currentCtx;
     const capNote =
-      this.config.contextLength > 0 && this.config.contextLength <= (trained || Infinity)
-        ? 'OLLAMA_CONTEXT_LENGTH'
-        : 'the model’s trained context';
+      policyCap > 0 && policyCap === limit
+        ? 'the max_context of your API key'
+        : this.config.contextLength > 0 && this.config.contextLength <= (trained || Infinity)
+          ? 'OLLAMA_CONTEXT_LENGTH'
+          : 'the model’s trained context';
     if (promptTokens >= limit) {
       throw new ContextLengthExceededError(
         `the prompt is ${promptTokens} tokens, but this model can be loaded with at most ${limit} tokens of ` +
@@ -193,11 +234,11 @@ export class CompletionService {
         limit,
       );
     }
-    const { options } = this.plan(request.model, request.options);
+    const { options } = this.plan(request.model, request.options, request.caps);
     const reply = options.sampling.numPredict > 0 ? options.sampling.numPredict : GROWN_CONTEXT_REPLY_TOKENS;
     const wanted = Math.max(promptTokens + reply, 2 * currentCtx);
     const numCtx = Math.min(limit, Math.ceil(wanted / GROWN_CONTEXT_STEP) * GROWN_CONTEXT_STEP);
-    const { spec } = this.plan(request.model, { ...request.options, num_ctx: numCtx });
+    const { spec } = this.plan(request.model, { ...request.options, num_ctx: numCtx }, request.caps);
     const fit = await this.scheduler.memoryFit(spec);
     if (!fit.fits) {
       const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MiB`;
@@ -239,9 +280,11 @@ export class CompletionService {
   /**
    * One attempt of {@link complete} with these options; `scope` is the cache scope key (RunnerRequest.cacheScope,
    * undefined = shared); `grown` marks the reload for a long prompt; `tracker` is told the prompt size and every
-   * generated token; `ticket` is who the generation runs for at the runner's slot gate (lease.slots: the runner's
-   * slots and as many generations ready behind them as slotGatePermits allows; the others wait in weighted fair order
-   * across principals).
+   * generated token; `meter` reserves the prompt + output limit against the principal's token limits before the
+   * runner generates anything (a refusal fails the run with a 429 error) and is settled with the real usage; `ticket`
+   * is who the generation runs for at the runner's slot gate, which it passes after the reservation (lease.slots: the
+   * runner's slots and as many generations ready behind them as slotGatePermits allows; the others wait in weighted
+   * fair order across principals).
    */
   private run(
     request: CompletionRequest,
@@ -249,9 +292,10 @@ export class CompletionService {
     scope: string | undefined,
     grown = false,
     tracker?: GenerationTracker,
+    meter?: TokenMeter,
     ticket: FairTicket = ANONYMOUS_TICKET,
   ): Observable<GenerationEvent> {
-    const { options, spec } = this.plan(request.model, requestOptions);
+    const { options, spec } = this.plan(request.model, requestOptions, request.caps);
     const acquire = {
       spec,
       keepAliveMs: request.keepAliveMs,
@@ -364,7 +408,16 @@ export class CompletionService {
                 error: (err: unknown) => subscriber.error(err),
                 complete: () => subscriber.complete(),
               }),
-          ).pipe(lease.slots.gated(ticket));
+          ).pipe(
+            // Inner first: the reservation (outer) is made before the generation waits at the slot gate, so a
+            // refused request never queues.
+            lease.slots.gated(ticket),
+            withTokenReservation(
+              meter,
+              reservedTokens(prompt.tokens.length, s.numPredict, numCtx),
+              () => prompt.tokens.length + generated.length,
+            ),
+          );
         }),
       );
     });

@@ -1,9 +1,10 @@
-import { Injectable, Optional } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { InvalidRequestError, ModelNotFoundError, RequestCancelledError } from '../common/errors';
 import { OptionMap } from '../common/options';
 import { KeepAliveMs } from '../common/time';
 import { ModelsService } from '../models';
 import { GenerationHooksRegistry } from '../observability/generation-hooks';
+import { TOKEN_BUDGET, TokenBudget } from '../security/limits/token-budget';
 import { CompletionService, elapsedNs } from './completion.service';
 import { Runner } from '../runner';
 import { runLeasedJob, SchedulerService } from '../scheduler';
@@ -103,19 +104,23 @@ export class EmbedService {
     private readonly completion: CompletionService,
     private readonly scheduler: SchedulerService,
     @Optional() hooks?: GenerationHooksRegistry,
+    @Optional() @Inject(TOKEN_BUDGET) private readonly tokenBudget?: TokenBudget,
   ) {
     this.hooks = hooks ?? new GenerationHooksRegistry();
   }
 
   /**
    * Embeds every input of the command, in order. Empty input still loads the model and returns no vectors. A request
-   * with inputs is reported to the request hooks (kind `embed`: prompt tokens, no generated tokens).
+   * with inputs is reported to the request hooks (kind `embed`: prompt tokens, no generated tokens). Its prompt tokens
+   * are charged to the principal's token limits after the fact (no reservation: an embedding has no output to
+   * estimate, and its input is bounded by the context).
    * @throws ModelNotFoundError (`model '' not found`, `model "<name>" not found, try pulling it first`, 404),
    *   InvalidRequestError (`invalid input type`, `invalid model name`, `the input length exceeds the context length`,
    *   `embedding contains NaN or Inf values`), load errors from the scheduler, RequestCancelledError once
    *   `cmd.signal` aborted (the client left).
    */
   async embed(cmd: EmbedCommand): Promise<EmbedResult> {
+    const meter = this.tokenBudget?.forCurrentRequest();
     const texts = decodeEmbedInput(cmd.input);
     if (!cmd.model) throw new ModelNotFoundError('');
     const model = await this.models.resolve(
@@ -142,6 +147,12 @@ export class EmbedService {
       },
       cmd.signal,
     );
+    if (meter) {
+      result.then(
+        (r) => meter.charge(r.promptEvalCount),
+        () => undefined,
+      );
+    }
     if (!tracker) return result;
     return result.then(
       (r) => {

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit, Option
 import type { Subscription } from 'rxjs';
 import type { NativeModel } from '../../binding';
 import { InvalidRequestError, ModelLoadError } from '../common/errors';
-import { ModelLifecycleService, ModelsService } from '../models';
+import { ModelLifecycleService, ModelsService, seesEveryModel } from '../models';
 import { mapNativeError, NATIVE_BINDING, NativeBindingLoader } from '../native';
 import { SchedulerService } from '../scheduler';
 
@@ -145,13 +145,23 @@ export class TokenizeService implements OnModuleInit, OnApplicationShutdown {
     );
   }
 
-  /** The model named, or with no name the only loaded one (llama-server's routes carry no model). */
+  /**
+   * The model named, or with no name the only loaded one (llama-server's routes carry no model); for a caller limited
+   * to a model list, the only loaded one of its list.
+   */
   private async pick(name: string): Promise<{ modelPath: string; shortName: string }> {
     if (name !== '') {
       const model = await this.models.resolve(name, () => `model '${name}' not found`);
       return { modelPath: model.modelPath, shortName: model.shortName };
     }
-    const loaded = this.scheduler.loaded().filter((r) => !r.expired);
+    let loaded = this.scheduler.loaded().filter((r) => !r.expired);
+    if (!seesEveryModel()) {
+      // A caller limited to a model list counts only the loaded models of its list (docs/security.md "Tenants").
+      const listed = await Promise.all(
+        loaded.map((r) => this.models.findByWeights(r.spec.modelPath).catch(() => null)),
+      );
+      loaded = loaded.filter((_, i) => listed[i] !== null);
+    }
     const paths = [...new Set(loaded.map((r) => r.spec.modelPath))];
     if (paths.length !== 1) {
       throw new InvalidRequestError(

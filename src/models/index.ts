@@ -8,6 +8,7 @@ export * from './model-store';
 export * from './model-store.repository';
 export * from './model-resolver.service';
 export * from './model-list.service';
+export * from './model-access';
 export * from './model-show.service';
 export * from './blobs.service';
 export * from './model-lifecycle.service';

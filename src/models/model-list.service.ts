@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { MediaType, ModelConfig } from './manifest';
+import { isModelVisible } from './model-access';
 import { configDetails, EMPTY_DETAILS, ModelResolverService, storedSize } from './model-resolver.service';
 import { MODEL_STORE, ModelStore, StoredManifest } from './model-store';
 import { ModelCapability, ModelDetails } from './model.types';
@@ -28,10 +29,10 @@ export class ModelListService {
 
   /**
    * Every local model for /api/tags (§3.6), newest first. Manifests whose config cannot be read still appear, with
-   * the details that could be found.
+   * the details that could be found. Only the models the request's policy lists (model-access.ts).
    */
   async list(): Promise<ListedModel[]> {
-    const manifests = await this.store.listManifests();
+    const manifests = (await this.store.listManifests()).filter((m) => isModelVisible(m.name));
     const out: ListedModel[] = [];
     for (const m of manifests) {
       let details: ModelDetails = { ...EMPTY_DETAILS };
@@ -58,13 +59,14 @@ export class ModelListService {
 
   /**
    * The model /api/ps shows for a loaded weights blob (§3.7): the most recently modified manifest whose weights
-   * layer is that blob, with its name, manifest digest and details; null when no manifest uses it any more.
+   * layer is that blob, with its name, manifest digest and details; null when no manifest uses it any more (or none
+   * the request's policy lists).
    */
   async findByWeights(modelPath: string): Promise<ListedModel | null> {
     let best: StoredManifest | undefined;
     for (const m of await this.store.listManifests()) {
       const layer = m.manifest.layers.find((l) => l.mediaType === MediaType.MODEL);
-      if (!layer || this.store.blobPath(layer.digest) !== modelPath) continue;
+      if (!layer || this.store.blobPath(layer.digest) !== modelPath || !isModelVisible(m.name)) continue;
       if (!best || m.modifiedAt > best.modifiedAt) best = m;
     }
     if (!best) return null;

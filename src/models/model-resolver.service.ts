@@ -4,6 +4,7 @@ import { checkRpcAllowed, OptionMap, sanitizeStoredParams } from '../common/opti
 import { DaemonConfig } from '../config';
 import { FACTS_MAX_ARRAY_ITEMS, modelDetails, readGguf } from './gguf';
 import { ggufModelConfig, ManifestLayer, MediaType, ModelConfig } from './manifest';
+import { isModelVisible } from './model-access';
 import { ModelName } from './model-name';
 import { MODEL_STORE, ModelStore, StoredManifest } from './model-store';
 import { ModelCapability, ModelDetails, ModelFacts, ResolvedModel } from './model.types';
@@ -105,14 +106,16 @@ export class ModelResolverService {
    * case-insensitively against the store.
    * @param input the name as the client sent it.
    * @param notFoundMessage builds the 404 text (default `model '<input>' not found`).
-   * @throws InvalidRequestError `invalid model name`; ModelNotFoundError when no manifest matches or it has no
-   *   weights layer.
+   * @throws InvalidRequestError `invalid model name`; ModelNotFoundError when no manifest matches, it has no
+   *   weights layer, or the request's policy does not list the model (the same error: model-access.ts).
    */
   async resolve(input: string, notFoundMessage?: (name: ModelName) => string): Promise<ResolvedModel> {
     const name = ModelName.parse(input);
     if (!name) throw new InvalidRequestError('invalid model name', 'model');
-    const stored = await this.store.readManifest(name);
     const message = notFoundMessage ? notFoundMessage(name) : ModelNotFoundError.notFoundMessage(input);
+    // A model outside the caller's `models` list answers as one that does not exist (docs/security.md "Tenants").
+    if (!isModelVisible(name)) throw new ModelNotFoundError(input, message);
+    const stored = await this.store.readManifest(name);
     if (!stored) throw new ModelNotFoundError(input, message);
     return this.resolveStored(stored, () => new ModelNotFoundError(input, message));
   }

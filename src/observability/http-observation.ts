@@ -15,8 +15,9 @@ export interface HttpRequestSink {
    * @param route the Fastify route pattern (`/api/chat`) or `unmatched`.
    * @param status the response status; 499 when the client closed the connection before the response ended.
    * @param seconds request start (first hook) → response end or connection close.
+   * @param context the request's context (principal, generation summary, refusal), for the usage counters.
    */
-  observeHttp(method: string, route: string, status: number, seconds: number): void;
+  observeHttp(method: string, route: string, status: number, seconds: number, context?: RequestContext): void;
 }
 
 /** pino-http's middleware shape: attaches its listeners to the request and response (one log line at the end). */
@@ -142,7 +143,7 @@ export function installHttpObservation(
     raw.once('close', () => {
       state.ended();
       const status = raw.writableFinished ? raw.statusCode : 499;
-      state.sink?.observeHttp(request.method, route, status, (performance.now() - started) / 1000);
+      state.sink?.observeHttp(request.method, route, status, (performance.now() - started) / 1000, context);
     });
     state.logger?.(req, raw);
     if (state.draining) {

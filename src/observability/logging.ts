@@ -70,9 +70,10 @@ function loggedPath(url: string, route: string | undefined): string {
 
 /**
  * The fields of one request's log line (beyond pino's own): request id, method, path (no query string; no stored
- * object id), the principal (`key:<12 hex>`, `anonymous`; never a key), Fastify
+ * object id), the principal (`key:<12 hex>`, `anonymous`; never a key) and the name its usage is reported under
+ * (`principalName`: the policy's or host tenant's name, when it differs), the limit that refused it (`refusal`), Fastify
  * route pattern (`unmatched` for 404s), status (499 when the client left first), duration in ms and, when the request
- * ran a generation, the model and token counts. At debug level the request headers too, credentials redacted.
+ * ran a generation, the model and token counts (`promptTokens`, `cachedTokens`, `completionTokens`). At debug level the request headers too, credentials redacted.
  * Prompts and outputs are never logged.
  */
 export function requestLogFields(
@@ -92,6 +93,10 @@ export function requestLogFields(
     durationMs,
   };
   if (context?.principal !== undefined) fields.principal = context.principal;
+  if (context?.principalName !== undefined && context.principalName !== context.principal) {
+    fields.principalName = context.principalName;
+  }
+  if (context?.refusal !== undefined) fields.refusal = context.refusal;
   if (!finished) fields.aborted = true;
   const g = context?.generation;
   if (g) {

@@ -5,3 +5,7 @@ export * from './health/readiness.service';
 export * from './shutdown/graceful-shutdown.service';
 export * from './shutdown/shutdown-signals';
 export * from './operations.module';
+export * from './usage/usage.store';
+export * from './usage/usage.service';
+export * from './usage/usage-labels';
+export * from './usage/usage.controller';

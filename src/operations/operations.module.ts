@@ -8,6 +8,8 @@ import { HttpObservation, installHttpObservation } from '../observability';
 import { MetricsController } from './metrics/metrics.controller';
 import { MetricsService } from './metrics/metrics.service';
 import { GracefulShutdownService } from './shutdown/graceful-shutdown.service';
+import { UsageController } from './usage/usage.controller';
+import { UsageService } from './usage/usage.service';
 import { routeMarks } from '../security';
 
 /**
@@ -34,11 +36,17 @@ function observationFor(adapterHost: HttpAdapterHost): HttpObservation {
 export const OPERATIONS_CONTROLLERS: Type<unknown>[] = [MetricsController, HealthController];
 
 /**
+ * GET /api/usage (usage per caller, admin only): an operational route of the native surface (`/api/*`), so
+ * LlamadModule mounts it with the `native` surface's controllers; it needs {@link OperationsModule} like the others.
+ */
+export const USAGE_CONTROLLERS: Type<unknown>[] = [UsageController];
+
+/**
  * Operations (issue 13, docs/observability.md): the Prometheus metrics (per-application registry), the readiness
  * check, graceful shutdown and the HTTP observation (request ids, request contexts, in-flight count); its routes are
  * {@link OPERATIONS_CONTROLLERS}. Not self-contained: import it as `{ module: OperationsModule, imports: [...] }`
- * with modules that export DaemonConfig, NATIVE_BINDING and the application's SchedulerService (LlamadModule passes its
- * core and its InferenceModule instance). Shares the application's GenerationHooksRegistry (GenerationHooksModule is
+ * with modules that export DaemonConfig, NATIVE_BINDING, USAGE_STORE and the application's SchedulerService
+ * (LlamadModule passes its core and its InferenceModule instance). Shares the application's GenerationHooksRegistry (GenerationHooksModule is
  * static). Structured logging belongs to the application (src/app.factory.ts): this module installs no logger.
  */
 @Module({
@@ -46,9 +54,17 @@ export const OPERATIONS_CONTROLLERS: Type<unknown>[] = [MetricsController, Healt
   providers: [
     { provide: HttpObservation, inject: [HttpAdapterHost], useFactory: observationFor },
     MetricsService,
+    UsageService,
     ReadinessService,
     GracefulShutdownService,
   ],
-  exports: [GenerationHooksModule, MetricsService, ReadinessService, GracefulShutdownService, HttpObservation],
+  exports: [
+    GenerationHooksModule,
+    MetricsService,
+    UsageService,
+    ReadinessService,
+    GracefulShutdownService,
+    HttpObservation,
+  ],
 })
 export class OperationsModule {}

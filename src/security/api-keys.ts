@@ -3,6 +3,8 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
 import { bearerToken, MAX_API_KEY_LENGTH, MAX_AUTHORIZATION_LENGTH } from './header-values';
+import { KeyEntry, KeysFileError, readKeysFile } from './keys-file';
+import type { TenantPolicy } from './tenant-policy';
 
 /** The file-system calls the key source makes (tests replace them to force overlapping reads). */
 export interface KeysFileIo {
@@ -23,26 +25,51 @@ function digest(key: string): Buffer {
   return createHash('sha256').update(key, 'utf8').digest();
 }
 
-/** Keys of a keys file: one per line; blank lines and lines starting with `#` are skipped, whitespace trimmed. */
-export function parseKeysFile(text: string): string[] {
-  return text
-    .split(/\r?\n/)
-    .map((line) => line.trim())
-    .filter((line) => line !== '' && !line.startsWith('#'));
+/** Who a key is (structurally a Principal of authorizer.ts): its id, and the name and policy of its file entry. */
+export interface KeyPrincipal {
+  /** `key:<12 hex of the key's sha256>`: names the key without revealing it. */
+  readonly id: string;
+  /** The entry's `name` (document form only). */
+  readonly name?: string;
+  /** The entry's policy (document form only); absent for LLAMAD_API_KEYS and key lines: an unlimited admin. */
+  readonly policy?: TenantPolicy;
+}
+
+/** A key as kept: its digest and who it is. */
+interface KnownKey {
+  digest: Buffer;
+  principal: KeyPrincipal;
+}
+
+function knownKey(entry: KeyEntry): KnownKey {
+  const keyDigest = digest(entry.key);
+  const id = `key:${keyDigest.toString('hex').slice(0, KEY_ID_HEX)}`;
+  const name = entry.policy?.name;
+  return {
+    digest: keyDigest,
+    principal: Object.freeze({
+      id,
+      ...(name !== undefined ? { name } : {}),
+      ...(entry.policy ? { policy: entry.policy } : {}),
+    }),
+  };
 }
 
 /**
- * The keys a request may present (LLAMAD_API_KEYS and LLAMAD_API_KEYS_FILE; docs/security.md). The file is re-read
- * when its size, mtime or inode changes (checked with one `stat` per call of {@link matches}) and on {@link reload}
- * (SIGHUP). A configured file that cannot be read counts as holding no key: the check then fails closed. Only
- * sha256 digests of the keys are kept; no key is ever logged. Reads of the file never overlap: a read that is asked
- * for while one runs waits for it and then reads again, so the newest read is always the one installed (two
- * overlapping reloads cannot install the older file's keys last).
+ * The keys a request may present (LLAMAD_API_KEYS and LLAMAD_API_KEYS_FILE; docs/security.md "API keys" and
+ * "Tenants"). The file holds one key a line, or a YAML/JSON document with a policy per key (keys-file.ts). It is
+ * re-read when its size, mtime or inode changes (checked with one `stat` per call of {@link identify}) and on
+ * {@link reload} (SIGHUP). A configured file that cannot be read counts as holding no key: the check then fails
+ * closed. A file that is read but cannot be used (a syntax error, a field that fails validation) keeps the keys and
+ * policies of the last good read, and one warning line says why (line or field, never a key); when there was no good
+ * read yet, it holds no key (fails closed). Only sha256 digests of the keys are kept; no key is ever logged. Reads of
+ * the file never overlap: a read that is asked for while one runs waits for it and then reads again, so the newest
+ * read is always the one installed (two overlapping reloads cannot install the older file's keys last).
  */
 export class ApiKeySource {
   private readonly logger = new Logger('Security');
-  private readonly envDigests: Buffer[];
-  private fileDigests: Buffer[] = [];
+  private readonly envKeys: KnownKey[];
+  private fileKeys: KnownKey[] = [];
   /** `size:mtimeNs:ino` of the file as last read; '' = not read yet (or forced reload). */
   private fileStamp = '';
   private lastFileError = '';
@@ -51,7 +78,7 @@ export class ApiKeySource {
   private queued?: Promise<void>;
 
   /**
-   * @param envKeys keys from LLAMAD_API_KEYS.
+   * @param envKeys keys from LLAMAD_API_KEYS (no policy: unlimited admins).
    * @param file absolute path of the keys file; '' = none.
    * @param io file-system calls (tests); default node:fs.
    */
@@ -60,17 +87,18 @@ export class ApiKeySource {
     private readonly file: string,
     private readonly io: KeysFileIo = NODE_IO,
   ) {
-    this.envDigests = envKeys.filter((key) => key !== '').map(digest);
+    this.envKeys = envKeys.filter((key) => key !== '').map((key) => knownKey({ key }));
   }
 
   /** Whether keys are required at all: keys were given, or a keys file is configured (even an empty one). */
   get enabled(): boolean {
-    return this.envDigests.length > 0 || this.file !== '';
+    return this.envKeys.length > 0 || this.file !== '';
   }
 
-  /** Forgets the file's stamp so the next check re-reads it (SIGHUP). */
+  /** Forgets the file's stamp so the next check re-reads it, and logs its state again (SIGHUP). */
   reload(): void {
     this.fileStamp = '';
+    this.lastFileError = '';
   }
 
   /**
@@ -82,17 +110,18 @@ export class ApiKeySource {
   }
 
   /**
-   * The id of the key `presented` is, `key:<12 hex of its sha256>` (a principal that names the key without revealing
-   * it), or undefined when it is none of them. Constant time per key, as {@link matches}.
+   * Who the key `presented` is: its id `key:<12 hex of its sha256>` (names the key without revealing it) and, for a
+   * document entry, its `name` and policy; undefined when it is none of the keys. Constant time per key, as
+   * {@link matches} (every key is compared; the last match wins, as a later file entry would).
    */
-  async identify(presented: string): Promise<string | undefined> {
+  async identify(presented: string): Promise<KeyPrincipal | undefined> {
     await this.refreshFile();
     const candidate = digest(presented);
-    let found = false;
-    for (const key of [...this.envDigests, ...this.fileDigests]) {
-      if (timingSafeEqual(key, candidate)) found = true;
+    let found: KeyPrincipal | undefined;
+    for (const key of [...this.envKeys, ...this.fileKeys]) {
+      if (timingSafeEqual(key.digest, candidate)) found = key.principal;
     }
-    return found ? `key:${candidate.toString('hex').slice(0, KEY_ID_HEX)}` : undefined;
+    return found;
   }
 
   /** Re-reads the file when it changed; serialized (see the class comment). */
@@ -112,24 +141,43 @@ export class ApiKeySource {
   }
 
   private async readFileOnce(): Promise<void> {
+    let stamp = '';
+    let entries: KeyEntry[];
     try {
       const info = await this.io.stat(this.file);
-      const stamp = `${info.size}:${info.mtimeNs}:${info.ino}`;
+      stamp = `${info.size}:${info.mtimeNs}:${info.ino}`;
       if (stamp === this.fileStamp) return;
-      const keys = parseKeysFile(await this.io.readFile(this.file));
-      this.fileDigests = keys.map(digest);
-      this.fileStamp = stamp;
-      this.lastFileError = '';
-      this.logger.log(`API keys file read: ${keys.length} key(s)`);
+      entries = readKeysFile(await this.io.readFile(this.file));
     } catch (err) {
-      this.fileDigests = [];
+      if (err instanceof KeysFileError) {
+        // Kept: the keys and policies of the last good read (none before the first one). Not re-read until the file
+        // changes again or SIGHUP.
+        this.fileStamp = stamp;
+        this.warnOnce(
+          `API keys file not used (${err.message}): ${
+            this.fileKeys.length > 0 ? 'the previous keys and policies stay in force' : 'every keyed request is refused'
+          } until it is fixed`,
+        );
+        return;
+      }
+      this.fileKeys = [];
       this.fileStamp = '';
       const message = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-      if (message !== this.lastFileError) {
-        this.logger.warn(`API keys file unreadable (${message}): every keyed request is refused until it is fixed`);
-        this.lastFileError = message;
-      }
+      this.warnOnce(`API keys file unreadable (${message}): every keyed request is refused until it is fixed`);
+      return;
     }
+    this.fileKeys = entries.map(knownKey);
+    this.fileStamp = stamp;
+    this.lastFileError = '';
+    const policies = entries.filter((entry) => entry.policy !== undefined).length;
+    this.logger.log(`API keys file read: ${entries.length} key(s)${policies > 0 ? `, ${policies} with a policy` : ''}`);
+  }
+
+  /** Logs a file problem once (until it changes, the file is read successfully, or SIGHUP). */
+  private warnOnce(message: string): void {
+    if (message === this.lastFileError) return;
+    this.logger.warn(message);
+    this.lastFileError = message;
   }
 }
 

@@ -1,9 +1,10 @@
-import { CanActivate, ExecutionContext, Inject, Injectable, SetMetadata } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Inject, Injectable, Optional, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { AUTHORIZER, RequestAuthorizer } from './authorizer';
 import { authorizeRequest, isAuthorized } from './request-authorization';
 import { markRoutes } from './route-marks';
+import { TENANT_POLICY_SOURCE, TenantPolicySource } from './tenant-policy-source';
 
 const PUBLIC_ROUTE = 'llamad:public-route';
 
@@ -23,8 +24,8 @@ export const Public = (): MethodDecorator & ClassDecorator =>
 
 /**
  * The backstop of the `onRequest` authorization hook (src/security/request-authorization.ts): runs the
- * {@link AUTHORIZER} before every handler that is not {@link Public} and was not authorized by the hook already
- * (routes the hook does not judge). Bound to each of the module's controllers (`LlamadRoutes`, so a host
+ * {@link AUTHORIZER} (then the TENANT_POLICY_SOURCE, and the `@AdminOnly()` role check) before every handler that is
+ * not {@link Public} and was not authorized by the hook already (routes the hook does not judge). Bound to each of the module's controllers (`LlamadRoutes`, so a host
  * application's routes are not touched) and, in the daemon only, also registered as a global guard. Its errors are
  * rendered by the route's own dialect filter (Ollama, OpenAI or Anthropic shape).
  */
@@ -33,6 +34,7 @@ export class AuthorizationGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     @Inject(AUTHORIZER) private readonly authorizer: RequestAuthorizer,
+    @Optional() @Inject(TENANT_POLICY_SOURCE) private readonly policies?: TenantPolicySource,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -44,7 +46,7 @@ export class AuthorizationGuard implements CanActivate {
     if (isPublic) return true;
     const request = context.switchToHttp().getRequest<FastifyRequest>();
     if (isAuthorized(request)) return true;
-    await authorizeRequest(this.authorizer, request);
+    await authorizeRequest(this.authorizer, request, this.policies);
     return true;
   }
 }

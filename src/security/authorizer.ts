@@ -85,14 +85,15 @@ export class ApiKeyAuthorizer implements RequestAuthorizer, OnModuleDestroy {
   }
 
   /**
-   * @returns `key:<12 hex>` of the matching key; {@link ANONYMOUS} when no keys are configured.
+   * @returns the matching key's principal (`key:<12 hex>`, with the `name` and policy of its keys-file entry);
+   *   {@link ANONYMOUS} when no keys are configured.
    * @throws UnauthorizedError when keys are configured and none of the presented ones matches.
    */
   async authorize(request: AuthorizationRequest): Promise<Principal> {
     if (!this.keys.enabled) return ANONYMOUS;
     for (const key of presentedKeys(request.headers)) {
-      const id = await this.keys.identify(key);
-      if (id !== undefined) return { id };
+      const principal = await this.keys.identify(key);
+      if (principal !== undefined) return principal;
     }
     throw new UnauthorizedError();
   }

@@ -1,4 +1,5 @@
 export * from './api-keys';
+export * from './keys-file';
 export * from './authorization.guard';
 export * from './authorizer';
 export * from './host-policy';
@@ -12,3 +13,6 @@ export * from './header-values';
 export * from './unrouted-request';
 export * from './unread-body';
 export * from './tenant-policy';
+export * from './tenant-policy-source';
+export * from './admin-only';
+export * from './model-allow-list';

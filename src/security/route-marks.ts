@@ -1,6 +1,7 @@
 import { FASTIFY_ROUTE_CONFIG_METADATA } from '@nestjs/platform-fastify/constants';
 import type { ExceptionFilter, Type } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
+import type { RateLimitDialect } from '../common/http/rate-limit-headers';
 
 /**
  * Marks that llamad's decorators put in a route's Fastify config (`routeOptions.config`), so that `onRequest` hooks,
@@ -13,6 +14,13 @@ export interface LlamadRouteMarks {
   llamadFilter?: Type<ExceptionFilter>;
   /** `@Public()`: open without authorization. */
   llamadPublic?: boolean;
+  /**
+   * `@Metered(dialect)`: a tenant-facing inference route, counted against its principal's rate limits and answered
+   * with the dialect's rate-limit headers (docs/security.md "Rate limits and quotas").
+   */
+  llamadMetered?: RateLimitDialect;
+  /** `@AdminOnly()`: a principal whose role is `user` gets 403 (before the body is read). */
+  llamadAdminOnly?: boolean;
 }
 
 /** Merges `marks` into the Fastify route config of one handler (kept with whatever config it has). */
@@ -41,3 +49,15 @@ export function markRoutes(marks: LlamadRouteMarks, target: object, descriptor?:
 export function routeMarks(request: FastifyRequest): LlamadRouteMarks {
   return (request.routeOptions.config as unknown as LlamadRouteMarks | undefined) ?? {};
 }
+
+/**
+ * Marks a handler (or every handler of a controller) as a tenant-facing inference route (issue 33): admission checks
+ * its principal's `requests_per_minute` and `concurrent_requests` before the body is read, and its responses carry
+ * the rate-limit headers of `dialect` (`x-ratelimit-*` for `openai` and `ollama`, `anthropic-ratelimit-*` for
+ * `anthropic`; src/common/http/rate-limit-headers.ts). Principals without limits are not counted at all.
+ */
+export const Metered = (dialect: RateLimitDialect): MethodDecorator & ClassDecorator =>
+  ((target: object, _key?: string | symbol, descriptor?: PropertyDescriptor) => {
+    markRoutes({ llamadMetered: dialect }, target, descriptor);
+    return descriptor;
+  }) as MethodDecorator & ClassDecorator;

@@ -73,9 +73,55 @@ describe('OpenAPI in a host application', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it("the host's plain SwaggerModule document has $refs only llamad's builder resolves (why the merge exists)", () => {
+  it("the host's plain SwaggerModule document resolves every $ref (schemas registered with @ApiExtraModels)", async () => {
     const doc = SwaggerModule.createDocument(app, new DocumentBuilder().setTitle('host').build());
-    assert.ok(unresolved(doc).length > 0);
+    assert.deepEqual(unresolved(doc), []);
+    assert.ok(openApiRefs(doc).length > 50, "llamad's routes do $ref their schemas");
+    assert.ok(doc.paths['/notes'] && doc.paths['/llm/api/chat'] && doc.paths['/llm/api/usage']);
+    // Declared 3.1, the plain document (as served: JSON) is valid too.
+    const doc31 = SwaggerModule.createDocument(
+      app,
+      new DocumentBuilder().setOpenAPIVersion('3.1.0').setTitle('host').build(),
+    );
+    assert.equal(await invalid(JSON.parse(JSON.stringify(doc31)) as OpenAPIObject), '');
+    // A union schema keeps its shape (no `type: object` laid over it by the model registration).
+    const schemas = JSON.parse(JSON.stringify(doc.components?.schemas)) as Record<string, Record<string, unknown>>;
+    for (const [name, schema] of Object.entries(schemas)) {
+      if (schema.anyOf || schema.oneOf) assert.equal(schema.type, undefined, name);
+    }
+  });
+
+  it("documents each tenant-facing route's 429 and each admin-only route's 403 with the dialect's error", () => {
+    const doc = buildOpenApiDocument(app, '/llm');
+    type Op = {
+      responses: Record<string, { content?: Record<string, { schema: { $ref?: string } }>; headers?: object }>;
+    };
+    const op = (path: string, method = 'post') => (doc.paths[`/llm${path}`] as Record<string, Op>)[method];
+    const errorOf = (o: Op, status: string) => o.responses[status]?.content?.['application/json'].schema.$ref;
+    for (const path of ['/api/generate', '/api/chat', '/api/embed', '/api/embeddings']) {
+      assert.equal(errorOf(op(path), '429'), '#/components/schemas/OllamaError', path);
+    }
+    for (const path of ['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses']) {
+      assert.equal(errorOf(op(path), '429'), '#/components/schemas/OpenAIError', path);
+      assert.ok('x-ratelimit-remaining-tokens' in (op(path).responses['429'].headers ?? {}), path);
+    }
+    assert.equal(errorOf(op('/v1/messages'), '429'), '#/components/schemas/AnthropicError');
+    assert.ok('anthropic-ratelimit-requests-remaining' in (op('/v1/messages').responses['429'].headers ?? {}));
+    assert.equal(op('/api/tags', 'get').responses['429'], undefined, 'listing routes are not rate limited');
+    for (const [path, method] of [
+      ['/api/create', 'post'],
+      ['/api/copy', 'post'],
+      ['/api/delete', 'delete'],
+      ['/api/pull', 'post'],
+      ['/api/push', 'post'],
+      ['/api/usage', 'get'],
+    ]) {
+      assert.equal(errorOf(op(path, method), '403'), '#/components/schemas/OllamaError', path);
+    }
+    assert.equal(
+      op('/api/usage', 'get').responses['200'].content?.['application/json'].schema.$ref,
+      '#/components/schemas/UsageResponse',
+    );
   });
 
   it("mergeLlamadOpenApi completes the host's document: valid 3.1, every $ref resolved, host routes kept", async () => {

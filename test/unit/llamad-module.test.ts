@@ -18,6 +18,7 @@ import { PsController } from '../../src/api/ollama/ps.controller';
 import { isModulePath, LlamadModule, normalizePrefix } from '../../src/llamad.module';
 import { BlobsController } from '../../src/api/ollama/blobs.controller';
 import { ModelsController } from '../../src/api/ollama/models.controller';
+import { UsageController } from '../../src/operations/usage/usage.controller';
 import { RegistryController } from '../../src/api/ollama/registry.controller';
 import { MAX_JSON_DEPTH, valueDepth } from '../../src/common/http';
 import { AuthorizationGuard } from '../../src/security';
@@ -89,6 +90,7 @@ describe('controller-scoped filters, pipes and guards', () => {
     ModelsController,
     BlobsController,
     RegistryController,
+    UsageController,
   ];
   type Ctor = abstract new (...args: never[]) => unknown;
   const cases: [Ctor, Ctor][] = [

@@ -9,6 +9,7 @@ export const PROGRAM_PACKAGES = {
   'docker-registry': 'docker-registry',
   htpasswd: 'apache2-utils',
   'ssh-keygen': 'openssh-client',
+  'redis-server': 'redis-server',
 } as const;
 
 /** A program named in PROGRAM_PACKAGES. */

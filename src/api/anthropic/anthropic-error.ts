@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Logger } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { endStartedResponse, toOllamaError } from '../../common/http';
+import { RateLimitedError } from '../../common/errors';
+import { endStartedResponse, refusalHeaders, toOllamaError } from '../../common/http';
 import { anthropicId } from './anthropic-ids';
 import { AnthropicErrorBody } from './anthropic.types';
 
@@ -46,7 +47,8 @@ export function toAnthropicError(err: unknown): { status: number; body: Anthropi
 /**
  * The one renderer of /v1/messages errors, bound to AnthropicController: `{"type":"error","error":{"type",
  * "message"},"request_id"}` with the status, `request-id` header, and `x-should-retry: false` on a deterministic 5xx
- * (all but 503) so SDKs do not resend it (clients.md §1.0 item 7). Mid-stream errors are the SSE responder's
+ * (all but 503) so SDKs do not resend it (clients.md §1.0 item 7), and on a 429 the headers of refusalHeaders
+ * (`retry-after`, `anthropic-ratelimit-*`). Mid-stream errors are the SSE responder's
  * `event: error` frame; here a started response is only ended.
  */
 @Catch()
@@ -62,7 +64,10 @@ export class AnthropicExceptionFilter implements ExceptionFilter {
       .status(status)
       .header('content-type', 'application/json; charset=utf-8')
       .header('request-id', body.request_id)
-      .header('x-should-retry', status >= 500 && status !== 503 ? 'false' : undefined)
+      // Only on a deterministic 5xx: an empty value (header(name, undefined)) reached clients as `x-should-retry: `.
+      .headers(status >= 500 && status !== 503 ? { 'x-should-retry': 'false' } : {})
+      // A 429: retry-after(-ms) and the anthropic-ratelimit-* set (shared-service.md §2).
+      .headers(exception instanceof RateLimitedError ? refusalHeaders(exception, 'anthropic') : {})
       .send(body);
   }
 }

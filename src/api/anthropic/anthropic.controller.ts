@@ -2,7 +2,7 @@ import { Body, Controller, HttpCode, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { map } from 'rxjs';
 import { StreamResponder } from '../../common/http';
-import { LlamadRoutes } from '../../security';
+import { LlamadRoutes, Metered } from '../../security';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import { AnthropicExceptionFilter, toAnthropicError } from './anthropic-error';
 import { AnthropicMessagesService } from './anthropic-messages.service';
@@ -28,8 +28,10 @@ export class AnthropicController {
    */
   @Post()
   @HttpCode(200)
+  @Metered('anthropic')
   @ApiRoute({
     id: 'createMessage',
+    rateLimited: true,
     summary: 'Create a message',
     tag: ApiTag.Anthropic,
     body: 'AnthropicMessagesRequest',

@@ -1,5 +1,5 @@
 import { Controller, Head, Param, Post, Req, Res } from '@nestjs/common';
-import { LlamadRoutes } from '../../security';
+import { AdminOnly, LlamadRoutes } from '../../security';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Readable } from 'node:stream';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
@@ -35,6 +35,7 @@ export class BlobsController {
    * existed, 400 `digest mismatch, expected "sha256:…", got "sha256:…"` (nothing kept). Empty response body.
    */
   @Post(':digest')
+  @AdminOnly()
   @ApiRoute({
     id: 'pushBlob',
     summary: 'Upload a blob',
@@ -44,6 +45,7 @@ export class BlobsController {
     ok: { status: 201, description: 'Created.' },
     binaryBody: true,
     statuses: { 200: 'The blob already existed.', 400: 'Invalid digest, or the body does not match it.' },
+    adminOnly: true,
   })
   async upload(@Param('digest') digest: string, @Req() req: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const body = req.body instanceof Readable ? req.body : req.raw;

@@ -1,7 +1,7 @@
 import { Body, Controller, HttpCode, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { ollamaErrorLine, StreamResponder } from '../../common/http';
-import { LlamadRoutes } from '../../security';
+import { LlamadRoutes, Metered } from '../../security';
 import { LlamadService } from './llamad.service';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import { ChatRequestDto } from './dto/chat-request.dto';
@@ -18,8 +18,10 @@ export class ChatController {
   /** Streams NDJSON chunks by default; one JSON object with `stream: false` and for the load/unload shortcuts. */
   @Post('chat')
   @HttpCode(200)
+  @Metered('ollama')
   @ApiRoute({
     id: 'chat',
+    rateLimited: true,
     summary: 'Chat with a model',
     description:
       'Streams NDJSON chunks by default; one JSON object with `stream: false`. No messages: loads the model.',

@@ -1,7 +1,7 @@
 import { Body, Controller, HttpCode, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { clientGoneSignal } from '../../common/http';
-import { LlamadRoutes } from '../../security';
+import { LlamadRoutes, Metered } from '../../security';
 import { LlamadService } from './llamad.service';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import {
@@ -23,8 +23,10 @@ export class EmbedController {
   /** `{model, embeddings, total_duration, load_duration, prompt_eval_count}`; zero metrics omitted. */
   @Post('embed')
   @HttpCode(200)
+  @Metered('ollama')
   @ApiRoute({
     id: 'embed',
+    rateLimited: true,
     summary: 'Embed text',
     tag: ApiTag.Ollama,
     ok: { description: 'One vector per input.', json: 'EmbedResponse' },
@@ -36,8 +38,10 @@ export class EmbedController {
   /** `{embedding}` for one `prompt`; an empty prompt loads the model and answers `{"embedding":[]}`. */
   @Post('embeddings')
   @HttpCode(200)
+  @Metered('ollama')
   @ApiRoute({
     id: 'embeddings',
+    rateLimited: true,
     summary: 'Embed one prompt (legacy)',
     tag: ApiTag.Ollama,
     ok: { description: 'The vector.', json: 'EmbeddingsResponse' },

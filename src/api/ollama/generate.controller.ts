@@ -1,7 +1,7 @@
 import { Body, Controller, HttpCode, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { ollamaErrorLine, StreamResponder } from '../../common/http';
-import { LlamadRoutes } from '../../security';
+import { LlamadRoutes, Metered } from '../../security';
 import { LlamadService } from './llamad.service';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import { GenerateRequestDto } from './dto/generate-request.dto';
@@ -21,8 +21,10 @@ export class GenerateController {
    */
   @Post('generate')
   @HttpCode(200)
+  @Metered('ollama')
   @ApiRoute({
     id: 'generate',
+    rateLimited: true,
     summary: 'Generate a completion',
     description:
       'Streams NDJSON chunks by default; one JSON object with `stream: false`. Empty prompt: loads the model.',

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ollamaErrorLine, StreamResponder } from '../../common/http';
 import { LlamadService } from './llamad.service';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
-import { isLoopbackAddress, LlamadRoutes } from '../../security';
+import { AdminOnly, isLoopbackAddress, LlamadRoutes } from '../../security';
 import { CopyRequestDto, DeleteRequestDto } from './dto/copy-delete-request.dto';
 import { CreateRequestDto } from './dto/create-request.dto';
 import { ListResponseWire, ShowResponseWire } from './dto/model-responses.dto';
@@ -54,9 +54,11 @@ export class ModelsController {
    * 404 `model "<source>" not found`.
    */
   @Post('copy')
+  @AdminOnly()
   @HttpCode(200)
   @ApiRoute({
     id: 'copyModel',
+    adminOnly: true,
     summary: 'Copy a model',
     tag: ApiTag.Ollama,
     ok: { description: 'Copied (empty body).' },
@@ -71,9 +73,11 @@ export class ModelsController {
    * `name "<x>" is invalid`, 404 `model '<x>' not found`. Unused blobs are removed; a loaded runner is unloaded.
    */
   @Delete('delete')
+  @AdminOnly()
   @HttpCode(200)
   @ApiRoute({
     id: 'deleteModel',
+    adminOnly: true,
     summary: 'Delete a model',
     tag: ApiTag.Ollama,
     ok: { description: 'Deleted (empty body).' },
@@ -90,9 +94,11 @@ export class ModelsController {
    * address: forwarding headers are not trusted); other clients upload blobs and use `FROM @sha256:…`.
    */
   @Post('create')
+  @AdminOnly()
   @HttpCode(200)
   @ApiRoute({
     id: 'createModel',
+    adminOnly: true,
     summary: 'Create a model',
     description:
       'From a Modelfile (`modelfile`) or the JSON fields; NDJSON progress by default, `stream: false` for one.',

@@ -1,4 +1,4 @@
-import { ModelsService } from '../../models';
+import { ModelsService, seesEveryModel } from '../../models';
 import { LoadedRunnerInfo, SchedulerService } from '../../scheduler';
 import type { ProcessModelWire, ProcessResponseWire } from './dto/ps-response.dto';
 
@@ -19,7 +19,8 @@ export function expiresAt(runner: LoadedRunnerInfo, now: number): Date {
 /**
  * The body of GET /api/ps (§3.7): the loaded runners (size and size_vram measured from the backend buffers where the
  * runner reports them), longest remaining time first, named by the manifest that
- * references their weights (else by blob path); `{"models": []}` when none.
+ * references their weights (else by blob path); `{"models": []}` when none. A caller limited to a model list sees
+ * only runners whose weights a model of its list references.
  */
 export async function listProcessModels(
   scheduler: SchedulerService,
@@ -31,6 +32,8 @@ export async function listProcessModels(
   const models: ProcessModelWire[] = [];
   for (const { runner, expires } of loaded) {
     const model = await catalog.findByWeights(runner.spec.modelPath).catch(() => null);
+    // A caller limited to a model list sees only the loaded models of its list (docs/security.md "Tenants").
+    if (!model && !seesEveryModel()) continue;
     const name = model?.name ?? runner.spec.modelPath;
     models.push({
       name,

@@ -1,7 +1,7 @@
 import { Body, Controller, HttpCode, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { ollamaErrorLine, StreamResponder } from '../../common/http';
-import { LlamadRoutes } from '../../security';
+import { AdminOnly, LlamadRoutes } from '../../security';
 import { LlamadService, RegistryResult } from './llamad.service';
 import type { LlamadStream } from './llamad-stream';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
@@ -24,9 +24,11 @@ export class RegistryController {
 
   /** Downloads a model. 400 `invalid model name`; stream errors e.g. `pull model manifest: file does not exist`. */
   @Post('pull')
+  @AdminOnly()
   @HttpCode(200)
   @ApiRoute({
     id: 'pullModel',
+    adminOnly: true,
     summary: 'Download a model from a registry',
     tag: ApiTag.Ollama,
     ok: { description: 'Progress records, the last `success`.', ndjson: 'ProgressResponse', json: 'StatusResponse' },
@@ -37,9 +39,11 @@ export class RegistryController {
 
   /** Uploads a local model. 400 `model is required`, 404 `model '<name>' not found`. */
   @Post('push')
+  @AdminOnly()
   @HttpCode(200)
   @ApiRoute({
     id: 'pushModel',
+    adminOnly: true,
     summary: 'Upload a model to a registry',
     tag: ApiTag.Ollama,
     ok: { description: 'Progress records, the last `success`.', ndjson: 'ProgressResponse', json: 'StatusResponse' },

@@ -1,7 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { DaemonError, ErrorCode } from '../../common/errors';
-import { endStartedResponse, toOllamaError } from '../../common/http';
+import { DaemonError, ErrorCode, RateLimitedError } from '../../common/errors';
+import { endStartedResponse, refusalHeaders, toOllamaError } from '../../common/http';
 import { OpenAIErrorBody } from './openai.types';
 
 /** An error as the OpenAI dialect renders it: status, body, and whether the client should retry. */
@@ -59,7 +59,8 @@ export function openAIErrorFrame(err: unknown): object {
 
 /**
  * Renders every error of the OpenAI controller (bound with @UseFilters, so it wins over the global Ollama filter):
- * JSON body of toOpenAIError, `x-should-retry: false` on deterministic 5xx. When a stream already began, the SSE
+ * JSON body of toOpenAIError, `x-should-retry: false` on deterministic 5xx, and on a 429 the headers of
+ * refusalHeaders (`retry-after`, `x-ratelimit-*`). When a stream already began, the SSE
  * writer owns the error frame; this only ends the response.
  */
 @Catch()
@@ -79,6 +80,8 @@ export class OpenAIExceptionFilter implements ExceptionFilter {
       this.logger.debug(`${request.method} ${request.url} → ${status}: ${body.error.message}`);
     }
     if (shouldRetry === false) void reply.header('x-should-retry', 'false');
+    // A 429: retry-after(-ms), the x-ratelimit-* set, and x-should-retry: false for a quota (shared-service.md §1).
+    if (exception instanceof RateLimitedError) void reply.headers(refusalHeaders(exception, 'openai'));
     void reply.status(status).header('content-type', 'application/json; charset=utf-8').send(body);
   }
 }

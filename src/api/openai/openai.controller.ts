@@ -2,7 +2,7 @@ import { Body, Controller, Get, HttpCode, Param, Post, Res } from '@nestjs/commo
 import type { FastifyReply } from 'fastify';
 import { ModelNotFoundError } from '../../common/errors';
 import { clientGoneSignal, StreamResponder } from '../../common/http';
-import { LlamadRoutes } from '../../security';
+import { LlamadRoutes, Metered } from '../../security';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import { ChatService, EmbedService, GenerateService } from '../../generation';
 import { ModelName, ModelsService } from '../../models';
@@ -51,8 +51,10 @@ export class OpenAIController {
    */
   @Post('chat/completions')
   @HttpCode(200)
+  @Metered('openai')
   @ApiRoute({
     id: 'createChatCompletion',
+    rateLimited: true,
     summary: 'Create a chat completion',
     tag: ApiTag.OpenAI,
     body: 'OpenAIChatRequest',
@@ -82,8 +84,10 @@ export class OpenAIController {
    */
   @Post('completions')
   @HttpCode(200)
+  @Metered('openai')
   @ApiRoute({
     id: 'createCompletion',
+    rateLimited: true,
     summary: 'Create a text completion',
     tag: ApiTag.OpenAI,
     body: 'OpenAICompletionRequest',
@@ -110,8 +114,10 @@ export class OpenAIController {
    */
   @Post('embeddings')
   @HttpCode(200)
+  @Metered('openai')
   @ApiRoute({
     id: 'createEmbedding',
+    rateLimited: true,
     summary: 'Create embeddings',
     tag: ApiTag.OpenAI,
     body: 'OpenAIEmbeddingRequest',

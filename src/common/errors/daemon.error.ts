@@ -248,3 +248,11 @@ export class RateLimitedError extends DaemonError {
 export class QuotaExceededError extends RateLimitedError {
   override readonly code: ErrorCode = ErrorCode.QUOTA_EXCEEDED;
 }
+
+/**
+ * A request whose token reservation (prompt + output limit) is larger than the caller's whole token limit (tokens per
+ * minute or per day, docs/security.md "Rate limits and quotas"): it can never be admitted as sent. 429 like every
+ * rate limit (OpenAI `rate_limit_exceeded`, "Request too large"), but rendered with `x-should-retry: false`: the
+ * clients' automatic retries could not succeed.
+ */
+export class RequestTooLargeError extends RateLimitedError {}

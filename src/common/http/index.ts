@@ -7,3 +7,4 @@ export * from './routed-exception.filter';
 export * from './safe-error-message';
 export * from './client-gone';
 export * from './json-depth';
+export * from './rate-limit-headers';

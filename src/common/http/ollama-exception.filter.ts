@@ -1,8 +1,9 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Logger, NotFoundException } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
-import { DaemonError, ErrorCode } from '../errors';
+import { DaemonError, ErrorCode, RateLimitedError } from '../errors';
 import { toOllamaError } from './ollama-error.mapper';
+import { refusalHeaders } from './rate-limit-headers';
 import { endStartedResponse } from './stream-responder';
 
 const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
@@ -40,6 +41,8 @@ export class OllamaExceptionFilter implements ExceptionFilter {
     } else if (!(exception instanceof DaemonError && exception.code === ErrorCode.CANCELLED)) {
       this.logger.debug(`${request.method} ${request.url} → ${status}: ${message}`);
     }
+    // A 429: retry-after and the x-ratelimit-* set (beyond Ollama, which has no limits; docs/security.md).
+    if (exception instanceof RateLimitedError) void reply.headers(refusalHeaders(exception, 'ollama'));
     void reply.status(status).header('content-type', 'application/json; charset=utf-8').send({ error: message });
   }
 

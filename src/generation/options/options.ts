@@ -1,5 +1,6 @@
 import { OptionMap, OptionValue } from '../../common/options';
 import type { LoadOptions, RunnerDraft } from '../../runner';
+import { capContext, capOutputTokens, OptionCaps } from './option-caps';
 import {
   clampFloat32,
   clampMainGpu,
@@ -79,6 +80,11 @@ export interface OptionDefaults {
    * LLAMAD_THREADS (`threads`) is only capped at 512.
    */
   maxThreads?: number;
+  /**
+   * The caller's policy caps (tenant `max_context`, `max_output_tokens`; option-caps.ts): num_ctx is capped before
+   * the engine bounds (whose minimum still wins), num_predict after them (unlimited becomes the cap). Absent = none.
+   */
+  caps?: OptionCaps;
 }
 
 /** Ollama's default `draft_num_predict` for a model with a draft (api.DefaultOptions; reference §4.1). */
@@ -107,14 +113,18 @@ function int(v: OptionValue | undefined, fallback: number): number {
  * num_ctx: request > Modelfile > OLLAMA_CONTEXT_LENGTH > 4096. Then every number is clamped to the range the engine
  * accepts (option-rules.ts; docs/security.md "Option bounds"), so that no option value can crash a runner: num_ctx 4
  * (vision 2048) to the training context, num_batch 1 to num_ctx, int32 / float32 ranges, probabilities in [0, 1]…
- * draft_num_predict / draft_ngram: see draftOptions.
+ * draft_num_predict / draft_ngram: see draftOptions. A tenant policy's caps (`defaults.caps`) lower num_ctx and
+ * num_predict (docs/security.md "Tenants").
  * @returns the effective load and sampling options; never throws.
  */
 export function resolveOptions(request: OptionMap, modelParams: OptionMap, defaults: OptionDefaults): EffectiveOptions {
   const merged: OptionMap = { ...modelParams, ...request };
   const parallel = defaults.parallel ?? { numParallel: 1, kvUnified: false };
   const numCtx = clampNumCtx(
-    int(merged.num_ctx, defaults.contextLength > 0 ? defaults.contextLength : DEFAULT_NUM_CTX),
+    capContext(
+      int(merged.num_ctx, defaults.contextLength > 0 ? defaults.contextLength : DEFAULT_NUM_CTX),
+      defaults.caps,
+    ),
     {
       trainContext: defaults.trainContext,
       vision: defaults.vision,
@@ -143,7 +153,7 @@ export function resolveOptions(request: OptionMap, modelParams: OptionMap, defau
   const sampling: SamplingOptions = {
     numKeep: clampNumKeep(int(merged.num_keep, 4), numCtx),
     seed: clampSeed(int(merged.seed, -1)),
-    numPredict: clampNumPredict(int(merged.num_predict, -1)),
+    numPredict: capOutputTokens(clampNumPredict(int(merged.num_predict, -1)), defaults.caps),
     topK: clampTopK(int(merged.top_k, 40)),
     topP: clampProbability(num(merged.top_p, 0.9)),
     minP: clampProbability(num(merged.min_p, 0)),

@@ -1,12 +1,13 @@
 import { Controller, Get, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { LlamadRoutes } from '../../security';
+import { AdminOnly, LlamadRoutes } from '../../security';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import { MetricsService } from './metrics.service';
 
 /**
  * GET /metrics: the Prometheus text exposition (docs/observability.md). Behind the API-key guard like every
- * non-public route (and the Origin/Host gate): scrapers send the key as `Authorization: Bearer`.
+ * non-public route (and the Origin/Host gate): scrapers send the key as `Authorization: Bearer`. Admin-only: its
+ * labels name every model and tenant, which a `user` key must not learn (docs/security.md "Tenants").
  */
 @LlamadRoutes()
 @Controller()
@@ -15,6 +16,7 @@ export class MetricsController {
 
   /** Every metric in Prometheus text format 0.0.4. */
   @Get('metrics')
+  @AdminOnly()
   @ApiRoute({
     id: 'getMetrics',
     summary: 'Prometheus metrics',
@@ -23,6 +25,7 @@ export class MetricsController {
       '(docs/observability.md).',
     tag: ApiTag.Operations,
     ok: { description: 'The metrics.', text: '# HELP llamad_http_requests_total …' },
+    adminOnly: true,
   })
   async scrape(@Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
     const text = await this.metrics.render();

@@ -3,7 +3,9 @@ import { DaemonConfig } from '../../config';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { SchedulerService, SchedulerStats } from '../../scheduler';
 import { GenerationEndInfo, GenerationHooksRegistry } from '../../observability';
-import { HttpObservation, HttpRequestSink } from '../../observability';
+import { HttpObservation, HttpRequestSink, RequestContext } from '../../observability';
+import { UsageCounters } from '../usage/usage-counters';
+import { UsageService } from '../usage/usage.service';
 import { EventLoopDelayMonitor, EventLoopDelaySummary } from './event-loop-delay';
 import { PerTokenHistogram } from './per-token-histogram';
 
@@ -20,7 +22,8 @@ export const INTER_TOKEN_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08
  * collectors. Counters and histograms are fed by the request hooks (tokens, time to first token), a per-token
  * observer (inter-token gaps, allocation-free) and the HTTP observation (requests); the scheduler gauges are read when
  * scraped (`collect()`), and so is the event-loop delay summary (event-loop-delay.ts; its monitor stops with the
- * module).
+ * module). Each finished request also goes to the UsageService (the usage store) and the per-caller usage counters
+ * (usage-counters.ts), with the labels the UsageService bounded.
  */
 @Injectable()
 export class MetricsService implements HttpRequestSink, OnModuleDestroy {
@@ -33,6 +36,7 @@ export class MetricsService implements HttpRequestSink, OnModuleDestroy {
   private readonly cachedTokens: Counter<'model'>;
   private readonly ttft: Histogram<'model'>;
   private readonly interToken: PerTokenHistogram;
+  private readonly usageCounters: UsageCounters;
   private readonly unregister: Array<() => void> = [];
   /** The scheduler's state for the scrape in progress (every gauge of one scrape reads the same snapshot). */
   private snapshot?: SchedulerStats;
@@ -42,6 +46,7 @@ export class MetricsService implements HttpRequestSink, OnModuleDestroy {
     private readonly scheduler: SchedulerService,
     observation: HttpObservation,
     @Optional() @Inject(DaemonConfig) config?: DaemonConfig,
+    @Optional() private readonly usage?: UsageService,
   ) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
@@ -90,6 +95,7 @@ export class MetricsService implements HttpRequestSink, OnModuleDestroy {
       INTER_TOKEN_BUCKETS,
       registers,
     );
+    this.usageCounters = new UsageCounters(registers);
     this.gauges(registers);
     this.runnerCounters(registers);
     const eventLoop = new EventLoopDelayMonitor(config?.eventLoopWindowMs);
@@ -119,11 +125,16 @@ export class MetricsService implements HttpRequestSink, OnModuleDestroy {
     return this.registry.metrics();
   }
 
-  /** Counts one finished HTTP request (called by the HTTP observation hook). */
-  observeHttp(method: string, route: string, status: number, seconds: number): void {
+  /**
+   * Counts one finished HTTP request (called by the HTTP observation hook); with its context, also its caller's usage
+   * (a request with a principal: the usage store and the `llamad_usage_*` counters).
+   */
+  observeHttp(method: string, route: string, status: number, seconds: number, context?: RequestContext): void {
     const labels = { method, route, status: String(status) };
     this.httpRequests.inc(labels);
     this.httpDuration.observe(labels, seconds);
+    const entry = context && this.usage?.record(context);
+    if (entry) this.usageCounters.count(entry);
   }
 
   /** Stops feeding the metrics (hooks and HTTP sink removed). */

@@ -1,10 +1,14 @@
+import Fastify from 'fastify';
 import assert from 'node:assert/strict';
 import { IncomingMessage, ServerResponse } from 'node:http';
-import { Socket } from 'node:net';
+import { AddressInfo, Socket } from 'node:net';
 import { describe, it } from 'node:test';
 import {
+  createHttpLogger,
   createNestLogger,
   createRootLogger,
+  currentRequestContext,
+  installHttpObservation,
   RequestContext,
   requestContextStorage,
   requestLogFields,
@@ -72,5 +76,69 @@ describe('requestLogFields', () => {
     });
     const withHeaders = requestLogFields(req, res, 12, true);
     assert.deepEqual(withHeaders.headers, { authorization: 'Bearer x' }, 'redacted by the logger, not here');
+  });
+});
+
+// Issue 33 item 5: the request's log line carries its caller (principal id and name, never a key), the tokens its
+// generations used and the limit that refused it — a real Fastify server with the observation hook and the logger.
+describe('the request log line', () => {
+  it('carries the principal, its name, the tokens (prompt, cached, completion) and the refusal', async () => {
+    const out = capture();
+    const app = Fastify();
+    installHttpObservation(app, {
+      logger: createHttpLogger(createRootLogger({ level: 'info', destination: out.destination })),
+    });
+    app.post('/api/chat', () => {
+      const context = currentRequestContext();
+      assert.ok(context);
+      context.principal = 'key:0123456789ab';
+      context.principalName = 'team-a';
+      context.addGeneration({ model: 'demo:latest', promptTokens: 30, cachedTokens: 12, completionTokens: 7 });
+      return Promise.resolve({ ok: true });
+    });
+    app.get('/api/tags', (_request, reply) => {
+      const context = currentRequestContext();
+      assert.ok(context);
+      context.principal = 'tenant:acme';
+      context.principalName = 'tenant:acme';
+      context.refusal = 'requests_per_minute';
+      return reply.code(429).send({ error: 'slow down' });
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+      const headers = { 'content-type': 'application/json', authorization: 'Bearer sk-secret' };
+      assert.equal((await fetch(`${base}/api/chat`, { method: 'POST', headers, body: '{}' })).status, 200);
+      assert.equal((await fetch(`${base}/api/tags`)).status, 429);
+      // The line is written when the response ends (a bound for a hang, not a timing assertion).
+      for (let i = 0; i < 500 && out.lines.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+      const [chat, tags] = out.json();
+      assert.deepEqual(
+        (({ principal, principalName, model, promptTokens, cachedTokens, completionTokens }) => ({
+          principal,
+          principalName,
+          model,
+          promptTokens,
+          cachedTokens,
+          completionTokens,
+        }))(chat),
+        {
+          principal: 'key:0123456789ab',
+          principalName: 'team-a',
+          model: 'demo:latest',
+          promptTokens: 30,
+          cachedTokens: 12,
+          completionTokens: 7,
+        },
+      );
+      assert.equal(chat.refusal, undefined);
+      assert.equal(tags.principal, 'tenant:acme');
+      assert.equal(tags.principalName, undefined, 'the name only when it differs from the id');
+      assert.equal(tags.refusal, 'requests_per_minute');
+      assert.equal(tags.status, 429);
+      assert.doesNotMatch(out.lines.join('\n'), /sk-secret/);
+    } finally {
+      await app.close();
+    }
   });
 });

@@ -2,8 +2,25 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Logger, LoggerService } from '@nestjs/common';
 import { after, before, describe, it } from 'node:test';
 import { ApiKeySource, KeysFileIo, parseKeysFile, presentedKeys } from '../../../src/security';
+
+/** An in-memory keys file whose every write changes its stamp (as a new mtime would). */
+function memoryFile(initial: string): { io: KeysFileIo; write(text: string): void } {
+  let content = initial;
+  let version = 0;
+  return {
+    io: {
+      stat: () => Promise.resolve({ size: BigInt(content.length), mtimeNs: BigInt(version), ino: 1n }),
+      readFile: () => Promise.resolve(content),
+    },
+    write(text: string) {
+      content = text;
+      version++;
+    },
+  };
+}
 
 describe('API keys', () => {
   let dir: string;
@@ -47,7 +64,7 @@ describe('API keys', () => {
 
   it('identify names a key by 12 hex of its sha256, never the key', async () => {
     const source = new ApiKeySource(['secret-key'], '');
-    const id = await source.identify('secret-key');
+    const id = (await source.identify('secret-key'))?.id;
     assert.match(id ?? '', /^key:[0-9a-f]{12}$/);
     assert.ok(!id?.includes('secret'));
     assert.equal(await source.identify('other'), undefined);
@@ -89,5 +106,77 @@ describe('API keys', () => {
     assert.deepEqual(reads, ['old-key', 'new-key']);
     assert.equal(await source.matches('old-key'), false, 'the newer read is the one installed');
     assert.equal(await source.matches('new-key'), true);
+  });
+
+  describe('policy documents and reloads', () => {
+    const warnings: string[] = [];
+    const capture: LoggerService = {
+      log: () => undefined,
+      warn: (m: unknown) => void warnings.push(String(m)),
+      error: (m: unknown) => void warnings.push(String(m)),
+    };
+    before(() => Logger.overrideLogger(capture));
+    after(() => Logger.overrideLogger(false));
+
+    const GOOD = JSON.stringify({
+      keys: [
+        { key: 'sk-a', name: 'team-a', role: 'user', models: ['demo'], limits: { max_output_tokens: 8 } },
+        { key: 'sk-admin' },
+      ],
+    });
+
+    it('identify returns the entry’s name and policy; env keys and key lines have none', async () => {
+      const file = memoryFile(GOOD);
+      const source = new ApiKeySource(['env-key'], '/keys', file.io);
+      const a = await source.identify('sk-a');
+      assert.match(a?.id ?? '', /^key:[0-9a-f]{12}$/);
+      assert.equal(a?.name, 'team-a');
+      assert.deepEqual(a?.policy, { name: 'team-a', role: 'user', models: ['demo'], limits: { max_output_tokens: 8 } });
+      assert.deepEqual(await source.identify('sk-admin'), { id: (await source.identify('sk-admin'))?.id, policy: {} });
+      assert.deepEqual(Object.keys((await source.identify('env-key')) ?? {}), ['id']);
+      file.write('line-key\n');
+      assert.deepEqual(Object.keys((await source.identify('line-key')) ?? {}), ['id']);
+      assert.equal(await source.identify('sk-a'), undefined);
+    });
+
+    it('a syntax or validation error keeps the previous keys and policy, and logs why once', async () => {
+      const file = memoryFile(GOOD);
+      const source = new ApiKeySource([], '/keys', file.io);
+      assert.equal((await source.identify('sk-a'))?.policy?.role, 'user');
+      warnings.length = 0;
+      file.write('keys:\n  - key: sk-new\n    limits: {weight: 1\n');
+      assert.equal((await source.identify('sk-a'))?.policy?.role, 'user', 'the previous policy stays');
+      assert.equal(await source.identify('sk-new'), undefined);
+      await source.identify('sk-a');
+      assert.equal(warnings.length, 1, warnings.join('\n'));
+      assert.match(warnings[0], /API keys file not used \(syntax error at line \d+, column \d+.*previous keys/);
+      assert.doesNotMatch(warnings[0], /sk-/);
+
+      file.write(JSON.stringify({ keys: [{ key: 'sk-b', role: 'user', models: ['x'], limits: { weight: -1 } }] }));
+      assert.equal((await source.identify('sk-a'))?.policy?.name, 'team-a');
+      assert.equal(await source.identify('sk-b'), undefined);
+      assert.equal(warnings.length, 2);
+      assert.match(warnings[1], /keys\[0\] \(line 1\): `limits.weight` must be a positive number/);
+
+      source.reload(); // SIGHUP: read again, and say again why it is not used
+      assert.equal((await source.identify('sk-a'))?.policy?.name, 'team-a');
+      assert.equal(warnings.length, 3);
+
+      file.write(JSON.stringify({ keys: [{ key: 'sk-b', role: 'admin' }] }));
+      assert.equal(await source.identify('sk-a'), undefined, 'a fixed file replaces the old keys');
+      assert.equal((await source.identify('sk-b'))?.policy?.role, 'admin');
+    });
+
+    it('an unusable file at the first read fails closed, as an unreadable one does', async () => {
+      warnings.length = 0;
+      const file = memoryFile('{"keys": [{"key": "sk-a", "tier": "gold"}]}');
+      const source = new ApiKeySource(['env-key'], '/keys', file.io);
+      assert.equal(await source.identify('sk-a'), undefined);
+      assert.ok(await source.matches('env-key'), 'LLAMAD_API_KEYS still work');
+      assert.equal(warnings.length, 1);
+      assert.match(warnings[0], /unknown field `tier`.*every keyed request is refused/);
+      file.write(GOOD);
+      assert.equal((await source.identify('sk-a'))?.name, 'team-a');
+    });
   });
 });

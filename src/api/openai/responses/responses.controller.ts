@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { StreamResponder } from '../../../common/http';
-import { LlamadRoutes, principalOf } from '../../../security';
+import { LlamadRoutes, Metered, principalOf } from '../../../security';
 import { ApiRoute, ApiTag } from '../../../openapi/api-route.decorator';
 import { OpenAIExceptionFilter } from '..';
 import { writeResponsesSse } from './responses-sse';
@@ -29,8 +29,10 @@ export class ResponsesController {
    */
   @Post()
   @HttpCode(200)
+  @Metered('openai')
   @ApiRoute({
     id: 'createResponse',
+    rateLimited: true,
     summary: 'Create a model response (Responses API)',
     tag: ApiTag.OpenAI,
     body: 'ResponsesRequest',
