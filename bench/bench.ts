@@ -16,7 +16,8 @@
  *   OLLAMA_NUM_PARALLEL=1 and llama-server's `-np -1`, bench/parallel-default.ts), speculative (n-gram, self and
  *   2-layer drafts vs none, bench/speculative.ts) and kv-cache (q8_0 vs f16 KV, bench/kv-cache-type.ts) and prompt-cache (time
  *   to first token returning to an evicted 8k-token conversation with and without the host-RAM prompt cache,
- *   bench/prompt-cache.ts; LLAMAD_BENCH_PROMPT_CACHE_TOKENS sets another prompt size for a smoke run)
+ *   bench/prompt-cache.ts; LLAMAD_BENCH_PROMPT_CACHE_TOKENS sets another prompt size for a smoke run) and fairness
+ *   (issue 33's fair queuing: tenant B's TTFT behind tenant A's 32 queued requests, A's throughput, bench/fairness.ts)
  * Backend: LLAMAD_BACKEND (cpu|cuda|...) as for the addon build; on a GPU build both servers offload every layer.
  * What is measured and why: docs/benchmarks.md.
  */
@@ -27,6 +28,7 @@ import { REPO_ROOT } from '../src/config';
 import { loadBinding } from '../src/native/load-binding';
 import { postJson } from './clients';
 import { eventLoop } from './event-loop';
+import { fairness } from './fairness';
 import {
   buildPeers,
   ensureModel,
@@ -84,6 +86,7 @@ async function main(): Promise<void> {
       'speculative',
       'kv-cache',
       'prompt-cache',
+      'fairness',
     ].some((x) => s.sections.has(x))
   ) {
     // Sections that run the daemon alone (event-loop): no llama-server, no bench models, no bandwidth figure.
@@ -105,7 +108,7 @@ async function main(): Promise<void> {
   }
   // rpc is daemon-only too: no llama-server is built when it (with event-loop) is all that was asked for.
   const peers = [...s.sections].every((x) =>
-    ['rpc', 'event-loop', 'runner', 'prebuilt', 'kv-cache', 'prompt-cache'].includes(x),
+    ['rpc', 'event-loop', 'runner', 'prebuilt', 'kv-cache', 'prompt-cache', 'fairness'].includes(x),
   )
     ? []
     : buildPeers(s);
@@ -152,6 +155,26 @@ async function main(): Promise<void> {
       llamaOptions: (seed, predict) => llamaOptions(seed, predict),
       row: (metric, ours, theirs, unit, compare) =>
         row({ section: 'parallel', metric, ours, theirs, unit, compare, digits: unit === '×' ? 2 : 1 }),
+    });
+  }
+  if (s.sections.has('fairness')) {
+    log(`fair queuing: tenant B's TTFT behind tenant A's 32 queued requests, A's throughput with and without B`);
+    await fairness({
+      runs: s.runs,
+      startDaemon: (env) =>
+        startDaemon({ mainJs: MAIN_JS, modelsDir: store, numParallel: 0, threads: s.threads, log: DAEMON_LOG, env }),
+      ollamaOptions: (seed, numCtx, predict) => ollamaOptions(s, seed, numCtx, predict),
+      row: (metric, value, unit, target = '', digits = 1) =>
+        row({
+          section: 'fairness',
+          metric,
+          ours: value,
+          theirs: peers.map(() => NaN),
+          unit,
+          digits,
+          compare: 'none',
+          target,
+        }),
     });
   }
   if (s.sections.has('prompt-cache')) {

@@ -38,7 +38,12 @@ export function decodeRate(t: StreamTiming): number {
 
 type ChunkParser = (line: string, timing: StreamTiming, at: number) => void;
 
-async function stream(url: string, body: unknown, parse: ChunkParser): Promise<StreamTiming> {
+async function stream(
+  url: string,
+  body: unknown,
+  parse: ChunkParser,
+  headers: Record<string, string> = {},
+): Promise<StreamTiming> {
   const timing: StreamTiming = {
     sentAt: performance.now(),
     tokenTimes: [],
@@ -50,7 +55,7 @@ async function stream(url: string, body: unknown, parse: ChunkParser): Promise<S
   };
   const res = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify(body),
   });
   await forEachLine(url, res, (line, at) => parse(line, timing, at));
@@ -101,12 +106,20 @@ function ollamaChunk(textOf: (record: Record<string, unknown>) => unknown): Chun
   };
 }
 
-/** POST /api/generate on the daemon with stream: true. @throws Error on an HTTP or in-stream error. */
-export function ollamaGenerate(base: string, body: Record<string, unknown>): Promise<StreamTiming> {
+/**
+ * POST /api/generate on the daemon with stream: true; `headers` are added to the request (an API key).
+ * @throws Error on an HTTP or in-stream error.
+ */
+export function ollamaGenerate(
+  base: string,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<StreamTiming> {
   return stream(
     `${base}/api/generate`,
     { ...body, stream: true },
     ollamaChunk((r) => r.response),
+    headers,
   );
 }
 

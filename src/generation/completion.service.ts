@@ -15,7 +15,7 @@ import { isEmptyDelta } from './output';
 import { reservedTokens, withTokenReservation } from './token-reservation';
 import { PreparedPrompt, PromptService, PromptSource } from './prompt';
 import { Runner, RunnerSpec } from '../runner';
-import { ramCacheShareBytes, SchedulerService } from '../scheduler';
+import { ANONYMOUS_TICKET, FairTicket, fairTicket, ramCacheShareBytes, SchedulerService } from '../scheduler';
 
 /** One completion to run. */
 export interface CompletionRequest {
@@ -174,8 +174,8 @@ export class CompletionService {
 
   /**
    * {@link complete} without the hooks: one run, and with `growContext` a second one with a larger context. Called
-   * where the request's context is current (the subscribe of complete()): the cache scope is taken from its principal
-   * here, not later in a scheduler callback that another request's release may run.
+   * where the request's context is current (the subscribe of complete()): the cache scope and the slot gate's ticket
+   * (principal and weight) are taken from it here, not later in a callback that another request's release may run.
    */
   private attempts(request: CompletionRequest, tracker?: GenerationTracker): Observable<GenerationEvent> {
     const context = currentRequestContext();
@@ -184,7 +184,8 @@ export class CompletionService {
     // `{}` = none, so that plan() does not look for a context later.
     if (request.caps === undefined) request = { ...request, caps: context?.policy?.limits ?? {} };
     const meter = this.tokenBudget?.forCurrentRequest();
-    const first = this.run(request, request.options, scope, false, tracker, meter);
+    const ticket = fairTicket(context?.principal, context?.policy?.limits?.weight);
+    const first = this.run(request, request.options, scope, false, tracker, meter, ticket);
     if (!request.growContext) return first;
     return first.pipe(
       catchError((err: unknown) => {
@@ -198,7 +199,7 @@ export class CompletionService {
               `${request.model.shortName}: ${promptTokens}-token prompt does not fit; reloading with num_ctx ${numCtx}`,
             );
             const options = { ...request.options, num_ctx: numCtx };
-            return this.run({ ...request, growContext: false }, options, scope, true, tracker, meter);
+            return this.run({ ...request, growContext: false }, options, scope, true, tracker, meter, ticket);
           }),
         );
       }),
@@ -280,7 +281,10 @@ export class CompletionService {
    * One attempt of {@link complete} with these options; `scope` is the cache scope key (RunnerRequest.cacheScope,
    * undefined = shared); `grown` marks the reload for a long prompt; `tracker` is told the prompt size and every
    * generated token; `meter` reserves the prompt + output limit against the principal's token limits before the
-   * runner generates anything (a refusal fails the run with a 429 error) and is settled with the real usage.
+   * runner generates anything (a refusal fails the run with a 429 error) and is settled with the real usage; `ticket`
+   * is who the generation runs for at the runner's slot gate, which it passes after the reservation (lease.slots: the
+   * runner's slots and as many generations ready behind them as slotGatePermits allows; the others wait in weighted
+   * fair order across principals).
    */
   private run(
     request: CompletionRequest,
@@ -289,6 +293,7 @@ export class CompletionService {
     grown = false,
     tracker?: GenerationTracker,
     meter?: TokenMeter,
+    ticket: FairTicket = ANONYMOUS_TICKET,
   ): Observable<GenerationEvent> {
     const { options, spec } = this.plan(request.model, requestOptions, request.caps);
     const acquire = {
@@ -404,6 +409,9 @@ export class CompletionService {
                 complete: () => subscriber.complete(),
               }),
           ).pipe(
+            // Inner first: the reservation (outer) is made before the generation waits at the slot gate, so a
+            // refused request never queues.
+            lease.slots.gated(ticket),
             withTokenReservation(
               meter,
               reservedTokens(prompt.tokens.length, s.numPredict, numCtx),

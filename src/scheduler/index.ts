@@ -4,3 +4,4 @@ export * from './scheduler.stats';
 export * from './memory.estimator';
 export * from './leased-job';
 export * from './ram-cache-budget';
+export * from './fair-queue';

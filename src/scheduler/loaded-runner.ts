@@ -1,4 +1,5 @@
 import type { Runner } from '../runner';
+import type { FairGate } from './fair-queue';
 import type { RpcClaim } from './rpc-endpoints';
 
 /** A loaded runner and its bookkeeping (Ollama `runnerRef`, reference/ollama-api.md §7.1). */
@@ -25,4 +26,6 @@ export interface LoadedRunner {
   name: string;
   /** The RPC workers it holds until it is gone (rpc-endpoints.ts). */
   rpc?: RpcClaim<LoadedRunner>;
+  /** The slot gate of this runner instance (fair-queue.ts): generations wait there for one of its slots. */
+  gate: FairGate;
 }

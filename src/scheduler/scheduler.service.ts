@@ -3,6 +3,7 @@ import { Observable, Subject, Subscription } from 'rxjs';
 import { RequestCancelledError, RunnerTerminatedError, ServerBusyError } from '../common/errors';
 import { DaemonConfig } from '../config';
 import { ModelLifecycleService } from '../models';
+import { FairGate, slotGatePermits } from './fair-queue';
 import { LoadCapacity } from './load-capacity';
 import type { LoadedRunner } from './loaded-runner';
 import { LoadQueue } from './load-queue';
@@ -147,6 +148,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     let released = false;
     return {
       runner: entry.runner,
+      slots: entry.gate,
       loadDurationNs: Math.max(1, Number(process.hrtime.bigint() - started)),
       release: () => {
         if (released) return;
@@ -234,6 +236,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       markGone,
       unloading: false,
       name,
+      gate: new FairGate(slotGatePermits(runner.spec.numParallel)),
     };
     this.runners.set(key, entry);
     runner.onDeath?.((death) => this.onDeath(entry, death));
@@ -342,7 +345,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
         sizeBytes: measured?.totalBytes ?? e.sizeBytes,
         sizeVramBytes: measured?.vramBytes ?? 0,
         ...(measured ? { devices: measured.devices } : {}),
-        ...(usage ? { usage } : {}),
+        ...(usage ? { usage: { ...usage, queuedTasks: usage.queuedTasks + e.gate.waiting } } : {}),
         expired: e.expired,
         ...(e.name !== undefined && e.name !== e.key ? { name: e.name } : {}),
       };

@@ -1,4 +1,5 @@
 import type { Runner } from '../runner';
+import type { FairGate } from './fair-queue';
 import type { RunnerStats, SchedulerStats } from './scheduler.types';
 
 /** What schedulerStats reads of a loaded runner. */
@@ -8,12 +9,15 @@ export interface RunnerHolding {
   /** Requests holding or waiting for this runner. */
   refCount: number;
   runner: Runner;
+  /** The runner's slot gate (its waiters count as queued); absent in hand-built entries. */
+  gate?: FairGate;
 }
 
 /**
- * The gauges of GET /metrics at scrape time (SchedulerService.stats): requests waiting for a load or a slot (`queued`),
- * requests holding a slot (`running`), and per runner its slots and KV cache cells (from the runner's own usage
- * report when it has one, else estimated from its reference count and n_ctx × slots, or n_ctx for a shared cache).
+ * The gauges of GET /metrics at scrape time (SchedulerService.stats): requests waiting for a load or a slot (`queued`:
+ * at a runner's slot gate, fair-queue.ts, or in the runner's own queue), requests holding a slot (`running`), and per
+ * runner its slots and KV cache cells (from the runner's own usage report when it has one, else estimated from its
+ * reference count and n_ctx × slots, or n_ctx for a shared cache).
  * @param pendingLoads requests waiting for a load, including the one loading now
  */
 export function schedulerStats(pendingLoads: number, entries: Iterable<RunnerHolding>): SchedulerStats {
@@ -25,7 +29,9 @@ export function schedulerStats(pendingLoads: number, entries: Iterable<RunnerHol
     const spec = e.runner.spec;
     const usage = e.runner.usage?.();
     const slotsTotal = spec.numParallel;
-    const waiting = usage?.queuedTasks ?? Math.max(0, e.refCount - slotsTotal);
+    // Waiting for a slot: at the slot gate, or (a runner that reports usage) in the runner's own queue.
+    const gated = e.gate?.waiting ?? 0;
+    const waiting = usage ? usage.queuedTasks + gated : Math.max(gated, e.refCount - slotsTotal);
     queued += waiting;
     holding -= waiting;
     runners.push({

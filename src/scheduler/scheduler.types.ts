@@ -1,4 +1,5 @@
 import type { Runner, RunnerSpec, RunnerUsage } from '../runner';
+import type { FairGate } from './fair-queue';
 
 /* The scheduler's public shapes and constants (SchedulerService, scheduler.service.ts). */
 
@@ -11,6 +12,12 @@ export const MEMORY_FIT_RATIO = 0.8;
 /** A runner held for one request. Call `release()` exactly once when the request is over (extra calls are no-ops). */
 export interface RunnerLease {
   runner: Runner;
+  /**
+   * The runner's slot gate (fair-queue.ts): a generation runs through `slots.gated(ticket)` so that at most
+   * numParallel generations decode and numParallel − 1 more are ready in the runner (slotGatePermits); the others
+   * wait in weighted fair order across principals.
+   */
+  slots: FairGate;
   /** Time spent waiting for the scheduler and the load, ns (Ollama's load_duration). */
   loadDurationNs: number;
   release(): void;
@@ -101,7 +108,10 @@ export interface LoadedRunnerInfo {
   devices?: { name: string; bytes: number; endpoint?: string }[];
   /** The model name it was last acquired under (absent when none was given). */
   name?: string;
-  /** Slots and KV cells in use now (the runner's usage(); absent when it reports none). */
+  /**
+   * Slots and KV cells in use now (the runner's usage(); absent when it reports none); its queuedTasks also counts the
+   * generations waiting at the runner's slot gate.
+   */
   usage?: RunnerUsage;
   /** Whether it is marked to unload once idle. */
   expired: boolean;

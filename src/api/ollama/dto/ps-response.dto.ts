@@ -37,7 +37,10 @@ export interface ProcessParallelWire {
   slots_busy: number;
   /** Of the busy slots, those waiting for cells of the shared KV cache. */
   slots_waiting: number;
-  /** Requests queued in the runner for a free slot (or for KV cells to start). */
+  /**
+   * Requests queued for a free slot: at the runner's slot gate (fair queuing) or in the runner (or for KV cells to
+   * start).
+   */
   queued: number;
   /** Whether the slots share one KV cache of `context_length` cells (OLLAMA_NUM_PARALLEL unset). */
   kv_shared: boolean;
