@@ -15,7 +15,7 @@ import { isEmptyDelta } from './output';
 import { reservedTokens, withTokenReservation } from './token-reservation';
 import { PreparedPrompt, PromptService, PromptSource } from './prompt';
 import { Runner, RunnerSpec } from '../runner';
-import { ANONYMOUS_TICKET, FairTicket, fairTicket, ramCacheShareBytes, SchedulerService } from '../scheduler';
+import { FairTicket, fairTicket, ramCacheShareBytes, SchedulerService } from '../scheduler';
 
 /** One completion to run. */
 export interface CompletionRequest {
@@ -53,6 +53,28 @@ export interface CompletionRequest {
    * request context's policy when {@link CompletionService.complete} is subscribed.
    */
   caps?: OptionCaps;
+}
+
+/**
+ * Who one completion runs for, taken once where the request's context is current (CompletionService.attempts) and
+ * shared by its attempts.
+ */
+interface CallerOfRun {
+  /** The cache scope key (RunnerRequest.cacheScope); undefined = shared. */
+  scope: string | undefined;
+  /** Told the prompt size and every generated token (the request hooks). */
+  tracker?: GenerationTracker;
+  /**
+   * Reserves the prompt + output limit against the principal's token limits before the runner generates anything
+   * (a refusal fails the run with a 429 error), settled with the real usage; undefined = not counted.
+   */
+  meter?: TokenMeter;
+  /**
+   * Who the generation runs for at the runner's slot gate, passed after the reservation (lease.slots: the runner's
+   * slots and as many generations ready behind them as slotGatePermits allows; the others wait in weighted fair order
+   * across principals).
+   */
+  ticket: FairTicket;
 }
 
 /** Tokens reserved for the reply when a context is grown and the request sets no num_predict / max_tokens. */
@@ -183,9 +205,13 @@ export class CompletionService {
     // The caps too are taken here, where the request's context is current (a retry below runs in a runner callback);
     // `{}` = none, so that plan() does not look for a context later.
     if (request.caps === undefined) request = { ...request, caps: context?.policy?.limits ?? {} };
-    const meter = this.tokenBudget?.forCurrentRequest();
-    const ticket = fairTicket(context?.principal, context?.policy?.limits?.weight);
-    const first = this.run(request, request.options, scope, false, tracker, meter, ticket);
+    const caller: CallerOfRun = {
+      scope,
+      tracker,
+      meter: this.tokenBudget?.forCurrentRequest(),
+      ticket: fairTicket(context?.principal, context?.policy?.limits?.weight),
+    };
+    const first = this.run(request, request.options, caller, false);
     if (!request.growContext) return first;
     return first.pipe(
       catchError((err: unknown) => {
@@ -199,7 +225,7 @@ export class CompletionService {
               `${request.model.shortName}: ${promptTokens}-token prompt does not fit; reloading with num_ctx ${numCtx}`,
             );
             const options = { ...request.options, num_ctx: numCtx };
-            return this.run({ ...request, growContext: false }, options, scope, true, tracker, meter, ticket);
+            return this.run({ ...request, growContext: false }, options, caller, true);
           }),
         );
       }),
@@ -278,23 +304,16 @@ export class CompletionService {
   }
 
   /**
-   * One attempt of {@link complete} with these options; `scope` is the cache scope key (RunnerRequest.cacheScope,
-   * undefined = shared); `grown` marks the reload for a long prompt; `tracker` is told the prompt size and every
-   * generated token; `meter` reserves the prompt + output limit against the principal's token limits before the
-   * runner generates anything (a refusal fails the run with a 429 error) and is settled with the real usage; `ticket`
-   * is who the generation runs for at the runner's slot gate, which it passes after the reservation (lease.slots: the
-   * runner's slots and as many generations ready behind them as slotGatePermits allows; the others wait in weighted
-   * fair order across principals).
+   * One attempt of {@link complete} with these options, for `caller` (CallerOfRun); `grown` marks the reload for a
+   * long prompt.
    */
   private run(
     request: CompletionRequest,
     requestOptions: OptionMap,
-    scope: string | undefined,
-    grown = false,
-    tracker?: GenerationTracker,
-    meter?: TokenMeter,
-    ticket: FairTicket = ANONYMOUS_TICKET,
+    caller: CallerOfRun,
+    grown: boolean,
   ): Observable<GenerationEvent> {
+    const { scope, tracker, meter, ticket } = caller;
     const { options, spec } = this.plan(request.model, requestOptions, request.caps);
     const acquire = {
       spec,
@@ -310,14 +329,16 @@ export class CompletionService {
       // never starts the generation.
       return this.preparePrompt(source, request.model, lease.runner, options).pipe(
         switchMap((prompt) => {
-          request.observer?.onPrompt?.(prompt.tokens.length);
-          tracker?.prompt(prompt.tokens.length);
           const generated: number[] = [];
           const parser = prompt.parser;
           const s = options.sampling;
           const numCtx = options.load.numCtx;
-          return new Observable<GenerationEvent>((subscriber) =>
-            lease.runner
+          return new Observable<GenerationEvent>((subscriber) => {
+            // Told here, once the tokens are reserved and a slot is free: a refused request never counts its prompt
+            // as used, and a compat layer never starts its stream (message_start, the 200 head) for it.
+            request.observer?.onPrompt?.(prompt.tokens.length);
+            tracker?.prompt(prompt.tokens.length);
+            return lease.runner
               .generate({
                 tokens: prompt.tokens,
                 ...(prompt.media ? { media: prompt.media } : {}),
@@ -407,8 +428,8 @@ export class CompletionService {
                 },
                 error: (err: unknown) => subscriber.error(err),
                 complete: () => subscriber.complete(),
-              }),
-          ).pipe(
+              });
+          }).pipe(
             // Inner first: the reservation (outer) is made before the generation waits at the slot gate, so a
             // refused request never queues.
             lease.slots.gated(ticket),

@@ -119,7 +119,14 @@ describe('tenant limits from the keys file (FakeBinding)', () => {
     const res = await fetch(`${t.baseUrl}/api/usage`, { headers: auth(ADMIN) });
     assert.equal(res.status, 200);
     const body = (await res.json()) as {
-      usage: Array<{ principal: string; model: string; requests: number; refusals: Record<string, number> }>;
+      usage: Array<{
+        principal: string;
+        model: string;
+        requests: number;
+        prompt_tokens: number;
+        completion_tokens: number;
+        refusals: Record<string, number>;
+      }>;
     };
     const slow = body.usage.filter((row) => row.principal === 'slow');
     assert.equal(
@@ -130,11 +137,10 @@ describe('tenant limits from the keys file (FakeBinding)', () => {
       slow.reduce((n, row) => n + row.refusals.forbidden, 0),
       1,
     );
-    // The refused reservation ran no generation: its prompt is not counted as used.
-    assert.equal(
-      body.usage.find((row) => row.principal === 'small' && row.model === 'demo:latest')?.completion_tokens,
-      3,
-    );
+    // The refused reservation ran no generation: only the admitted request's prompt and reply are counted.
+    const used = body.usage.find((row) => row.principal === 'small' && row.model === 'demo:latest');
+    assert.equal(used?.completion_tokens, 3);
+    assert.equal(used?.prompt_tokens, 53, 'one 53-token prompt (the refused one is not counted)');
     const small = body.usage.filter((row) => row.principal === 'small');
     assert.equal(
       small.reduce((n, row) => n + row.refusals.tokens_per_minute, 0),
