@@ -71,7 +71,7 @@ interface CallerOfRun {
   meter?: TokenMeter;
   /**
    * Who the generation runs for at the runner's slot gate, passed after the reservation (lease.slots: the runner's
-   * slots and as many generations ready behind them as slotGatePermits allows; the others wait in weighted fair order
+   * slots, slotGatePermits; the others wait in weighted fair order
    * across principals).
    */
   ticket: FairTicket;

@@ -14,8 +14,8 @@ export interface RunnerLease {
   runner: Runner;
   /**
    * The runner's slot gate (fair-queue.ts): a generation runs through `slots.gated(ticket)` so that at most
-   * numParallel generations decode and numParallel − 1 more are ready in the runner (slotGatePermits); the others
-   * wait in weighted fair order across principals.
+   * numParallel generations are in the runner (slotGatePermits); the others wait in weighted fair order across
+   * principals.
    */
   slots: FairGate;
   /** Time spent waiting for the scheduler and the load, ns (Ollama's load_duration). */

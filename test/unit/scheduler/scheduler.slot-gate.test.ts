@@ -7,7 +7,7 @@ import { spec } from '../../utils/fake-runner';
 import { flush, useScheduler } from '../../utils/scheduler-fakes';
 
 // The slot gate as the scheduler hands it out (fair-queue.ts has the queue's own tests): one per runner instance,
-// sized by the runner's slots (slots + slots − 1 ready in the runner), and its waiters counted as queued.
+// sized by the runner's slots (one permit per slot), and its waiters counted as queued.
 describe('SchedulerService slot gate', () => {
   const fx = useScheduler();
 
@@ -15,13 +15,13 @@ describe('SchedulerService slot gate', () => {
     const a = await fx.scheduler.acquire({ spec: spec({ numParallel: 3 }) });
     const b = await fx.scheduler.acquire({ spec: spec({ numParallel: 3 }) });
     assert.equal(a.slots, b.slots);
-    assert.equal(a.slots.permits, 5, '3 slots + 2 ready in the runner');
+    assert.equal(a.slots.permits, 3, 'one per slot');
     a.release();
     b.release();
     const c = await fx.scheduler.acquire({ spec: spec({ numParallel: 2 }) }); // other load options: a reload
     assert.notEqual(c.runner, a.runner);
     assert.notEqual(c.slots, a.slots);
-    assert.equal(c.slots.permits, 3);
+    assert.equal(c.slots.permits, 2);
     c.release();
   });
 
