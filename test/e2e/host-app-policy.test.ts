@@ -1,15 +1,10 @@
-import { Injectable, Module } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
   AUTHORIZER,
   AuthorizationRequest,
-  LlamadModule,
-  NATIVE_BINDING,
   Principal,
   RequestAuthorizer,
   TENANT_POLICY_SOURCE,
@@ -18,9 +13,8 @@ import {
   UnauthorizedError,
 } from '../../src';
 import { FakeBinding } from '../utils/fake-binding';
-import { writeTinyGguf } from '../utils/gguf-fixtures';
-import { listenHost } from '../utils/host';
 import { postJson } from '../utils/ndjson';
+import { FakeHost, startFakeHost } from '../utils/tenant-host';
 
 /** The host's tenants, as its own database would hold them (docs/library.md "Tenant policies"). */
 const TENANTS = new Map<string, TenantPolicy>([
@@ -54,39 +48,28 @@ class MapPolicySource implements TenantPolicySource {
 describe('a host application’s tenant policies (TENANT_POLICY_SOURCE, AUTHORIZER policy; FakeBinding)', () => {
   let app: NestFastifyApplication;
   let base: string;
-  let dir: string;
+  let host: FakeHost;
   const binding = new FakeBinding();
   const as = (tenant: string) => ({ 'content-type': 'application/json', 'x-tenant': tenant });
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'llamad-host-policy-'));
-    @Module({
-      imports: [
-        LlamadModule.forRoot({
-          config: { modelsDir: join(dir, 'models'), logging: false, contextLength: 512 },
-          providers: [
-            { provide: NATIVE_BINDING, useValue: () => binding },
-            { provide: AUTHORIZER, useClass: HeaderAuthorizer },
-            { provide: TENANT_POLICY_SOURCE, useClass: MapPolicySource },
-          ],
-        }),
+    host = await startFakeHost({
+      providers: [
+        { provide: AUTHORIZER, useClass: HeaderAuthorizer },
+        { provide: TENANT_POLICY_SOURCE, useClass: MapPolicySource },
       ],
-    })
-    class HostModule {}
-    ({ app, base } = await listenHost(HostModule));
-    const gguf = join(dir, 'fake.gguf');
-    await writeTinyGguf(gguf, { chatTemplate: '{{ chatml }}' });
-    for (const model of ['demo', 'other-1']) {
-      const res = await postJson(`${base}/api/create`, { model, from: gguf, stream: false }, { headers: as('root') });
-      assert.equal(res.status, 200, await res.clone().text());
-    }
+      binding,
+      models: ['demo', 'other-1'],
+      createHeaders: { 'x-tenant': 'root' },
+    });
+    ({ app, base } = host);
+    const gguf = host.gguf;
     const refused = await postJson(`${base}/api/create`, { model: 'x', from: gguf }, { headers: as('acme') });
     assert.equal(refused.status, 403, 'a user of the host’s store may not create');
   });
 
   after(async () => {
-    await app?.close();
-    await rm(dir, { recursive: true, force: true });
+    await host?.close();
   });
 
   const tags = async (tenant: string) =>

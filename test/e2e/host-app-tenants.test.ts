@@ -1,24 +1,11 @@
-import { Controller, Get, Module } from '@nestjs/common';
-import { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Controller, Get } from '@nestjs/common';
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import {
-  AUTHORIZER,
-  AuthorizationRequest,
-  LlamadModule,
-  NATIVE_BINDING,
-  Principal,
-  RequestAuthorizer,
-  UnauthorizedError,
-} from '../../src';
+import { AUTHORIZER, AuthorizationRequest, Principal, RequestAuthorizer, UnauthorizedError } from '../../src';
 import { FakeBinding } from '../utils/fake-binding';
-import { writeTinyGguf } from '../utils/gguf-fixtures';
-import { listenHost } from '../utils/host';
 import { postJson } from '../utils/ndjson';
+import { FakeHost, startFakeHost } from '../utils/tenant-host';
 
 /** The host's own route under /api: the module's gate must leave it to the host. */
 @Controller('api')
@@ -56,44 +43,26 @@ function getWithOrigin(base: string, path: string): Promise<number> {
 // Issue 23 items 2 and 5: in a host application mounted without a prefix, the module's Origin/Host gate judges only
 // the module's routes; the host's authorizer names tenants, who own their stored responses.
 describe('LlamadModule without a prefix in a host application (FakeBinding)', () => {
-  let app: NestFastifyApplication;
   let base: string;
-  let dir: string;
+  let host: FakeHost;
   const binding = new FakeBinding();
   const headers = (tenant: string) => ({ 'content-type': 'application/json', 'x-tenant': tenant });
   // No content-type without a body: the host's JSON parser refuses an empty JSON body.
   const tenantOnly = (tenant: string) => ({ 'x-tenant': tenant });
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'llamad-host-tenants-'));
-    @Module({
-      imports: [
-        LlamadModule.forRoot({
-          config: { modelsDir: join(dir, 'models'), logging: false, contextLength: 512 },
-          providers: [
-            { provide: NATIVE_BINDING, useValue: () => binding },
-            { provide: AUTHORIZER, useClass: TenantAuthorizer },
-          ],
-        }),
-      ],
+    host = await startFakeHost({
+      providers: [{ provide: AUTHORIZER, useClass: TenantAuthorizer }],
       controllers: [HostApiController],
-    })
-    class HostModule {}
-    ({ app, base } = await listenHost(HostModule));
-    const gguf = join(dir, 'fake.gguf');
-    await writeTinyGguf(gguf, { chatTemplate: '{{ chatml }}' });
-    const res = await postJson(
-      `${base}/api/create`,
-      { model: 'fake', from: gguf, stream: false },
-      { headers: headers('acme') },
-    );
-    assert.equal(res.status, 200, await res.clone().text());
+      binding,
+      createHeaders: { 'x-tenant': 'acme' },
+    });
+    base = host.base;
     binding.script = () => ({ pieces: ['Hi'] });
   });
 
   after(async () => {
-    await app?.close();
-    await rm(dir, { recursive: true, force: true });
+    await host?.close();
   });
 
   it("the gate judges the module's routes, not the host's own /api route", async () => {

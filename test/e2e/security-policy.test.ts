@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { FakeBinding } from '../utils/fake-binding';
+import { headersOnly } from '../utils/headers-only';
 import { writeTinyGguf } from '../utils/gguf-fixtures';
 import { postJson } from '../utils/ndjson';
 import { createTestApp, TestApp } from '../utils/test-app';
@@ -28,47 +28,6 @@ keys:
 
 function auth(key: string): Record<string, string> {
   return { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-}
-
-/**
- * Sends only the headers of a request that announces `declared` body bytes and resolves with the response as soon as
- * it comes, or rejects after 5 s: the body is never written, so an answer proves it was decided without reading it.
- */
-function headersOnly(
-  baseUrl: string,
-  method: string,
-  path: string,
-  declared: number,
-  headers: Record<string, string>,
-): Promise<{ status: number; body: string }> {
-  const url = new URL(path, baseUrl);
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({
-      host: url.hostname,
-      port: url.port,
-      method,
-      path: url.pathname,
-      headers: { 'content-type': 'application/json', ...headers, 'content-length': String(declared) },
-    });
-    const timer = setTimeout(() => {
-      req.destroy();
-      reject(new Error(`${method} ${path}: no answer before the body was sent`));
-    }, 5000);
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        clearTimeout(timer);
-        req.destroy();
-        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
-      });
-    });
-    req.on('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    req.flushHeaders();
-  });
 }
 
 /** One request by model name in each dialect, with `model` in it. */

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { FakeBinding } from '../utils/fake-binding';
+import { headersOnly } from '../utils/headers-only';
 import { writeTinyGguf } from '../utils/gguf-fixtures';
 import { postJson } from '../utils/ndjson';
 import { createTestApp, TestApp } from '../utils/test-app';
@@ -12,47 +12,6 @@ const K2 = 'key-two-9876543210';
 
 function bearer(key: string): Record<string, string> {
   return { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-}
-
-/**
- * Sends only the headers of a POST that announces `declared` body bytes, and resolves with the response (status,
- * body) as soon as it comes, or rejects after 5 s. The body is never written: an answer proves the daemon decided
- * without reading it.
- */
-function headersOnly(
-  baseUrl: string,
-  path: string,
-  declared: number,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; body: string }> {
-  const url = new URL(path, baseUrl);
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({
-      host: url.hostname,
-      port: url.port,
-      method: 'POST',
-      path: url.pathname,
-      headers: { 'content-type': 'application/json', 'content-length': String(declared), ...headers },
-    });
-    const timer = setTimeout(() => {
-      req.destroy();
-      reject(new Error('no answer before the body was sent'));
-    }, 5000);
-    req.on('response', (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        clearTimeout(timer);
-        req.destroy();
-        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
-      });
-    });
-    req.on('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    req.flushHeaders();
-  });
 }
 
 // Issue 23 items 1 and 2: authorization before the body is read; one principal per key; stored responses owned.
@@ -80,13 +39,15 @@ describe('authorization at onRequest, principals, owned responses (FakeBinding, 
 
   it('an unauthenticated 50 MB body gets its 401 before any byte of it is sent, in each dialect', async () => {
     const size = 50 * 1024 * 1024;
-    const ollama = await headersOnly(t.baseUrl, '/api/chat', size);
+    const ollama = await headersOnly(t.baseUrl, 'POST', '/api/chat', size);
     assert.equal(ollama.status, 401);
     assert.ok(typeof (JSON.parse(ollama.body) as { error: string }).error === 'string');
-    const openai = await headersOnly(t.baseUrl, '/v1/chat/completions', size, { authorization: 'Bearer wrong' });
+    const openai = await headersOnly(t.baseUrl, 'POST', '/v1/chat/completions', size, {
+      authorization: 'Bearer wrong',
+    });
     assert.equal(openai.status, 401);
     assert.equal((JSON.parse(openai.body) as { error: { code: string } }).error.code, 'invalid_api_key');
-    const anthropic = await headersOnly(t.baseUrl, '/v1/messages', size, { 'x-api-key': 'wrong' });
+    const anthropic = await headersOnly(t.baseUrl, 'POST', '/v1/messages', size, { 'x-api-key': 'wrong' });
     assert.equal(anthropic.status, 401);
     assert.equal((JSON.parse(anthropic.body) as { error: { type: string } }).error.type, 'authentication_error');
   });
@@ -108,7 +69,7 @@ describe('authorization at onRequest, principals, owned responses (FakeBinding, 
     );
     assert.equal(create.status, 413);
     assert.ok(typeof ((await create.json()) as { error: string }).error === 'string');
-    const declared = await headersOnly(t.baseUrl, '/api/copy', 1024 * 1024, bearer(K1));
+    const declared = await headersOnly(t.baseUrl, 'POST', '/api/copy', 1024 * 1024, bearer(K1));
     assert.equal(declared.status, 413, 'refused on Content-Length, before the body');
     const chat = await postJson(
       `${t.baseUrl}/api/chat`,

@@ -1,15 +1,8 @@
-import { Module } from '@nestjs/common';
-import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
   AUTHORIZER,
   AuthorizationRequest,
-  LlamadModule,
-  NATIVE_BINDING,
   Principal,
   RequestAuthorizer,
   UnauthorizedError,
@@ -20,9 +13,8 @@ import {
   UsageStore,
 } from '../../src';
 import { FakeBinding } from '../utils/fake-binding';
-import { writeTinyGguf } from '../utils/gguf-fixtures';
-import { listenHost } from '../utils/host';
 import { postJson } from '../utils/ndjson';
+import { FakeHost, startFakeHost } from '../utils/tenant-host';
 import { createTestApp, TestApp } from '../utils/test-app';
 
 /** A host authorizer naming tenants with policies: `acme` is an admin, `globex` a user (issue 33 items 1 and 6). */
@@ -57,36 +49,19 @@ function sample(text: string, series: string): number | undefined {
 // name and model, GET /api/usage reports the same to an admin, refuses a user (403, itself counted as a refusal)
 // and a bad range (400).
 describe('usage per caller in a host application (FakeBinding)', () => {
-  let app: NestFastifyApplication;
   let base: string;
-  let dir: string;
+  let host: FakeHost;
   const binding = new FakeBinding();
   const json = (tenant: string) => ({ 'content-type': 'application/json', 'x-tenant': tenant });
   const expected = new Map<string, { requests: number; prompt: number; completion: number }>();
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'llamad-usage-'));
-    @Module({
-      imports: [
-        LlamadModule.forRoot({
-          config: { modelsDir: join(dir, 'models'), logging: false, contextLength: 512 },
-          providers: [
-            { provide: NATIVE_BINDING, useValue: () => binding },
-            { provide: AUTHORIZER, useClass: TenantAuthorizer },
-          ],
-        }),
-      ],
-    })
-    class HostModule {}
-    ({ app, base } = await listenHost(HostModule));
-    const gguf = join(dir, 'fake.gguf');
-    await writeTinyGguf(gguf, { chatTemplate: '{{ chatml }}' });
-    const res = await postJson(
-      `${base}/api/create`,
-      { model: 'fake', from: gguf, stream: false },
-      { headers: json('acme') },
-    );
-    assert.equal(res.status, 200, await res.clone().text());
+    host = await startFakeHost({
+      providers: [{ provide: AUTHORIZER, useClass: TenantAuthorizer }],
+      binding,
+      createHeaders: { 'x-tenant': 'acme' },
+    });
+    base = host.base;
     binding.script = () => ({ pieces: ['Hi', ' there'] });
     const run = async (tenant: string, path: string, body: object) => {
       const r = await postJson(`${base}${path}`, body, { headers: json(tenant) });
@@ -106,8 +81,7 @@ describe('usage per caller in a host application (FakeBinding)', () => {
   });
 
   after(async () => {
-    await app?.close();
-    await rm(dir, { recursive: true, force: true });
+    await host?.close();
   });
 
   it('/metrics counts requests and tokens per tenant name and model', async () => {
@@ -208,9 +182,8 @@ describe('usage per caller in the daemon (API keys, FakeBinding)', () => {
 
 // A host replaces the store through the USAGE_STORE token (e.g. a database its replicas share).
 describe('a host-provided USAGE_STORE', () => {
-  let app: NestFastifyApplication;
   let base: string;
-  let dir: string;
+  let host: FakeHost;
   const records: UsageRecord[] = [];
   const store: UsageStore = {
     record: (entry) => {
@@ -236,26 +209,19 @@ describe('a host-provided USAGE_STORE', () => {
   };
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'llamad-usage-store-'));
-    @Module({
-      imports: [
-        LlamadModule.forRoot({
-          config: { modelsDir: join(dir, 'models'), logging: false },
-          providers: [
-            { provide: NATIVE_BINDING, useValue: () => new FakeBinding() },
-            { provide: AUTHORIZER, useClass: TenantAuthorizer },
-            { provide: USAGE_STORE, useValue: store },
-          ],
-        }),
+    host = await startFakeHost({
+      providers: [
+        { provide: AUTHORIZER, useClass: TenantAuthorizer },
+        { provide: USAGE_STORE, useValue: store },
       ],
-    })
-    class HostModule {}
-    ({ app, base } = await listenHost(HostModule));
+      models: [],
+      createHeaders: {},
+    });
+    base = host.base;
   });
 
   after(async () => {
-    await app?.close();
-    await rm(dir, { recursive: true, force: true });
+    await host?.close();
   });
 
   it('records into it and answers /api/usage from it', async () => {

@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { Module, Provider, Type } from '@nestjs/common';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -40,18 +40,80 @@ export class PolicyAuthorizer implements RequestAuthorizer {
   }
 }
 
-/** A host application with LlamadModule, a FakeBinding, the model `fake` and a {@link PolicyAuthorizer}. */
-export interface TenantHost {
+/** Options of {@link startFakeHost}. */
+export interface FakeHostOptions {
+  /** Providers of the module beside NATIVE_BINDING (an AUTHORIZER, a TENANT_POLICY_SOURCE, a store…). */
+  providers: Provider[];
+  /** The host's own controllers. */
+  controllers?: Type[];
+  /** Settings over `{modelsDir, logging: false, contextLength: 512}`. */
+  config?: Partial<DaemonConfig>;
+  /** Shared between hosts; default a new one. */
+  binding?: FakeBinding;
+  /** Models created from one tiny ChatML GGUF at start (default `fake`). */
+  models?: string[];
+  /** Headers of the create requests (an admin's). */
+  createHeaders: Record<string, string>;
+}
+
+/** A host application started by {@link startFakeHost}. */
+export interface FakeHost {
   app: NestFastifyApplication;
   base: string;
   binding: FakeBinding;
-  authorizer: PolicyAuthorizer;
+  /** The tiny GGUF the models were created from. */
+  gguf: string;
   close(): Promise<void>;
 }
 
 /**
- * Starts a host application (LlamadModule without a prefix) whose AUTHORIZER is a {@link PolicyAuthorizer} over
- * `policies`, on a FakeBinding, and creates the model `fake` (ChatML) as tenant `admin` (no policy).
+ * Starts a host application that imports LlamadModule (no prefix) over a FakeBinding, in a fresh models folder, and
+ * creates `models` from one tiny ChatML GGUF with `createHeaders`.
+ */
+export async function startFakeHost(options: FakeHostOptions): Promise<FakeHost> {
+  const dir = await mkdtemp(join(tmpdir(), 'llamad-fake-host-'));
+  const binding = options.binding ?? new FakeBinding();
+  @Module({
+    imports: [
+      LlamadModule.forRoot({
+        config: { modelsDir: join(dir, 'models'), logging: false, contextLength: 512, ...options.config },
+        providers: [{ provide: NATIVE_BINDING, useValue: () => binding }, ...options.providers],
+      }),
+    ],
+    controllers: options.controllers ?? [],
+  })
+  class FakeHostModule {}
+  const { app, base } = await listenHost(FakeHostModule);
+  const gguf = join(dir, 'fake.gguf');
+  await writeTinyGguf(gguf, { chatTemplate: '{{ chatml }}' });
+  for (const model of options.models ?? ['fake']) {
+    const res = await postJson(
+      `${base}/api/create`,
+      { model, from: gguf, stream: false },
+      { headers: { 'content-type': 'application/json', ...options.createHeaders } },
+    );
+    assert.equal(res.status, 200, await res.clone().text());
+  }
+  return {
+    app,
+    base,
+    binding,
+    gguf,
+    close: async () => {
+      await app.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A host application with LlamadModule, a FakeBinding, the model `fake` and a {@link PolicyAuthorizer}. */
+export interface TenantHost extends FakeHost {
+  authorizer: PolicyAuthorizer;
+}
+
+/**
+ * Starts a host application ({@link startFakeHost}) whose AUTHORIZER is a {@link PolicyAuthorizer} over `policies`,
+ * and creates the model `fake` as tenant `admin` (no policy).
  * @param config settings (e.g. `redisUrl`); `binding` to share one FakeBinding between hosts.
  */
 export async function startTenantHost(
@@ -59,39 +121,14 @@ export async function startTenantHost(
   config: Partial<DaemonConfig> = {},
   binding: FakeBinding = new FakeBinding(),
 ): Promise<TenantHost> {
-  const dir = await mkdtemp(join(tmpdir(), 'llamad-tenant-host-'));
   const authorizer = new PolicyAuthorizer(policies);
-  @Module({
-    imports: [
-      LlamadModule.forRoot({
-        config: { modelsDir: join(dir, 'models'), logging: false, contextLength: 512, ...config },
-        providers: [
-          { provide: NATIVE_BINDING, useValue: () => binding },
-          { provide: AUTHORIZER, useValue: authorizer },
-        ],
-      }),
-    ],
-  })
-  class TenantHostModule {}
-  const { app, base } = await listenHost(TenantHostModule);
-  const gguf = join(dir, 'fake.gguf');
-  await writeTinyGguf(gguf, { chatTemplate: '{{ chatml }}' });
-  const res = await postJson(
-    `${base}/api/create`,
-    { model: 'fake', from: gguf, stream: false },
-    { headers: { 'content-type': 'application/json', 'x-tenant': 'admin' } },
-  );
-  assert.equal(res.status, 200, await res.clone().text());
-  return {
-    app,
-    base,
+  const host = await startFakeHost({
+    providers: [{ provide: AUTHORIZER, useValue: authorizer }],
+    config,
     binding,
-    authorizer,
-    close: async () => {
-      await app.close();
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
+    createHeaders: { 'x-tenant': 'admin' },
+  });
+  return { ...host, authorizer };
 }
 
 /** A dialect of the metered routes. */
