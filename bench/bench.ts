@@ -157,6 +157,11 @@ async function main(): Promise<void> {
         row({ section: 'parallel', metric, ours, theirs, unit, compare, digits: unit === '×' ? 2 : 1 }),
     });
   }
+  /** A row writer for sections that measure the daemon alone (no peer column). */
+  const oursOnly =
+    (section: string) =>
+    (metric: string, value: number, unit: string, target = '', digits = 1): void =>
+      row({ section, metric, ours: value, theirs: peers.map(() => NaN), unit, digits, compare: 'none', target });
   if (s.sections.has('fairness')) {
     log(`fair queuing: tenant B's TTFT behind tenant A's 32 queued requests, A's throughput with and without B`);
     await fairness({
@@ -164,17 +169,7 @@ async function main(): Promise<void> {
       startDaemon: (env) =>
         startDaemon({ mainJs: MAIN_JS, modelsDir: store, numParallel: 0, threads: s.threads, log: DAEMON_LOG, env }),
       ollamaOptions: (seed, numCtx, predict) => ollamaOptions(s, seed, numCtx, predict),
-      row: (metric, value, unit, target = '', digits = 1) =>
-        row({
-          section: 'fairness',
-          metric,
-          ours: value,
-          theirs: peers.map(() => NaN),
-          unit,
-          digits,
-          compare: 'none',
-          target,
-        }),
+      row: oursOnly('fairness'),
     });
   }
   if (s.sections.has('prompt-cache')) {
@@ -185,17 +180,7 @@ async function main(): Promise<void> {
       startDaemon: (env) =>
         startDaemon({ mainJs: MAIN_JS, modelsDir: store, numParallel: 1, threads: s.threads, log: DAEMON_LOG, env }),
       ollamaOptions: (seed, numCtx, predict) => ollamaOptions(s, seed, numCtx, predict),
-      row: (metric, value, unit, target = '', digits = 1) =>
-        row({
-          section: 'prompt-cache',
-          metric,
-          ours: value,
-          theirs: peers.map(() => NaN),
-          unit,
-          digits,
-          compare: 'none',
-          target,
-        }),
+      row: oursOnly('prompt-cache'),
     });
   }
   if (s.sections.has('embed')) {
