@@ -13,7 +13,14 @@ export const OPENAPI_JSON_PATH = '/openapi.json';
 export const OPENAPI_DOCS_PATH = '/docs';
 
 /** Name and version of the package this file belongs to (its nearest package.json, in src/ and in dist/src/). */
-export function packageInfo(): { name: string; version: string; description?: string } {
+export interface PackageInfo {
+  name: string;
+  version: string;
+  description?: string;
+}
+
+/** Reads {@link PackageInfo}: once, when this module is loaded (start-up), never on a request. */
+function readPackageInfo(): PackageInfo {
   let dir = __dirname;
   for (;;) {
     const file = join(dir, 'package.json');
@@ -25,6 +32,16 @@ export function packageInfo(): { name: string; version: string; description?: st
     if (parent === dir) return { name: 'llamad', version: '0.0.0' };
     dir = parent;
   }
+}
+
+const PACKAGE_INFO: Readonly<PackageInfo> = Object.freeze(readPackageInfo());
+
+/**
+ * {@link PackageInfo} of this package, read when the module was loaded: the OpenAPI document, which SwaggerModule
+ * builds on the first request for it, costs no file read then.
+ */
+export function packageInfo(): PackageInfo {
+  return PACKAGE_INFO;
 }
 
 const SECURITY_NOTE =

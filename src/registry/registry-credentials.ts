@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
@@ -29,10 +29,14 @@ function parseMap(text: string): RegistryCredentialMap {
  * match wins, read on every lookup so changes apply without a restart:
  * 1. `OLLAMA_REGISTRY_AUTH`: JSON `{host: {username, password}}`;
  * 2. the file `OLLAMA_REGISTRY_AUTH_FILE`, default `~/.ollama/registry-auth.json`, same shape.
- * Malformed sources are ignored (treated as no credentials). Values are never logged.
+ * Malformed sources are ignored (treated as no credentials). Values are never logged. Called per pull/push request,
+ * so the file is read asynchronously (the event loop serves every other client meanwhile).
  * @param env the environment (tests pass their own).
  */
-export function lookupCredentials(host: string, env: NodeJS.ProcessEnv = process.env): RegistryCredentials | undefined {
+export async function lookupCredentials(
+  host: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<RegistryCredentials | undefined> {
   const key = host.toLowerCase();
   const inline = env.OLLAMA_REGISTRY_AUTH;
   if (inline) {
@@ -45,7 +49,7 @@ export function lookupCredentials(host: string, env: NodeJS.ProcessEnv = process
   }
   const file = env.OLLAMA_REGISTRY_AUTH_FILE || join(homedir(), '.ollama', 'registry-auth.json');
   try {
-    return parseMap(readFileSync(file, 'utf8'))[key];
+    return parseMap(await readFile(file, 'utf8'))[key];
   } catch {
     return undefined;
   }

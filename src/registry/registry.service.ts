@@ -106,7 +106,7 @@ export class RegistryService {
     return this.run(async (emit, signal) => {
       const { ref } = plan;
       emit({ status: 'pulling manifest' });
-      const session = new RegistrySession(lookupCredentials(ref.host));
+      const session = new RegistrySession(await lookupCredentials(ref.host));
       const res = await session.fetch({
         method: 'GET',
         url: manifestUrl(ref),
@@ -185,7 +185,7 @@ export class RegistryService {
       emit({ status: 'retrieving manifest' });
       const bytes = await readFile(local.path);
       const manifest = parseManifest(bytes);
-      const session = new RegistrySession(lookupCredentials(ref.host));
+      const session = new RegistrySession(await lookupCredentials(ref.host));
       for (const layer of [...manifest.layers, manifest.config]) {
         const record = (completed: number): RegistryProgress => ({
           status: `pushing layer ${shortId(layer.digest)}`,

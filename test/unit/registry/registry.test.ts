@@ -98,15 +98,15 @@ describe('progress records and parts', () => {
 });
 
 describe('credentials', () => {
-  it('reads OLLAMA_REGISTRY_AUTH by host, case-insensitively; malformed is ignored', () => {
+  it('reads OLLAMA_REGISTRY_AUTH by host, case-insensitively; malformed is ignored', async () => {
     const env = {
       OLLAMA_REGISTRY_AUTH: JSON.stringify({ 'Reg.Example:5000': { username: 'u', password: 'p' } }),
       OLLAMA_REGISTRY_AUTH_FILE: '/nonexistent',
     };
-    assert.deepEqual(lookupCredentials('reg.example:5000', env), { username: 'u', password: 'p' });
-    assert.equal(lookupCredentials('other', env), undefined);
+    assert.deepEqual(await lookupCredentials('reg.example:5000', env), { username: 'u', password: 'p' });
+    assert.equal(await lookupCredentials('other', env), undefined);
     assert.equal(
-      lookupCredentials('x', { OLLAMA_REGISTRY_AUTH: '{', OLLAMA_REGISTRY_AUTH_FILE: '/nonexistent' }),
+      await lookupCredentials('x', { OLLAMA_REGISTRY_AUTH: '{', OLLAMA_REGISTRY_AUTH_FILE: '/nonexistent' }),
       undefined,
     );
   });
