@@ -5,30 +5,17 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import {
-  AUTHORIZER,
-  AuthorizationRequest,
-  LlamadModule,
-  NATIVE_BINDING,
-  Principal,
-  RequestAuthorizer,
-  UnauthorizedError,
-} from '../../src';
+import { AUTHORIZER, LlamadModule, NATIVE_BINDING } from '../../src';
 import { listenHost } from '../utils/host';
 import { ensureTestModels, TINY_QWEN2 } from '../utils/models';
 import { postJson } from '../utils/ndjson';
 import { realAddon } from '../utils/real-addon';
+import { PolicyAuthorizer } from '../utils/tenant-host';
 
 const addon = realAddon();
 
-/** A host authorizer with two tenants (header `x-tenant`), each a principal with a policy of weight 1 (no role: admin). */
-class TwoTenants implements RequestAuthorizer {
-  authorize(request: AuthorizationRequest): Promise<Principal> {
-    const tenant = request.headers['x-tenant'];
-    if (tenant !== 'a' && tenant !== 'b') return Promise.reject(new UnauthorizedError());
-    return Promise.resolve({ id: `tenant:${tenant}`, name: tenant, policy: { limits: { weight: 1 } } });
-  }
-}
+/** Two tenants (header `x-tenant`), each a principal with a policy of weight 1 (no role: admin). */
+const TWO_TENANTS = { a: { limits: { weight: 1 } }, b: { limits: { weight: 1 } } };
 
 /** One /api/generate stream, timed on the client (ms, performance.now()). */
 interface Timed {
@@ -67,7 +54,7 @@ describe('fair queuing across tenants with the real addon', { skip: addon.skip }
           config: { modelsDir: join(dir, 'models'), logging: false, contextLength: 1024 },
           providers: [
             { provide: NATIVE_BINDING, useValue: () => addon.binding },
-            { provide: AUTHORIZER, useClass: TwoTenants },
+            { provide: AUTHORIZER, useValue: new PolicyAuthorizer(TWO_TENANTS) },
           ],
         }),
       ],
