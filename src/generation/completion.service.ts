@@ -145,7 +145,6 @@ export class CompletionService {
         ...(ramCacheShareBytes(this.config) > 0 ? { cacheRamBytes: ramCacheShareBytes(this.config) } : {}),
         ...effective.load,
         ...(model.projectorPaths.length > 0 ? { projectorPath: model.projectorPaths[0] } : {}),
-        ...(model.adapterPaths.length > 0 ? { adapterPaths: model.adapterPaths } : {}),
         ...(model.draftPath !== undefined ? { draftModelPath: model.draftPath } : {}),
       },
     };
@@ -350,6 +349,15 @@ export class CompletionService {
                 ...(request.topLogprobs !== undefined ? { logprobs: request.topLogprobs } : {}),
                 ...(options.draft ? { draft: options.draft } : {}),
                 ...(scope !== undefined ? { cacheScope: scope } : {}),
+                ...(request.model.adapterPaths.length > 0
+                  ? {
+                      loras: request.model.adapterPaths.map((path) => ({
+                        path,
+                        scale: 1,
+                        name: request.model.shortName,
+                      })),
+                    }
+                  : {}),
                 sampling: {
                   temperature: s.temperature,
                   topK: s.topK,

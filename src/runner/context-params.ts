@@ -52,7 +52,7 @@ export function embeddingSizes(spec: RunnerSpec): Pick<NativeContextParams, 'nCt
 
 /**
  * Parameters of an embedding context for `spec` (an embedding model's context, or a generation model's second one):
- * {@link embeddingSizes}, the slots, threads ({@link threadParams}), KV type and LoRA adapters.
+ * {@link embeddingSizes}, the slots, threads ({@link threadParams}) and KV type.
  */
 export function embeddingContextParams(spec: RunnerSpec, threads: number | undefined): NativeContextParams {
   return {
@@ -62,7 +62,6 @@ export function embeddingContextParams(spec: RunnerSpec, threads: number | undef
     ...(spec.kvUnified ? { kvUnified: true } : {}),
     ...threadParams(spec, threads),
     ...kvParams(spec),
-    ...loraParams(spec),
   };
 }
 
@@ -95,10 +94,4 @@ export function kvParams(spec: RunnerSpec): Pick<NativeContextParams, 'flashAttn
 /** The host-RAM prompt cache of a generation context (none when the spec has none or 0). */
 export function cacheRamParams(spec: RunnerSpec): Pick<NativeContextParams, 'cacheRamBytes'> {
   return spec.cacheRamBytes !== undefined && spec.cacheRamBytes > 0 ? { cacheRamBytes: spec.cacheRamBytes } : {};
-}
-
-/** The context parameter for the spec's LoRA adapters (none when it has none). */
-export function loraParams(spec: RunnerSpec): Pick<NativeContextParams, 'loraAdapters'> {
-  const paths = spec.adapterPaths ?? [];
-  return paths.length > 0 ? { loraAdapters: paths.map((path) => ({ path, scale: 1 })) } : {};
 }

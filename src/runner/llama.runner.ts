@@ -28,7 +28,6 @@ import {
   cacheRamParams,
   embeddingContextParams,
   kvParams,
-  loraParams,
   threadParams,
   totalCells,
 } from './context-params';
@@ -153,7 +152,6 @@ export class LlamaRunner implements Runner {
               ...threadParams(spec, threads),
               ...(spec.projectorPath ? { projectorPath: spec.projectorPath } : {}),
               ...kvParams(spec),
-              ...loraParams(spec),
               ...cacheRamParams(spec),
               ...(draftModel ? { draftModel } : {}),
             },

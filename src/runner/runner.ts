@@ -64,11 +64,11 @@ export interface RunnerSpec extends LoadOptions {
   /** Absolute path of a vision projector blob (mmproj GGUF, manifest layer `application/vnd.ollama.image.projector`). */
   projectorPath?: string;
   /**
-   * Absolute paths of LoRA adapter blobs (LoRA GGUFs, manifest layers `application/vnd.ollama.image.adapter`), applied
-   * with scale 1 to every context of the runner, in order; absent/empty = none. A missing or mismatched adapter fails
-   * the load (ModelLoadError).
+   * LoRA adapters resident at once (LLAMAD_MAX_LORAS): requests name theirs (RunnerRequest.loras); the runner loads
+   * each on first use over its base weights and unloads the least recently used idle one to make room; a request whose
+   * adapter finds no room waits until one is idle. Absent = 4. Not part of sameSpec.
    */
-  adapterPaths?: string[];
+  maxLoras?: number;
   /**
    * Absolute path of the speculative-decoding draft model blob (GGUF, manifest layer
    * `application/vnd.ollama.image.draft`); absent = none. Loaded with the model (same GPU layers and mmap settings)
@@ -134,6 +134,24 @@ export interface RunnerRequest {
    * `generate`). Absent = the shared scope.
    */
   cacheScope?: string;
+  /**
+   * LoRA adapters of this generation (beyond Ollama: a Modelfile `ADAPTER` runs over the base model's runner, and
+   * llama-server's per-request `lora`), applied with their scales to the sequence's decode steps only; absent/empty =
+   * the base weights. Requests with different adapter sets run on the same runner concurrently (the engine decodes
+   * each set in its own batch); their KV prefixes are never shared (the runner folds the set into the cache scope).
+   * A missing or mismatched adapter file fails the request (InvalidRequestError).
+   */
+  loras?: RunnerLora[];
+}
+
+/** One LoRA adapter of a request (binding.d.ts NativeLoraAdapter plus a name for the metrics). */
+export interface RunnerLora {
+  /** Absolute path of the adapter blob (a LoRA GGUF made for the runner's base weights). */
+  path: string;
+  /** Multiplier of the adapter's delta (llama-server's `scale`); 0 = not applied. */
+  scale: number;
+  /** The adapter's name in metrics and logs: the adapter model's name (`ft1:latest`). */
+  name: string;
 }
 
 /** One token's log-probability (natural log) with its text and UTF-8 bytes (Ollama `api.TokenLogprob`). */
@@ -238,6 +256,12 @@ export interface RunnerUsage {
    * heartbeat carries it to the daemon's watchdog); absent: unknown.
    */
   decodeSteps?: number;
+  /**
+   * LoRA adapters (RunnerRequest.loras; absent: the runner has none or does not say): the most resident at once
+   * (RunnerSpec.maxLoras) and adapter names — resident now, used by generations running now, and wanted by generations
+   * waiting for a slot or for room to load their adapter. For the inference gateway's `lora_requests_info` gauge.
+   */
+  loras?: { max: number; resident: string[]; running: string[]; waiting: string[] };
 }
 
 /**

@@ -135,7 +135,6 @@ export function sameSpec(a: RunnerSpec, b: RunnerSpec, acceptLargerContext = fal
     (a.mainGpu ?? 0) === (b.mainGpu ?? 0) &&
     (a.useMmap ?? true) === (b.useMmap ?? true) &&
     (a.projectorPath ?? '') === (b.projectorPath ?? '') &&
-    (a.adapterPaths ?? []).join('\n') === (b.adapterPaths ?? []).join('\n') &&
     (a.rpcServers ?? []).join(',') === (b.rpcServers ?? []).join(',') &&
     (a.flashAttention ?? 'auto') === (b.flashAttention ?? 'auto') &&
     (a.kvCacheType ?? 'f16') === (b.kvCacheType ?? 'f16') &&
