@@ -18,7 +18,7 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { REPO_ROOT } from '../src/config';
-import { TINY_LLAMA_SPM_LORA, TINY_MMPROJ, makeLora, makeProjector } from './test-model-extras';
+import { BENCH_1B_LORAS, TINY_LLAMA_SPM_LORA, TINY_MMPROJ, makeLora, makeProjector } from './test-model-extras';
 import { makeModel, makeQuantized } from './test-model-files';
 import { BENCH_QUANTIZED, MODEL_SPECS, type ModelSpec } from './test-model-specs';
 
@@ -68,6 +68,7 @@ async function main(): Promise<void> {
       ...MODEL_SPECS.map((s) => s.file),
       TINY_MMPROJ.file,
       TINY_LLAMA_SPM_LORA.file,
+      ...BENCH_1B_LORAS.map((l) => l.file),
       ...BENCH_QUANTIZED.map((q) => q.file),
     ]);
     const unknown = [...opts.only].filter((f) => !known.has(f));
@@ -88,6 +89,9 @@ async function main(): Promise<void> {
   }
   for (const q of BENCH_QUANTIZED) {
     if (wanted(q.file, 'bench')) await makeQuantized(q, dirs.bench, opts.force);
+  }
+  for (const lora of BENCH_1B_LORAS) {
+    if (wanted(lora.file, 'bench')) await makeLora(dirs.bench, opts.force, lora);
   }
 }
 
