@@ -175,6 +175,16 @@ export interface OpenAIModel {
   object: 'model';
   created: number;
   owned_by: string;
+  /**
+   * Only on a model with ADAPTER (LoRA) layers (vLLM's adapter entries; beyond Ollama): its first adapter blob's
+   * digest (`sha256:<hex>`; vLLM gives the adapter's path).
+   */
+  root?: string;
+  /**
+   * Only on a model with ADAPTER layers: the listed model over the same weights without adapters (vLLM: the base
+   * model); omitted when there is none.
+   */
+  parent?: string;
 }
 
 /** `GET /v1/models`: `data` is always an array (`[]` when empty, unlike Ollama's `null`). */

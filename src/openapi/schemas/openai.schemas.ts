@@ -267,12 +267,19 @@ export const OPENAI_SCHEMAS: Record<string, JsonSchema> = {
     },
     ['object', 'data', 'model', 'usage'],
   ),
-  OpenAIModel: obj({ id: str(), object: lit('model'), created: int('Unix seconds.'), owned_by: str() }, [
-    'id',
-    'object',
-    'created',
-    'owned_by',
-  ]),
+  OpenAIModel: obj(
+    {
+      id: str(),
+      object: lit('model'),
+      created: int('Unix seconds.'),
+      owned_by: str(),
+      root: str('Only on a model with LoRA adapters (vLLM): its first adapter blob digest, `sha256:<hex>`.'),
+      parent: str(
+        'Only on a model with LoRA adapters (vLLM): the listed model over the same weights without adapters, if any.',
+      ),
+    },
+    ['id', 'object', 'created', 'owned_by'],
+  ),
   OpenAIModelList: obj({ object: lit('list'), data: arr(ref('OpenAIModel')) }, ['object', 'data']),
   ...responsesSchemas(),
 };

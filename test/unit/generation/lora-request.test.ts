@@ -74,6 +74,13 @@ describe('per-request lora (generation services)', () => {
     );
   });
 
+  it('/api/ps names the shared runner after the base model, not the newer adapter models', async () => {
+    const tiny = await bed.models.resolve('tiny');
+    assert.equal((await bed.models.findByWeights(tiny.modelPath))?.name, 'tiny:latest');
+    const other = await bed.models.resolve('other');
+    assert.equal((await bed.models.findByWeights(other.modelPath))?.name, 'other:latest');
+  });
+
   it('a lora list replaces the model’s adapters (id, name, scale 0, [])', async () => {
     await runGenerate(generate('ft1', { lora: [{ id: 0, scale: 0 }] }));
     await runGenerate(generate('ft1', { lora: [] }));
