@@ -1,6 +1,7 @@
 /**
- * The files made beside tiny-llama-spm (scripts/make-test-models.ts): its vision projector (tiny-mmproj.gguf) and a
- * LoRA adapter (tiny-llama-spm-lora.gguf); and the LoRA adapters of bench-1b (bench-1b-lora-<i>.gguf).
+ * The files made beside tiny-llama-spm (scripts/make-test-models.ts): its vision projector (tiny-mmproj.gguf) and two
+ * LoRA adapters (tiny-llama-spm-lora.gguf, tiny-llama-spm-lora2.gguf); and the LoRA adapters of bench-1b
+ * (bench-1b-lora-<i>.gguf, the bench's `lora` section).
  */
 import { join } from 'node:path';
 import { GGML_TYPE_F32, GgufValueType } from '../src/models/gguf';
@@ -146,7 +147,19 @@ export async function makeProjector(dir: string, force: boolean): Promise<string
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// LoRA adapter for tiny-llama-spm (vendor/llama.cpp/src/llama-adapter.cpp)
+// LoRA adapters for tiny-llama-spm (vendor/llama.cpp/src/llama-adapter.cpp)
+
+/** One LoRA adapter: which matrices it adapts, its rank and the std of its random A and B values. */
+export interface LoraSpec {
+  file: string;
+  /** general.name; also seeds the values. */
+  name: string;
+  base: LlamaShape;
+  rank: number;
+  std: number;
+  /** Tensor name stems adapted in every block (`attn_q` → `blk.<i>.attn_q.weight`). */
+  targets: string[];
+}
 
 /**
  * tiny-llama-spm-lora.gguf: rank-4 LoRA over every attention and FFN-up matrix of tiny-llama-spm. Each adapted
@@ -164,20 +177,25 @@ export const TINY_LLAMA_SPM_LORA: LoraSpec = {
   targets: ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_up'],
 };
 
-/** A LoRA adapter to generate: rank-`rank` A/B pairs of N(0, std) for each target weight of every layer of `base`. */
-export interface LoraSpec {
-  file: string;
-  /** general.name, and the seed of its values. */
-  name: string;
-  base: LlamaShape;
-  rank: number;
-  std: number;
-  /** Weight names in each block (`attn_q` → blk.<i>.attn_q.weight). */
-  targets: string[];
-}
+/**
+ * tiny-llama-spm-lora2.gguf: a second adapter of tiny-llama-spm, made like the first but with its own values (the
+ * seed comes from the name) and rank 8 over the attention and FFN-down matrices, so that its greedy output differs
+ * from the first adapter's and from the base model's (per-request adapter tests: two adapters of one base).
+ */
+export const TINY_LLAMA_SPM_LORA2: LoraSpec = {
+  file: 'tiny-llama-spm-lora2.gguf',
+  name: 'tiny-llama-spm-lora2',
+  base: TINY_LLAMA,
+  rank: 8,
+  std: 0.5,
+  targets: ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_down'],
+};
+
+/** The LoRA adapters made for tiny-llama-spm. */
+export const TINY_LLAMA_SPM_LORAS: LoraSpec[] = [TINY_LLAMA_SPM_LORA, TINY_LLAMA_SPM_LORA2];
 
 /**
- * Four rank-16 adapters of bench-1b (the bench's `lora` section): attention and MLP weights, N(0, 0.02) each, so
+ * Four rank-16 adapters of bench-1b (the bench's `lora` section): attention and MLP matrices, N(0, 0.02) each, so
  * each is a realistic size (about 45 MB in F32) and gives its own output.
  */
 export const BENCH_1B_LORAS: LoraSpec[] = [0, 1, 2, 3].map((i) => ({
@@ -190,8 +208,9 @@ export const BENCH_1B_LORAS: LoraSpec[] = [0, 1, 2, 3].map((i) => ({
 }));
 
 /**
- * Writes a LoRA adapter GGUF (general.type "adapter", adapter.type "lora", adapter.lora.alpha = rank) or reuses it:
- * tiny-llama-spm-lora.gguf by default.
+ * Writes a LoRA adapter (general.type "adapter", adapter.type "lora", adapter.lora.alpha = rank) or
+ * reuses it when its stamp matches.
+ * @param spec which adapter (default the first, tiny-llama-spm-lora.gguf).
  */
 export async function makeLora(dir: string, force: boolean, spec: LoraSpec = TINY_LLAMA_SPM_LORA): Promise<string> {
   const file = join(dir, spec.file);
