@@ -218,6 +218,21 @@ export interface NativeModel {
    * thread first, its argument errors reject. The model's parsed templates are shared (cached per template) by both.
    */
   renderChatAsync(request: NativeChatRequest): Promise<NativeChatRender>;
+  /**
+   * Loads the LoRA adapter at `path` over this model's weights (llama_adapter_lora_init) on the libuv pool; resolves
+   * once tasks may name it (NativeTaskParams.loras). Loading a loaded path resolves at once. A missing file, a GGUF
+   * that is not a LoRA adapter, another architecture or tensor shapes that do not match the model reject with
+   * LLAMA_MODEL_LOAD_FAILED naming the path. Adapters stay loaded until unloadLora or dispose().
+   */
+  loadLora(path: string): Promise<void>;
+  /**
+   * Frees the adapter at `path` on the libuv pool, once no queued or running task names it and no engine has it set
+   * (it waits up to 2 s for them): `'unloaded'`; `'absent'` when it was not loaded; `'busy'` when it is still held
+   * (it stays loaded).
+   */
+  unloadLora(path: string): Promise<'unloaded' | 'absent' | 'busy'>;
+  /** Paths of the loaded LoRA adapters. */
+  loras(): string[];
   /** Frees the model after every context created from it was disposed. Idempotent. */
   dispose(): Promise<void>;
 }
@@ -278,15 +293,6 @@ export interface NativeContextParams {
    */
   projectorPath?: string;
   /**
-   * LoRA adapters applied to this context (e.g. Ollama `application/vnd.ollama.image.adapter` layers), in order. Each
-   * GGUF is loaded with llama_adapter_lora_init (on the thread that creates the context) the first time a context of this model names it and
-   * stays cached per model and path until the model is disposed; then llama_set_adapters_lora attaches them to this
-   * context only (other contexts of the model are unaffected). A missing file, a GGUF that is not a LoRA adapter
-   * (`general.type` "adapter", `adapter.type` "lora"), another architecture, or tensor shapes that do not match the
-   * model throw LLAMA_MODEL_LOAD_FAILED naming the path; a malformed entry throws LLAMA_INVALID_ARGUMENT.
-   */
-  loraAdapters?: NativeLoraAdapter[];
-  /**
    * A draft model for speculative decoding (tasks' `draft`; e.g. Ollama's `application/vnd.ollama.image.draft` layer):
    * a loaded Model with the same vocabulary (type, size, BOS/EOS and every token's text; else LLAMA_MODEL_LOAD_FAILED).
    * The context creates a second llama_context on it with the same parameters and one unified KV stream of nCtx +
@@ -296,9 +302,9 @@ export interface NativeContextParams {
   draftModel?: NativeModel;
 }
 
-/** One LoRA adapter of a context. */
+/** One LoRA adapter of a task (NativeTaskParams.loras). */
 export interface NativeLoraAdapter {
-  /** Path of a LoRA GGUF made for the context's model (same architecture and tensor shapes). */
+  /** Path of a LoRA GGUF loaded over the context's model (NativeModel.loadLora). */
   path: string;
   /** Multiplier of the adapter's delta (`scale × alpha / rank × B·A`); default 1, 0 disables it, finite. */
   scale?: number;
@@ -417,6 +423,15 @@ export interface NativeTaskParams {
    * LLAMA_INVALID_ARGUMENT when not a string or too long.
    */
   cacheScope?: string;
+  /**
+   * LoRA adapters of this task (absent/empty: the base weights), each loaded beforehand with NativeModel.loadLora
+   * (else LLAMA_INVALID_ARGUMENT `LoRA adapter <path> is not loaded`); at most 64; a zero scale leaves one out. The
+   * engine sets a task's adapters on the context (llama_set_adapters_lora) for the decode steps of its sequence: tasks
+   * with the same set (same paths and scales) share a batch, tasks with different sets are decoded in turn, one set
+   * per step. The KV a task leaves is not tied to its set: give tasks of different sets different cacheScopes so that
+   * one never reuses another's prefix.
+   */
+  loras?: NativeLoraAdapter[];
 }
 
 /** Speculative decoding of one task (NativeTaskParams.draft). */

@@ -18,6 +18,7 @@
  *   to first token returning to an evicted 8k-token conversation with and without the host-RAM prompt cache,
  *   bench/prompt-cache.ts; LLAMAD_BENCH_PROMPT_CACHE_TOKENS sets another prompt size for a smoke run) and fairness
  *   (issue 33's fair queuing: tenant B's TTFT behind tenant A's 32 queued requests, A's throughput, bench/fairness.ts)
+ *   and lora (issue 34: two adapters of one base vs one alone; 4 adapters over one base vs 4 separate loads, bench/lora.ts)
  * Backend: LLAMAD_BACKEND (cpu|cuda|...) as for the addon build; on a GPU build both servers offload every layer.
  * What is measured and why: docs/benchmarks.md.
  */
@@ -38,7 +39,9 @@ import {
   unloadAll,
   warmPageCache,
 } from './harness';
+import { BENCH_1B_LORAS } from '../scripts/test-model-extras';
 import { kvCacheType } from './kv-cache-type';
+import { loraSection } from './lora';
 import { parallelDefault } from './parallel-default';
 import { prebuiltAddon } from './prebuilt-addon';
 import { promptCache } from './prompt-cache';
@@ -63,6 +66,7 @@ import {
   settings,
   sh,
   SLOT_CTX,
+  STREAM_SLOT_CTX,
 } from './settings';
 import { speculative } from './speculative';
 import { fmt } from './stats';
@@ -87,6 +91,7 @@ async function main(): Promise<void> {
       'kv-cache',
       'prompt-cache',
       'fairness',
+      'lora',
     ].some((x) => s.sections.has(x))
   ) {
     // Sections that run the daemon alone (event-loop): no llama-server, no bench models, no bandwidth figure.
@@ -117,7 +122,10 @@ async function main(): Promise<void> {
   sh(process.execPath, [
     join(REPO_ROOT, 'dist', 'scripts', 'make-test-models.js'),
     '--only',
-    'bench-1b-f16.gguf,bench-1b-q4_0.gguf,bench-bert-f16.gguf,bench-1b-draft-f16.gguf,bench-1b-draft-q4_0.gguf',
+    [
+      'bench-1b-f16.gguf,bench-1b-q4_0.gguf,bench-bert-f16.gguf,bench-1b-draft-f16.gguf,bench-1b-draft-q4_0.gguf',
+      ...(s.sections.has('lora') ? BENCH_1B_LORAS.map((l) => l.file) : []),
+    ].join(','),
   ]);
   log('measuring memory bandwidth');
   const bandwidth = memoryBandwidth(s.threads);
@@ -239,6 +247,32 @@ async function main(): Promise<void> {
       binding: () => loadBinding(),
       row: (metric, ours, theirs, unit, digits, compare) =>
         row({ section: 'speculative', metric, ours, theirs, unit, digits, compare }),
+    });
+  }
+  if (s.sections.has('lora')) {
+    log(
+      `LoRA: two adapters of one base vs one alone; ${BENCH_1B_LORAS.length} adapters over one base vs separate loads`,
+    );
+    await loraSection({
+      runs: s.runs,
+      adapters: BENCH_1B_LORAS.map((l) => join(REPO_ROOT, '.cache', 'models', l.file)),
+      startDaemon: (slots, env) =>
+        startDaemon({
+          mainJs: MAIN_JS,
+          modelsDir: store,
+          numParallel: slots,
+          threads: s.threads,
+          log: DAEMON_LOG,
+          env,
+        }),
+      startPeers: (slots, extra) =>
+        startPeers(peers, { ...serverOptions(s, blobs.q4, slots, STREAM_SLOT_CTX, ''), extra }),
+      peerCount: peers.length,
+      ollamaOptions: (seed, numCtx, predict) => ollamaOptions(s, seed, numCtx, predict),
+      llamaOptions: (seed, predict) => llamaOptions(seed, predict),
+      prompt: (seed, n) => words(seed, n),
+      row: (metric, ours, theirs, unit, digits, compare) =>
+        row({ section: 'lora', metric, ours, theirs, unit, digits, compare }),
     });
   }
   if (s.sections.has('kv-cache')) {

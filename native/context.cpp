@@ -233,6 +233,13 @@ Napi::Value Context::Submit(const Napi::CallbackInfo& info) {
   }
   TaskParams params = ToTaskParams(env, info[0]);
   if (!info[1].IsFunction()) ThrowError(env, ErrorCode::kInvalidArgument, "onEvent must be a function");
+  for (TaskLora& lora : params.loras) {
+    // Loaded beforehand off the JS thread (Model.loadLora); the task holds it until it ends.
+    lora.handle = model_->FindLora(lora.path);
+    if (!lora.handle) {
+      ThrowError(env, ErrorCode::kInvalidArgument, "LoRA adapter " + lora.path + " is not loaded (Model.loadLora)");
+    }
+  }
   const uint32_t id =
       GuardJs(env, ErrorCode::kInvalidArgument, "submit", [&] { return engine_->Submit(std::move(params)); });
   callbacks_.emplace(id, Napi::Persistent(info[1].As<Napi::Function>()));

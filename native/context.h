@@ -84,7 +84,7 @@ struct ContextCreateJob {
 
 // new Context(model, params) creates the llama_context synchronously on the JS thread (throws
 // LLAMA_CONTEXT_CREATE_FAILED, LLAMA_INVALID_ARGUMENT, LLAMA_DISPOSED, LLAMA_MODEL_LOAD_FAILED) and starts its decode
-// thread. Context.create(model, params) does the same work (llama_init_from_model, thread pools, LoRA adapters, the
+// thread. Context.create(model, params) does the same work (llama_init_from_model, thread pools, the
 // projector) as a native job of the model on the libuv pool and resolves with the new Context; the JS-side checks
 // (Plan) and the final step on the JS thread (Adopt) are shared by both. A model disposed while a create() runs:
 // the model is freed only after the job (Model::BeginJob), and the create() rejects with LLAMA_DISPOSED after
@@ -105,7 +105,7 @@ class Context : public Napi::ObjectWrap<Context> {
   // JS thread: checks `model_value` and `params_value` and derives the llama_context parameters. Throws JS errors.
   static ContextPlan Plan(Napi::Env env, const std::shared_ptr<AddonData>& data, Napi::Value model_value,
                           Napi::Value params_value);
-  // Any thread (the plan's model kept alive): llama_init_from_model, thread pools, LoRA adapters, projector.
+  // Any thread (the plan's model kept alive): llama_init_from_model, thread pools, projector.
   // Throws LlamaError (kContextCreateFailed, kModelLoadFailed); frees what it made before throwing.
   static std::unique_ptr<ContextParts> Build(const ContextPlan& plan);
 

@@ -1,5 +1,5 @@
 // Creating a context: the JS arguments checked and turned into llama_context parameters (Context::Plan, JS thread),
-// then the llama_context, its thread pools, LoRA adapters, projector and draft model's context built (Context::Build,
+// then the llama_context, its thread pools, projector and draft model's context built (Context::Build,
 // any thread).
 #include <algorithm>
 #include <string>
@@ -148,20 +148,6 @@ std::unique_ptr<ContextParts> Context::Build(const ContextPlan& plan) {
     parts->draft_ctx = CreateDraftContext(plan.handle, plan.draft_handle, cp);
     parts->pools->AttachAlso(parts->draft_ctx);
     if (params.n_threads_max.has_value()) llama_set_n_threads(parts->draft_ctx, cp.n_threads, cp.n_threads_batch);
-  }
-  if (!params.lora_adapters.empty()) {
-    // Load (or reuse the model's cached) adapters, then attach them to this context only.
-    std::vector<llama_adapter_lora*> adapters;
-    std::vector<float> scales;
-    for (const LoraAdapterParam& entry : params.lora_adapters) {
-      adapters.push_back(plan.model->LoraAdapter(plan.handle, entry.path));
-      scales.push_back(entry.scale);
-    }
-    const int32_t rc = llama_set_adapters_lora(parts->ctx, adapters.data(), adapters.size(), scales.data());
-    if (rc != 0) {
-      throw LlamaError(ErrorCode::kModelLoadFailed, "llama_set_adapters_lora failed with status " + std::to_string(rc) +
-                                                        " for " + params.lora_adapters.front().path);
-    }
   }
   if (!params.projector_path.empty()) {
     mtmd_context_params mp = mtmd_context_params_default();

@@ -155,27 +155,6 @@ ContextParams ToContextParams(Napi::Env env, Napi::Value value) {
   params.type_v = ToKvType(env, obj.Get("typeV"), "params.typeV");
   Napi::Value projector = obj.Get("projectorPath");
   if (!IsMissing(projector)) params.projector_path = ToString(env, projector, "params.projectorPath");
-  Napi::Value loras = obj.Get("loraAdapters");
-  if (!IsMissing(loras)) {
-    if (!loras.IsArray()) Invalid(env, "params.loraAdapters must be an array");
-    Napi::Array array = loras.As<Napi::Array>();
-    for (uint32_t i = 0; i < array.Length(); ++i) {
-      Napi::Value entry = array.Get(i);
-      if (!entry.IsObject()) Invalid(env, "params.loraAdapters[i] must be an object { path, scale? }");
-      Napi::Object item = entry.As<Napi::Object>();
-      LoraAdapterParam adapter;
-      adapter.path = ToString(env, item.Get("path"), "params.loraAdapters[i].path");
-      if (adapter.path.empty()) Invalid(env, "params.loraAdapters[i].path must not be empty");
-      Napi::Value scale = item.Get("scale");
-      if (!IsMissing(scale)) {
-        if (!scale.IsNumber()) Invalid(env, "params.loraAdapters[i].scale must be a number");
-        const double value = scale.As<Napi::Number>().DoubleValue();
-        if (!std::isfinite(value)) Invalid(env, "params.loraAdapters[i].scale must be finite");
-        adapter.scale = static_cast<float>(value);
-      }
-      params.lora_adapters.push_back(std::move(adapter));
-    }
-  }
   params.embeddings = ToOptionalBool(env, obj.Get("embeddings"), "params.embeddings", false);
   Napi::Value pooling = obj.Get("poolingType");
   if (!IsMissing(pooling)) {
@@ -306,6 +285,27 @@ TaskParams ToTaskParams(Napi::Env env, Napi::Value value) {
     params.cache_scope = ToString(env, scope, "task.cacheScope");
     constexpr size_t kMaxScopeBytes = 256;  // an opaque key (a hash), not data
     if (params.cache_scope.size() > kMaxScopeBytes) Invalid(env, "task.cacheScope must be at most 256 bytes");
+  }
+  Napi::Value loras = obj.Get("loras");
+  if (!IsMissing(loras)) {
+    if (!loras.IsArray()) Invalid(env, "task.loras must be an array");
+    Napi::Array array = loras.As<Napi::Array>();
+    constexpr uint32_t kMaxLoras = 64;
+    if (array.Length() > kMaxLoras) Invalid(env, "task.loras must have at most 64 entries");
+    for (uint32_t i = 0; i < array.Length(); ++i) {
+      Napi::Object item = ToObject(env, array.Get(i), "task.loras[i]");
+      TaskLora lora;
+      lora.path = ToString(env, item.Get("path"), "task.loras[i].path");
+      if (lora.path.empty()) Invalid(env, "task.loras[i].path must not be empty");
+      Napi::Value scale = item.Get("scale");
+      if (!IsMissing(scale)) {
+        if (!scale.IsNumber()) Invalid(env, "task.loras[i].scale must be a number");
+        const double value = scale.As<Napi::Number>().DoubleValue();
+        if (!std::isfinite(value)) Invalid(env, "task.loras[i].scale must be finite");
+        lora.scale = static_cast<float>(value);
+      }
+      params.loras.push_back(std::move(lora));
+    }
   }
   return params;
 }

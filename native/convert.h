@@ -24,12 +24,6 @@ struct ModelParams {
   std::vector<std::string> rpc_servers;  // rpc-server workers ("host:port") that hold layers (empty = none)
 };
 
-// One binding.d.ts NativeLoraAdapter: a LoRA GGUF and its scale (the adapter's delta is multiplied by it).
-struct LoraAdapterParam {
-  std::string path;
-  float scale = 1.0f;
-};
-
 // binding.d.ts NativeContextParams.
 struct ContextParams {
   uint32_t n_ctx = 0;
@@ -49,9 +43,8 @@ struct ContextParams {
   ggml_type type_v = GGML_TYPE_F16;
   bool embeddings = false;
   enum llama_pooling_type pooling = LLAMA_POOLING_TYPE_UNSPECIFIED;
-  std::string projector_path;                   // mmproj GGUF for images ('' = none)
-  std::vector<LoraAdapterParam> lora_adapters;  // applied in order at context creation (empty = none)
-  size_t cache_ram_bytes = 0;                   // host-RAM prompt cache budget, bytes (0 = off; generation only)
+  std::string projector_path;  // mmproj GGUF for images ('' = none)
+  size_t cache_ram_bytes = 0;  // host-RAM prompt cache budget, bytes (0 = off; generation only)
 };
 
 ModelParams ToModelParams(Napi::Env env, Napi::Value value);

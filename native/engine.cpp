@@ -101,6 +101,7 @@ uint32_t Engine::Submit(TaskParams params) {
   task->sampler =
       std::make_unique<Sampler>(model_, params.sampling, n_ctx_slot_, params.ignore_eos ? EogTokens() : kNoMask);
   task->params = std::move(params);
+  task->lora_key = LoraKey(task->params.loras);
   const bool media = task->params.has_media;
 
   uint32_t id = 0;
@@ -292,6 +293,7 @@ void Engine::Run() {
         Fail(slot, code, message);
       }
     }
+    ReleaseIdleLoras();
     UpdateCellStats();
     FlushEvents();
     if (stopping) break;
@@ -317,7 +319,7 @@ int32_t Engine::BuildBatch() {
   // (llm_graph_params::allow_reuse compares the sequence ids); a rotating order rebuilt it at every step.
   for (size_t k = 0; k < n && batch_.n_tokens < n_batch_; ++k) {
     Slot& slot = slots_[k];
-    if (slot.state != Slot::State::kGenerate || (shared_cells_ && slot.cell_grant < 1)) continue;
+    if (slot.state != Slot::State::kGenerate || (shared_cells_ && slot.cell_grant < 1) || !InLoraGroup(slot)) continue;
     // The pending token, then its draft (speculative decoding), each position with logits to verify the next.
     const size_t room = static_cast<size_t>(n_batch_ - batch_.n_tokens - 1);
     if (slot.draft.size() > room) slot.draft.resize(room);
@@ -333,7 +335,7 @@ int32_t Engine::BuildBatch() {
   for (size_t k = 0; k < n && batch_.n_tokens < n_batch_; ++k) {
     Slot& slot = slots_[(rotation_ + k) % n];
     if (slot.state != Slot::State::kPrefill && slot.state != Slot::State::kResume) continue;
-    if (shared_cells_ && slot.cell_grant < 1) continue;
+    if ((shared_cells_ && slot.cell_grant < 1) || !InLoraGroup(slot)) continue;
     // A resuming slot re-evaluates what it held when it was paused (its position is its cache size).
     const bool resume = slot.state == Slot::State::kResume;
     const std::vector<llama_token>& prompt = resume ? slot.resume_tokens : slot.task->params.tokens;
@@ -367,16 +369,19 @@ void Engine::Step(bool stopping) {
   if (stopping) return;
   ApplyThreads();
   if (shared_cells_) PlanCells();
+  ChooseLoraGroup();
   // Media prompts first, one slot at a time, outside the shared batch (mtmd decodes image embeddings itself).
   for (Slot& slot : slots_) {
     if (slot.state == Slot::State::kPrefill && slot.task && slot.task->params.media &&
-        (!shared_cells_ || slot.cell_grant > 0)) {
+        (!shared_cells_ || slot.cell_grant > 0) && InLoraGroup(slot)) {
+      ApplyLoras(slot.task.get());
       EvalMedia(slot);
     }
   }
   PrepareDrafts();
   if (BuildBatch() == 0) return;
 
+  ApplyLoras(batch_tasks_.front());
   const int32_t rc = llama_decode(ctx_, batch_);
   aborting_.store(false);
   batch_tasks_.clear();

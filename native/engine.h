@@ -55,6 +55,10 @@ struct EngineEvent {
   std::string message;
 };
 
+// Identity of a task's adapter set: its adapters with non-zero scales (llama.cpp leaves zero scales out), sorted by
+// path; '' = the base weights.
+std::string LoraKey(const std::vector<TaskLora>& loras);
+
 // Receives the events of one decode step, in order, on the decode thread. Must not block.
 using EventSinkFn = std::function<void(std::vector<EngineEvent>&& events)>;
 
@@ -227,6 +231,15 @@ class Engine {
   void ClaimSlotScope(Slot& slot, const std::string& scope);
   // Applies a thread count set by SetThreads (decode thread, before a decode).
   void ApplyThreads();
+  // LoRA adapters per task (engine_lora.cpp). Picks the adapter set this step decodes: with tasks of several sets
+  // ready, the sets take turns of a few steps each (llama.cpp applies adapters per context, so one llama_decode has
+  // one set); InLoraGroup says whether a slot's task has it. ApplyLoras sets a task's adapters on the context when
+  // they differ from the ones set (the engine holds their handles meanwhile); ReleaseIdleLoras clears them once no
+  // slot has a task, so that Model::UnloadLora can free them.
+  void ChooseLoraGroup();
+  bool InLoraGroup(const Slot& slot) const;
+  void ApplyLoras(const Task* task);
+  void ReleaseIdleLoras();
   // Speculative decoding (engine_spec.cpp). Tokens a generating slot may draft this step (0: none): its task's
   // n_draft within the slot context, n_predict and (shared cells) its cell grant.
   int32_t DraftLimit(const Slot& slot) const;
@@ -312,6 +325,16 @@ class Engine {
   std::atomic<int64_t> ram_cache_tokens_{0};
   std::atomic<int64_t> draft_tokens_{0};
   std::atomic<int64_t> draft_accepted_{0};
+
+  // LoRA sets (decode thread): the set of this step when tasks of several sets are ready (lora_grouped_), the turn
+  // counter that rotates between sets, the steps of the current turn, and the set on the context now with its handles
+  // (kept alive while set).
+  bool lora_grouped_ = false;
+  std::string lora_group_;
+  uint64_t lora_turn_ = 0;
+  uint32_t lora_turn_steps_ = 0;  // steps the current set has had in its turn
+  std::string applied_lora_key_;
+  std::vector<std::shared_ptr<LoraHandle>> applied_loras_;
 
   std::once_flag eog_once_;
   std::vector<llama_token> eog_tokens_;

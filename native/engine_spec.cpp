@@ -73,7 +73,7 @@ void Engine::PrepareDrafts() {
   std::vector<int32_t> model_want;
   for (Slot& slot : slots_) {
     slot.draft.clear();
-    if (slot.state != Slot::State::kGenerate || !slot.task) continue;
+    if (slot.state != Slot::State::kGenerate || !slot.task || !InLoraGroup(slot)) continue;
     if (slot.draft_pause > 0 && --slot.draft_pause == 0) slot.draft_len = 1;  // try again, one token
     const int32_t limit = DraftLimit(slot);
     if (limit <= 0) continue;

@@ -1,5 +1,5 @@
-// Model: construction, loading (progress, abort), LoRA adapters, native jobs and dispose. Its queries (info,
-// metadata, tokenizer, chat templates) are in model_queries.cpp.
+// Model: construction, loading (progress, abort), native jobs and dispose. Its queries (info,
+// metadata, tokenizer, chat templates) are in model_queries.cpp, its LoRA adapters in model_lora.cpp.
 #include "model.h"
 
 #include <exception>
@@ -69,6 +69,9 @@ Napi::Function Model::Init(Napi::Env env) {
                          InstanceMethod<&Model::ApplyChatTemplateAsync>("applyChatTemplateAsync"),
                          InstanceMethod<&Model::RenderChatAsync>("renderChatAsync"),
                          InstanceMethod<&Model::Dispose>("dispose"),
+                         InstanceMethod<&Model::LoadLora>("loadLora"),
+                         InstanceMethod<&Model::UnloadLora>("unloadLora"),
+                         InstanceMethod<&Model::Loras>("loras"),
                      });
 }
 
@@ -101,30 +104,6 @@ void Model::ReleaseNative() {
   }
   model_ = nullptr;
   state_ = State::kDisposed;
-}
-
-llama_adapter_lora* Model::LoraAdapter(llama_model* model, const std::string& path) {
-  std::lock_guard<std::mutex> lock(lora_mutex_);
-  auto it = lora_adapters_.find(path);
-  if (it != lora_adapters_.end()) return it->second;
-  std::string reason;
-  llama_adapter_lora* adapter = nullptr;
-  try {
-    adapter = llama_adapter_lora_init(model, path.c_str());  // logs llama.cpp's reason on failure
-  } catch (const std::exception& e) {
-    reason = e.what();
-  } catch (...) {
-    reason = "unknown error";
-  }
-  if (adapter == nullptr) {
-    throw LlamaError(ErrorCode::kModelLoadFailed,
-                     "cannot load the LoRA adapter " + path +
-                         (reason.empty() ? " (missing file, not a LoRA GGUF, another architecture, or shapes that do "
-                                           "not match the model)"
-                                         : ": " + reason));
-  }
-  lora_adapters_.emplace(path, adapter);
-  return adapter;
 }
 
 void Model::BeginJob() {

@@ -19,6 +19,7 @@
 #include "convert.h"
 #include "error_code.h"
 #include "llama.h"
+#include "slot.h"
 
 namespace llamad {
 
@@ -64,13 +65,9 @@ class Model : public Napi::ObjectWrap<Model> {
   // The RPC workers the model was loaded over (NativeModelParams.rpcServers), in order.
   const std::vector<std::string>& rpc_servers() const { return params_.rpc_servers; }
 
-  // The LoRA adapter at `path` for `model` (this model's llama_model), loaded on first use (llama_adapter_lora_init)
-  // and cached per path until the model is freed (llama_model_free frees its adapters). Any thread: the cache is
-  // guarded by a mutex, and a thread loading an adapter holds it (concurrent creations load each file once); call it
-  // off the JS thread only inside a native job (BeginJob), which keeps the llama_model alive. Throws
-  // LlamaError(kModelLoadFailed) (with the path and llama.cpp's reason) for a missing file, a non-adapter GGUF, another
-  // architecture or mismatched shapes.
-  llama_adapter_lora* LoraAdapter(llama_model* model, const std::string& path);
+  // The loaded LoRA adapter at `path` (Model.loadLora), or null when it is not loaded. Any thread (the registry is
+  // guarded by a mutex). A task that applies it holds the handle, so that unloadLora waits for it.
+  std::shared_ptr<LoraHandle> FindLora(const std::string& path);
 
   // Native jobs: work on the llama_model on the libuv pool (Context.create, tokenizeAsync, renderChatAsync, ...).
   // BeginJob (JS thread, after RequireLoaded) counts one; the job's Execute calls ExecuteDone when it stops touching
@@ -132,6 +129,18 @@ class Model : public Napi::ObjectWrap<Model> {
                      const std::function<void(Napi::Env)>& prepare, std::function<void()> work,
                      std::function<Napi::Value(Napi::Env)> finish);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
+  // LoRA adapters over this model (model_lora.cpp): loadLora(path), unloadLora(path), loras().
+  Napi::Value LoadLora(const Napi::CallbackInfo& info);
+  Napi::Value UnloadLora(const Napi::CallbackInfo& info);
+  Napi::Value Loras(const Napi::CallbackInfo& info);
+  // The adapter at `path`, loaded on first use (llama_adapter_lora_init) and kept in the registry until unloadLora or
+  // the model is freed. Any thread inside a native job (which keeps the llama_model alive). Throws
+  // LlamaError(kModelLoadFailed) (with the path and llama.cpp's reason) for a missing file, a non-adapter GGUF, another
+  // architecture or mismatched shapes.
+  std::shared_ptr<LoraHandle> LoadLoraNow(const std::string& path);
+  // Removes the adapter at `path` from the registry and frees it once no task and no context holds it (waiting up to
+  // kLoraUnloadWaitMs for them); "unloaded", "absent" (not loaded) or "busy" (still held: it stays loaded).
+  std::string UnloadLoraNow(const std::string& path);
 
   void MaybeFinishDispose(Napi::Env env);
   void FreeModel(Napi::Env env);
@@ -144,8 +153,8 @@ class Model : public Napi::ObjectWrap<Model> {
   int64_t external_bytes_ = 0;
   std::shared_ptr<LoadState> load_;
   std::set<Context*> contexts_;
-  std::mutex lora_mutex_;                                     // guards lora_adapters_
-  std::map<std::string, llama_adapter_lora*> lora_adapters_;  // path -> adapter owned by model_ (freed with it)
+  std::mutex lora_mutex_;  // guards lora_adapters_ (and llama_model's own adapter set, changed by init and free)
+  std::map<std::string, std::shared_ptr<LoraHandle>> lora_adapters_;  // path -> loaded adapter
   // Native jobs in flight: `pending` on the JS thread (gates freeing), `running` for the teardown wait.
   struct Jobs {
     std::mutex mutex;

@@ -37,6 +37,21 @@ struct MediaPrompt {
   std::vector<llama_token> text_tokens;  // the text chunks' tokens in order (penalty history)
 };
 
+// A LoRA adapter loaded over a model (Model::LoadLora). Shared by the model's registry, the tasks that apply it and
+// the engine while it is set on the context: Model::UnloadLora frees it only once nothing else holds it.
+struct LoraHandle {
+  llama_adapter_lora* adapter = nullptr;  // owned: freed by Model::UnloadLora (or with the model)
+  std::string path;
+};
+
+// One adapter of a task (binding.d.ts NativeTaskParams.loras): its file, its scale, and the loaded adapter
+// (resolved by Context::Submit from the model's registry).
+struct TaskLora {
+  std::string path;
+  float scale = 1.0f;
+  std::shared_ptr<LoraHandle> handle;
+};
+
 // One generation request (binding.d.ts NativeTaskParams).
 struct TaskParams {
   // Prompt, non-empty. For a media task: one entry per KV position of the evaluated prompt, the text tokens with
@@ -73,6 +88,9 @@ struct TaskParams {
   // shared scope. A slot or a host-RAM prompt cache entry filled by a task of one scope is never reused, even in part,
   // by a task of another (its prefix counts as 0), so prompt counts and timings never reveal another scope's prompts.
   std::string cache_scope;
+  // LoRA adapters applied to this task's decode steps (empty: the base weights). Tasks with different sets never share
+  // a llama_decode (the engine decodes one set per step, in turn); the caller keeps their KV apart with cache_scope.
+  std::vector<TaskLora> loras;
 };
 
 // Most tokens drafted per step and slot (a longer draft_num_predict is capped).
@@ -99,6 +117,8 @@ struct Task {
   TaskParams params;
   std::unique_ptr<Sampler> sampler;
   std::vector<llama_token> preserved;  // control tokens rendered as text (sampling.preserved_tokens)
+  // Identity of params.loras (paths and scales), '' for none: tasks with equal keys are decoded together.
+  std::string lora_key;
   std::atomic<bool> cancelled{false};
 };
 

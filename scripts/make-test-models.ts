@@ -18,7 +18,7 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { REPO_ROOT } from '../src/config';
-import { TINY_LLAMA_SPM_LORA, TINY_MMPROJ, makeLora, makeProjector } from './test-model-extras';
+import { BENCH_1B_LORAS, TINY_LLAMA_SPM_LORAS, TINY_MMPROJ, makeLora, makeProjector } from './test-model-extras';
 import { makeModel, makeQuantized } from './test-model-files';
 import { BENCH_QUANTIZED, MODEL_SPECS, type ModelSpec } from './test-model-specs';
 
@@ -67,7 +67,8 @@ async function main(): Promise<void> {
     const known = new Set([
       ...MODEL_SPECS.map((s) => s.file),
       TINY_MMPROJ.file,
-      TINY_LLAMA_SPM_LORA.file,
+      ...TINY_LLAMA_SPM_LORAS.map((l) => l.file),
+      ...BENCH_1B_LORAS.map((l) => l.file),
       ...BENCH_QUANTIZED.map((q) => q.file),
     ]);
     const unknown = [...opts.only].filter((f) => !known.has(f));
@@ -82,12 +83,16 @@ async function main(): Promise<void> {
     mkdirSync(dirs.tiny, { recursive: true });
     await makeProjector(dirs.tiny, opts.force);
   }
-  if (wanted(TINY_LLAMA_SPM_LORA.file, 'tiny')) {
+  for (const lora of TINY_LLAMA_SPM_LORAS) {
+    if (!wanted(lora.file, 'tiny')) continue;
     mkdirSync(dirs.tiny, { recursive: true });
-    await makeLora(dirs.tiny, opts.force);
+    await makeLora(dirs.tiny, opts.force, lora);
   }
   for (const q of BENCH_QUANTIZED) {
     if (wanted(q.file, 'bench')) await makeQuantized(q, dirs.bench, opts.force);
+  }
+  for (const lora of BENCH_1B_LORAS) {
+    if (wanted(lora.file, 'bench')) await makeLora(dirs.bench, opts.force, lora);
   }
 }
 

@@ -1,12 +1,20 @@
 /**
- * The files made beside tiny-llama-spm (scripts/make-test-models.ts): its vision projector (tiny-mmproj.gguf) and a
- * LoRA adapter (tiny-llama-spm-lora.gguf).
+ * The files made beside tiny-llama-spm (scripts/make-test-models.ts): its vision projector (tiny-mmproj.gguf) and two
+ * LoRA adapters (tiny-llama-spm-lora.gguf, tiny-llama-spm-lora2.gguf); and the LoRA adapters of bench-1b
+ * (bench-1b-lora-<i>.gguf, the bench's `lora` section).
  */
 import { join } from 'node:path';
 import { GGML_TYPE_F32, GgufValueType } from '../src/models/gguf';
 import { writeGguf, type GgufKv, type GgufTensorSpec } from './gguf-writer';
 import { isUpToDate, report, sha256, writeStamp } from './test-model-files';
-import { FILE_TYPE_F16, GENERATOR_VERSION, TINY_LLAMA, WEIGHT_STD } from './test-model-specs';
+import {
+  BENCH_1B_SHAPE,
+  FILE_TYPE_F16,
+  GENERATOR_VERSION,
+  TINY_LLAMA,
+  WEIGHT_STD,
+  type LlamaShape,
+} from './test-model-specs';
 import {
   elementCount,
   f32,
@@ -139,7 +147,19 @@ export async function makeProjector(dir: string, force: boolean): Promise<string
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// LoRA adapter for tiny-llama-spm (vendor/llama.cpp/src/llama-adapter.cpp)
+// LoRA adapters for tiny-llama-spm (vendor/llama.cpp/src/llama-adapter.cpp)
+
+/** One LoRA adapter: which matrices it adapts, its rank and the std of its random A and B values. */
+export interface LoraSpec {
+  file: string;
+  /** general.name; also seeds the values. */
+  name: string;
+  base: LlamaShape;
+  rank: number;
+  std: number;
+  /** Tensor name stems adapted in every block (`attn_q` → `blk.<i>.attn_q.weight`). */
+  targets: string[];
+}
 
 /**
  * tiny-llama-spm-lora.gguf: rank-4 LoRA over every attention and FFN-up matrix of tiny-llama-spm. Each adapted
@@ -148,7 +168,7 @@ export async function makeProjector(dir: string, force: boolean): Promise<string
  * with alpha = rank (effective scale 1). The values are much larger than the base weights' 0.02 so that the delta
  * B·A dominates and greedy output differs from the base model's.
  */
-export const TINY_LLAMA_SPM_LORA = {
+export const TINY_LLAMA_SPM_LORA: LoraSpec = {
   file: 'tiny-llama-spm-lora.gguf',
   name: 'tiny-llama-spm-lora',
   base: TINY_LLAMA,
@@ -157,9 +177,42 @@ export const TINY_LLAMA_SPM_LORA = {
   targets: ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_up'],
 };
 
-/** Writes tiny-llama-spm-lora.gguf (general.type "adapter", adapter.type "lora", adapter.lora.alpha) or reuses it. */
-export async function makeLora(dir: string, force: boolean): Promise<string> {
-  const spec = TINY_LLAMA_SPM_LORA;
+/**
+ * tiny-llama-spm-lora2.gguf: a second adapter of tiny-llama-spm, made like the first but with its own values (the
+ * seed comes from the name) and rank 8 over the attention and FFN-down matrices, so that its greedy output differs
+ * from the first adapter's and from the base model's (per-request adapter tests: two adapters of one base).
+ */
+export const TINY_LLAMA_SPM_LORA2: LoraSpec = {
+  file: 'tiny-llama-spm-lora2.gguf',
+  name: 'tiny-llama-spm-lora2',
+  base: TINY_LLAMA,
+  rank: 8,
+  std: 0.5,
+  targets: ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_down'],
+};
+
+/** The LoRA adapters made for tiny-llama-spm. */
+export const TINY_LLAMA_SPM_LORAS: LoraSpec[] = [TINY_LLAMA_SPM_LORA, TINY_LLAMA_SPM_LORA2];
+
+/**
+ * Four rank-16 adapters of bench-1b (the bench's `lora` section): attention and MLP matrices, N(0, 0.02) each, so
+ * each is a realistic size (about 45 MB in F32) and gives its own output.
+ */
+export const BENCH_1B_LORAS: LoraSpec[] = [0, 1, 2, 3].map((i) => ({
+  file: `bench-1b-lora-${i}.gguf`,
+  name: `bench-1b-lora-${i}`,
+  base: BENCH_1B_SHAPE,
+  rank: 16,
+  std: 0.02,
+  targets: ['attn_q', 'attn_k', 'attn_v', 'attn_output', 'ffn_gate', 'ffn_up', 'ffn_down'],
+}));
+
+/**
+ * Writes a LoRA adapter (general.type "adapter", adapter.type "lora", adapter.lora.alpha = rank) or
+ * reuses it when its stamp matches.
+ * @param spec which adapter (default the first, tiny-llama-spm-lora.gguf).
+ */
+export async function makeLora(dir: string, force: boolean, spec: LoraSpec = TINY_LLAMA_SPM_LORA): Promise<string> {
   const file = join(dir, spec.file);
   const specHash = sha256(JSON.stringify({ spec, version: GENERATOR_VERSION }));
   const current = force ? undefined : isUpToDate(file, specHash);
@@ -174,7 +227,7 @@ export async function makeLora(dir: string, force: boolean): Promise<string> {
     for (const t of spec.targets) {
       const name = `blk.${i}.${t}.weight`;
       const w = shapes.get(name);
-      if (!w) throw new Error(`tiny-llama-spm has no tensor ${name}`);
+      if (!w) throw new Error(`the base of ${spec.name} has no tensor ${name}`);
       plans.push({ name: `${name}.lora_a`, shape: [w[0], spec.rank] });
       plans.push({ name: `${name}.lora_b`, shape: [spec.rank, w[1]] });
     }

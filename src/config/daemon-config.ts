@@ -44,6 +44,12 @@ export type KvCacheType = (typeof KV_CACHE_TYPES)[number];
 /** Slots per loaded model when OLLAMA_NUM_PARALLEL is unset (llama-server's `-np -1` auto mode: 4). */
 export const AUTO_PARALLEL_SLOTS = 4;
 
+/** LLAMAD_MAX_LORAS when unset or invalid: adapters resident at once per base model. */
+export const DEFAULT_MAX_LORAS = 4;
+
+/** The largest LLAMAD_MAX_LORAS accepted. */
+export const MAX_LORAS_LIMIT = 64;
+
 /** How a runner's slots use its KV cache, from OLLAMA_NUM_PARALLEL (see DaemonConfig.numParallel). */
 export interface ParallelPlan {
   /** Slots (sequences decoded together). */
@@ -109,6 +115,12 @@ export class DaemonConfig {
   maxLoadedModels = 0;
   /** OLLAMA_MAX_QUEUE: pending-load queue size before 503. */
   maxQueue = 512;
+  /**
+   * LLAMAD_MAX_LORAS: LoRA adapters resident at once per loaded base model (RunnerSpec.maxLoras), an integer
+   * 1..{@link MAX_LORAS_LIMIT}; unset or invalid = {@link DEFAULT_MAX_LORAS}. Requests for more distinct adapters wait
+   * until one is idle (the least recently used idle one is unloaded). Beyond Ollama (vLLM's `max_loras`).
+   */
+  maxLoras = DEFAULT_MAX_LORAS;
   /**
    * OLLAMA_ORIGINS: extra allowed browser origins (comma separated, `*` wildcards), on top of the defaults of
    * src/security/origin-policy.ts (reference/ollama-api.md §1.2). Enforced by the request gate on every route.
@@ -402,6 +414,8 @@ export function loadConfig(
   config.contextLength = envUint(env, 'OLLAMA_CONTEXT_LENGTH', 0);
   config.maxLoadedModels = envUint(env, 'OLLAMA_MAX_LOADED_MODELS', 0);
   config.maxQueue = envUint(env, 'OLLAMA_MAX_QUEUE', 512);
+  const maxLoras = envUint(env, 'LLAMAD_MAX_LORAS', DEFAULT_MAX_LORAS);
+  config.maxLoras = maxLoras >= 1 && maxLoras <= MAX_LORAS_LIMIT ? maxLoras : DEFAULT_MAX_LORAS;
   config.origins = splitList(envVar(env, 'OLLAMA_ORIGINS'));
   config.apiKeys = splitList(envVar(env, 'LLAMAD_API_KEYS'));
   const runner = envVar(env, 'LLAMAD_RUNNER').toLowerCase();

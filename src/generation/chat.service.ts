@@ -7,6 +7,8 @@ import { thinkingUnsupported, wantsThinking } from './generate.service';
 import { ChatCommand, ChatObserver, GenerationEvent } from './generation.types';
 import { checkImages, GrammarBudget, PromptService } from './prompt';
 import { SchedulerService } from '../scheduler';
+import { RunnerLora } from '../runner';
+import { resolveLoras } from './lora-selection';
 
 /**
  * /api/chat in domain terms (reference/ollama-api.md §3.3): validation in Ollama's order, load/unload shortcuts,
@@ -30,14 +32,17 @@ export class ChatService {
   /**
    * The events of one chat request. Cold; errors before the first event: InvalidRequestError (`model is required`,
    * `invalid model name`), ModelNotFoundError (`model '<name>' not found`), UnsupportedCapabilityError
-   * (`"<model>" does not support chat|thinking`, `<full name> does not support tools`).
+   * (`"<model>" does not support chat|thinking`, `<full name> does not support tools`); the `lora` errors of
+   * resolveLoras (400, or the model-not-found of a `lora` name).
    * @param observer told the prompt size once the prompt is built, before the first event (see ChatObserver).
    */
   chat(cmd: ChatCommand, observer?: ChatObserver): Observable<GenerationEvent> {
     return defer(async () => {
       if (!cmd.model) throw new InvalidRequestError('model is required', 'model');
-      return this.models.resolve(cmd.model);
-    }).pipe(switchMap((model) => this.run(cmd, model, observer)));
+      const model = await this.models.resolve(cmd.model);
+      const loras = cmd.lora ? await resolveLoras(model, cmd.lora, (name) => this.models.resolve(name)) : undefined;
+      return { model, loras };
+    }).pipe(switchMap(({ model, loras }) => this.run(cmd, model, loras, observer)));
   }
 
   /**
@@ -90,7 +95,12 @@ export class ChatService {
     GrammarBudget.of(cmd.format, cmd.tools);
   }
 
-  private run(cmd: ChatCommand, model: ResolvedModel, observer?: ChatObserver): Observable<GenerationEvent> {
+  private run(
+    cmd: ChatCommand,
+    model: ResolvedModel,
+    loras: RunnerLora[] | undefined,
+    observer?: ChatObserver,
+  ): Observable<GenerationEvent> {
     if (cmd.messages.length === 0 && cmd.keepAliveMs === 0) {
       this.scheduler.expire(model.modelPath);
       return of<GenerationEvent>({ kind: 'done', reason: 'unload' });
@@ -104,6 +114,7 @@ export class ChatService {
       topLogprobs: cmd.topLogprobs,
       shift: cmd.shift,
       growContext: cmd.growContext,
+      ...(loras ? { loras } : {}),
     };
     if (cmd.messages.length === 0) return this.completion.complete({ ...base, loadOnly: true });
     return this.completion.complete({ ...base, prompt: { kind: 'chat', cmd }, observer });

@@ -14,7 +14,8 @@ import { EffectiveOptions, OptionCaps, OptionDefaults, resolveOptions } from './
 import { isEmptyDelta } from './output';
 import { reservedTokens, withTokenReservation } from './token-reservation';
 import { PreparedPrompt, PromptService, PromptSource } from './prompt';
-import { Runner, RunnerSpec } from '../runner';
+import { Runner, RunnerLora, RunnerSpec } from '../runner';
+import { defaultLoras } from './lora-selection';
 import { FairTicket, fairTicket, ramCacheShareBytes, SchedulerService } from '../scheduler';
 
 /** One completion to run. */
@@ -53,6 +54,11 @@ export interface CompletionRequest {
    * request context's policy when {@link CompletionService.complete} is subscribed.
    */
   caps?: OptionCaps;
+  /**
+   * The adapters of this generation, resolved (lora-selection.ts resolveLoras: the request's `lora` list); absent =
+   * the model's own (defaultLoras). Empty = the base weights.
+   */
+  loras?: RunnerLora[];
 }
 
 /**
@@ -142,6 +148,7 @@ export class CompletionService {
       spec: {
         modelPath: model.modelPath,
         ...parallel,
+        maxLoras: this.config.maxLoras,
         ...(ramCacheShareBytes(this.config) > 0 ? { cacheRamBytes: ramCacheShareBytes(this.config) } : {}),
         ...effective.load,
         ...(model.projectorPaths.length > 0 ? { projectorPath: model.projectorPaths[0] } : {}),
@@ -332,6 +339,7 @@ export class CompletionService {
           const parser = prompt.parser;
           const s = options.sampling;
           const numCtx = options.load.numCtx;
+          const loras = request.loras ?? defaultLoras(request.model);
           return new Observable<GenerationEvent>((subscriber) => {
             // Told here, once the tokens are reserved and a slot is free: a refused request never counts its prompt
             // as used, and a compat layer never starts its stream (message_start, the 200 head) for it.
@@ -349,15 +357,7 @@ export class CompletionService {
                 ...(request.topLogprobs !== undefined ? { logprobs: request.topLogprobs } : {}),
                 ...(options.draft ? { draft: options.draft } : {}),
                 ...(scope !== undefined ? { cacheScope: scope } : {}),
-                ...(request.model.adapterPaths.length > 0
-                  ? {
-                      loras: request.model.adapterPaths.map((path) => ({
-                        path,
-                        scale: 1,
-                        name: request.model.shortName,
-                      })),
-                    }
-                  : {}),
+                ...(loras.length > 0 ? { loras } : {}),
                 sampling: {
                   temperature: s.temperature,
                   topK: s.topK,

@@ -6,6 +6,8 @@ import { CompletionService } from './completion.service';
 import { GenerateCommand, GenerationEvent } from './generation.types';
 import { checkImages, GrammarBudget } from './prompt';
 import { SchedulerService } from '../scheduler';
+import { RunnerLora } from '../runner';
+import { resolveLoras } from './lora-selection';
 
 /** Ollama's text when `think` is asked of a model without the capability (§5.2): the name as sent, Go-quoted. */
 export function thinkingUnsupported(model: string): UnsupportedCapabilityError {
@@ -40,16 +42,19 @@ export class GenerateService {
    * ModelNotFoundError (`model '' not found` for an empty name — generate is the odd one out — and
    * `model '<name>' not found`), InvalidRequestError (`invalid model name`,
    * `raw mode does not support template, system, or context`), UnsupportedCapabilityError
-   * (`"<model>" does not support generate|thinking`, `<full name> does not support insert`).
+   * (`"<model>" does not support generate|thinking`, `<full name> does not support insert`); the `lora` errors of
+   * resolveLoras (400, or the model-not-found of a `lora` name).
    */
   generate(cmd: GenerateCommand): Observable<GenerationEvent> {
     return defer(async () => {
       if (!cmd.model) throw new ModelNotFoundError('');
-      return this.models.resolve(cmd.model);
-    }).pipe(switchMap((model) => this.run(cmd, model)));
+      const model = await this.models.resolve(cmd.model);
+      const loras = cmd.lora ? await resolveLoras(model, cmd.lora, (name) => this.models.resolve(name)) : undefined;
+      return { model, loras };
+    }).pipe(switchMap(({ model, loras }) => this.run(cmd, model, loras)));
   }
 
-  private run(cmd: GenerateCommand, model: ResolvedModel): Observable<GenerationEvent> {
+  private run(cmd: GenerateCommand, model: ResolvedModel, loras?: RunnerLora[]): Observable<GenerationEvent> {
     if (GenerateService.isShortcut(cmd) && cmd.keepAliveMs === 0) {
       this.scheduler.expire(model.modelPath);
       return of<GenerationEvent>({ kind: 'done', reason: 'unload' });
@@ -84,6 +89,7 @@ export class GenerateService {
       topLogprobs: cmd.topLogprobs,
       shift: cmd.shift,
       growContext: cmd.growContext,
+      ...(loras ? { loras } : {}),
       prompt: { kind: 'generate', cmd },
     });
   }

@@ -92,6 +92,18 @@ export interface ToolDefinition {
 /** A validated `format`: `json` (any JSON object) or a JSON Schema (reference/ollama-api.md §9). */
 export type OutputFormat = { kind: 'json' } | { kind: 'schema'; schema: Record<string, unknown> };
 
+/**
+ * One entry of a request's `lora` list (llama-server's per-request form `lora: [{id, scale}]`, plus `name`; beyond
+ * Ollama): exactly one of `id` (index into the requested model's own adapters, its Modelfile ADAPTER layers in order)
+ * and `name` (another model over the same weights whose adapters are applied), with the adapters' multiplier
+ * `scale` (finite, |scale| ≤ 100). Resolved by generation/lora-selection.ts resolveLoras.
+ */
+export interface LoraSelection {
+  id?: number;
+  name?: string;
+  scale: number;
+}
+
 /** Fields shared by generate and chat commands. */
 interface InferenceCommandBase {
   /** The model name exactly as the client sent it (echoed in responses and in errors). */
@@ -120,6 +132,11 @@ interface InferenceCommandBase {
   growContext?: boolean;
   /** Alternatives per token when logprobs were asked for (`logprobs: true`, `top_logprobs` 0..20); else undefined. */
   topLogprobs?: number;
+  /**
+   * `lora` as sent (validated shape): the adapters to apply instead of the model's own (Modelfile ADAPTER) set; an
+   * empty list = the base weights. Undefined = the model's own adapters at scale 1.
+   */
+  lora?: LoraSelection[];
   /** process.hrtime.bigint() when the handler started (for total_duration). */
   startedAt: bigint;
 }

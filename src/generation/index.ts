@@ -9,3 +9,4 @@ export * from './rerank.service';
 export * from './options';
 export * from './output';
 export * from './prompt';
+export * from './lora-selection';

@@ -17,6 +17,19 @@ export interface ListedModel {
   details: ModelDetails;
   /** What the model can do (§8.7); absent when its weights cannot be read. */
   capabilities?: ModelCapability[];
+  /** Digest (`sha256:<hex>`) of its weights layer; absent when it has none. Models with the same one share a runner. */
+  weightsDigest?: string;
+  /** Digests of its ADAPTER (LoRA) layers, in order; empty when it has none. */
+  adapterDigests?: string[];
+}
+
+/** The weights and adapter layer digests of a manifest (ListedModel.weightsDigest, adapterDigests). */
+function layerDigests(m: StoredManifest): Pick<ListedModel, 'weightsDigest' | 'adapterDigests'> {
+  const weights = m.manifest.layers.find((l) => l.mediaType === MediaType.MODEL);
+  return {
+    ...(weights ? { weightsDigest: weights.digest } : {}),
+    adapterDigests: m.manifest.layers.filter((l) => l.mediaType === MediaType.ADAPTER).map((l) => l.digest),
+  };
 }
 
 /** The local models as lists show them: /api/tags (and /v1/models), and /api/ps's name for loaded weights. */
@@ -51,6 +64,7 @@ export class ModelListService {
         digest: m.digest,
         details,
         capabilities,
+        ...layerDigests(m),
       });
     }
     out.sort((a, b) => b.modifiedAt.getTime() - a.modifiedAt.getTime());
@@ -60,14 +74,17 @@ export class ModelListService {
   /**
    * The model /api/ps shows for a loaded weights blob (§3.7): the most recently modified manifest whose weights
    * layer is that blob, with its name, manifest digest and details; null when no manifest uses it any more (or none
-   * the request's policy lists).
+   * the request's policy lists). One runner serves every model over its weights, adapters included (a `FROM base` +
+   * `ADAPTER x` model runs on the base's runner; beyond Ollama), so a manifest without ADAPTER layers (the base model,
+   * what the runner holds) is preferred; only when every such manifest has adapters is the newest of them shown.
    */
   async findByWeights(modelPath: string): Promise<ListedModel | null> {
     let best: StoredManifest | undefined;
+    const rank = (m: StoredManifest) => (m.manifest.layers.some((l) => l.mediaType === MediaType.ADAPTER) ? 0 : 1);
     for (const m of await this.store.listManifests()) {
       const layer = m.manifest.layers.find((l) => l.mediaType === MediaType.MODEL);
       if (!layer || this.store.blobPath(layer.digest) !== modelPath || !isModelVisible(m.name)) continue;
-      if (!best || m.modifiedAt > best.modifiedAt) best = m;
+      if (!best || rank(m) > rank(best) || (rank(m) === rank(best) && m.modifiedAt > best.modifiedAt)) best = m;
     }
     if (!best) return null;
     const resolved = await this.resolver.resolveStored(best, () => new Error('no weights')).catch(() => undefined);
@@ -78,6 +95,7 @@ export class ModelListService {
       digest: best.digest,
       details: resolved ? configDetails(resolved.config) : { ...EMPTY_DETAILS },
       capabilities: resolved?.capabilities,
+      ...layerDigests(best),
     };
   }
 }

@@ -1,5 +1,5 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
-import { Observable } from 'rxjs';
+import { createHash } from 'node:crypto';
+import { finalize, Observable, Subscription } from 'rxjs';
 import type { NativeBinding, NativeContext, NativeEvent, NativeModel, NativeTaskParams } from '../../binding';
 import {
   ContextLengthExceededError,
@@ -8,16 +8,15 @@ import {
   ModelLoadError,
   RequestCancelledError,
 } from '../common/errors';
-import { mapNativeError, NATIVE_BINDING, NativeBindingLoader, PROMPT_TOO_LONG_MESSAGE } from '../native';
+import { mapNativeError, PROMPT_TOO_LONG_MESSAGE } from '../native';
 import {
   Runner,
   RunnerChatMessage,
   RunnerChatRender,
   RunnerChatRequest,
   RunnerEvent,
+  RunnerLora,
   RunnerMemory,
-  RunnerCreateOptions,
-  RunnerFactory,
   RunnerModelInfo,
   RunnerRequest,
   RunnerSpec,
@@ -34,32 +33,18 @@ import {
 import { physicalCores } from './cpu-threads';
 import { grammarConverter } from './grammar-worker';
 import { eventLogprob } from './logprobs';
+import { appliedLoras, DEFAULT_MAX_LORAS, LoraResidency } from './lora-residency';
+import { isEmbeddingModel, rerankInfo } from './model-facts';
 import { sumMemory } from './runner-memory';
 
-/** A failure while loading is a load error unless the addon said something more specific (e.g. out of memory). */
-function asLoadError(err: unknown): DaemonError {
+/** A failure while loading (weights, an adapter) is a load error unless the addon said something more specific (e.g. out of memory). */
+export function asLoadError(err: unknown): DaemonError {
   const mapped = mapNativeError(err);
   return mapped instanceof InternalError ? new ModelLoadError(mapped.message, { cause: err }) : mapped;
 }
 
 /** The engine's error text when an RPC worker's connection broke (native/engine.cpp LostRpcServer). */
 const RPC_LOST = /^rpc server \S+: connection lost$/;
-
-/** Whether the GGUF metadata marks an embedding model (`<arch>.pooling_type`, reference/ollama-api.md §8.7). */
-function isEmbeddingModel(model: NativeModel): boolean {
-  const meta = model.metadata();
-  const arch = meta['general.architecture'];
-  return arch !== undefined && meta[`${arch}.pooling_type`] !== undefined;
-}
-
-/** Whether the GGUF is a reranker (`<arch>.pooling_type` 4, RANK) and its rerank prompt template, if any. */
-function rerankInfo(model: NativeModel): { reranker?: boolean; rerankTemplate?: string } {
-  const meta = model.metadata();
-  const arch = meta['general.architecture'];
-  const reranker = arch !== undefined && meta[`${arch}.pooling_type`] === '4';
-  const template = meta['tokenizer.chat_template.rerank'];
-  return { ...(reranker ? { reranker } : {}), ...(template ? { rerankTemplate: template } : {}) };
-}
 
 /**
  * A Runner over the native addon: one Model and one Context with `numParallel` slots (n_ctx = numCtx × numParallel,
@@ -88,6 +73,8 @@ export class LlamaRunner implements Runner {
   private toGrammar: ((schema: string, signal?: AbortSignal) => Promise<string>) | undefined;
   /** {@link onTaskEnd} listeners. */
   private readonly taskEndListeners: (() => void)[] = [];
+  /** The LoRA adapters resident over these weights (RunnerSpec.maxLoras). */
+  private readonly loras: LoraResidency;
 
   private constructor(
     readonly spec: RunnerSpec,
@@ -98,6 +85,14 @@ export class LlamaRunner implements Runner {
     private readonly draftModel?: NativeModel,
   ) {
     if (info.embeddingModel) this.embedContext = Promise.resolve(context);
+    this.loras = new LoraResidency(
+      Math.max(1, spec.maxLoras ?? DEFAULT_MAX_LORAS),
+      {
+        load: (path) => model.loadLora(path).catch((err: unknown) => Promise.reject(asLoadError(err))),
+        unload: (path) => model.unloadLora(path),
+      },
+      () => this.taskEnded(),
+    );
   }
 
   /**
@@ -180,7 +175,41 @@ export class LlamaRunner implements Runner {
     return this.spec.numCtx;
   }
 
+  /**
+   * A generation (Runner.generate). With adapters (request.loras), it first waits until its set is resident
+   * ({@link LoraResidency}: loaded over these weights, LLAMAD_MAX_LORAS at most) and runs with a cache scope of its
+   * own set, so that its KV prefixes are never reused by another set (nor the base weights).
+   */
   generate(request: RunnerRequest): Observable<RunnerEvent> {
+    const loras = appliedLoras(request.loras ?? []);
+    if (loras.length === 0) return this.submitTask(request);
+    return new Observable<RunnerEvent>((subscriber) => {
+      const abort = new AbortController();
+      let release: (() => void) | undefined;
+      let inner: Subscription | undefined;
+      this.loras.acquire(loras, abort.signal).then(
+        (done) => {
+          release = done;
+          if (subscriber.closed) return done();
+          const extra = {
+            loras: loras.map(({ path, scale }) => ({ path, scale })),
+            cacheScope: loraScope(request.cacheScope, loras),
+          };
+          // The adapters are released when the engine's task ended (finished, failed or cancelled).
+          inner = this.submitTask(request, extra).pipe(finalize(done)).subscribe(subscriber);
+        },
+        (err: unknown) => subscriber.error(err),
+      );
+      return () => {
+        abort.abort();
+        inner?.unsubscribe();
+        if (!inner) release?.();
+      };
+    });
+  }
+
+  /** Submits one task to the generation context and relays its events; `extra` overrides task fields. */
+  private submitTask(request: RunnerRequest, extra: Partial<NativeTaskParams> = {}): Observable<RunnerEvent> {
     return new Observable<RunnerEvent>((subscriber) => {
       let finished = false;
       let taskId: number | undefined;
@@ -204,6 +233,7 @@ export class LlamaRunner implements Runner {
         ...(request.logprobs !== undefined ? { logprobs: request.logprobs } : {}),
         ...(request.draft && request.draft.nMax > 0 ? { draft: { ...request.draft } } : {}),
         ...(request.cacheScope ? { cacheScope: request.cacheScope } : {}),
+        ...extra,
       };
       const onEvent = (event: NativeEvent) => {
         // The engine freed the task's slot before it sent this event (also after a cancel, when nobody listens).
@@ -309,6 +339,7 @@ export class LlamaRunner implements Runner {
         : {}),
       ...(stats.draftTokens > 0 ? { draftTokens: stats.draftTokens, draftAccepted: stats.draftAccepted } : {}),
       ...(typeof stats.decodeSteps === 'number' ? { decodeSteps: stats.decodeSteps } : {}),
+      ...(embedding ? {} : { loras: this.loras.usage() }),
     };
   }
 
@@ -447,26 +478,14 @@ export class LlamaRunner implements Runner {
   }
 }
 
-/** The production RunnerFactory: loads the addon on first use and creates LlamaRunners. */
-@Injectable()
-export class LlamaRunnerFactory implements RunnerFactory {
-  private readonly logger = new Logger(LlamaRunnerFactory.name);
-
-  constructor(@Inject(NATIVE_BINDING) private readonly loadBinding: NativeBindingLoader) {}
-
-  async create(spec: RunnerSpec, options: RunnerCreateOptions = {}): Promise<Runner> {
-    let binding: NativeBinding;
-    try {
-      binding = this.loadBinding();
-    } catch (err) {
-      throw new ModelLoadError((err as Error).message, { cause: err });
-    }
-    const started = Date.now();
-    const runner = await LlamaRunner.load(binding, spec, options.threads);
-    this.logger.log(
-      `loaded ${spec.modelPath} (num_ctx ${spec.numCtx}${spec.kvUnified ? ' shared by' : ' ×'} ${spec.numParallel} ` +
-        `slots) in ${Date.now() - started} ms`,
-    );
-    return runner;
-  }
+/**
+ * The cache scope of a generation with adapters: its principal's scope (RunnerRequest.cacheScope) joined with a hash of
+ * its adapter set, so that KV left by one set (or by the base weights) is never reused by another.
+ */
+function loraScope(scope: string | undefined, loras: RunnerLora[]): string {
+  const key = loras
+    .map((l) => `${l.path}\u001f${l.scale}`)
+    .sort()
+    .join('\u001e');
+  return `${scope ?? ''}|lora:${createHash('sha256').update(key).digest('hex').slice(0, 32)}`;
 }

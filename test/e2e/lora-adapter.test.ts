@@ -1,18 +1,16 @@
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Ollama } from 'ollama';
-import { ensureTestModels, MODELS_DIR, TINY_LLAMA_SPM } from '../utils/models';
+import { ensureTestModels, TINY_LLAMA_SPM, TINY_LLAMA_SPM_LORA } from '../utils/models';
 import { realAddon } from '../utils/real-addon';
 import { createTestApp, TestApp } from '../utils/test-app';
 
 const addon = realAddon();
 const GREEDY = { temperature: 0, seed: 42, num_predict: 12 };
-/** Rank-4 LoRA for tiny-llama-spm (scripts/make-test-models.ts TINY_LLAMA_SPM_LORA). */
-const TINY_LLAMA_SPM_LORA = join(MODELS_DIR, 'tiny-llama-spm-lora.gguf');
 
 // ADAPTER applied at inference (reference/ollama-api.md §3.9) with the REAL addon, through the official client: the
-// adapter layer's blob is attached to the runner's context as a LoRA, so greedy output differs from the base model's.
+// adapter layer's blob is applied as a LoRA to the model's requests on the base weights' runner, so greedy output
+// differs from the base model's (per-request forms: e2e/lora-per-request).
 describe('LoRA adapters with the real addon', { skip: addon.skip }, () => {
   let t: TestApp;
   let ollama: Ollama;
@@ -42,7 +40,8 @@ describe('LoRA adapters with the real addon', { skip: addon.skip }, () => {
     assert.equal(base.eval_count, 12);
     assert.equal(adapted.eval_count, 12);
     assert.notEqual(adapted.response, base.response);
-    // Switching back reloads the runner without the adapter (the scheduler compares adapterPaths).
+    // Both models run on one runner of the base weights (no reload): the adapter is applied to tiny-lora's requests
+    // only (RunnerRequest.loras), so the base model's output is unchanged after it.
     assert.equal(baseAgain.response, base.response);
     const again = await ollama.generate({ model: 'tiny-lora', ...request });
     assert.equal(again.response, adapted.response);

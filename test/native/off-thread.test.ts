@@ -52,15 +52,17 @@ describe('Context.create (libuv pool)', () => {
     }
   });
 
-  it('applies LoRA adapters and projectors like new Context', async () => {
+  it('loads LoRA adapters off the JS thread and applies projectors like new Context', async () => {
     const prompt = model.tokenize('The quick brown fox', true, false);
-    const params = { nCtx: 256, nThreads: 2, loraAdapters: [{ path: TINY_LLAMA_SPM_LORA }] };
+    const params = { nCtx: 256, nThreads: 2 };
+    await Promise.all([model.loadLora(TINY_LLAMA_SPM_LORA), model.loadLora(TINY_LLAMA_SPM_LORA)]);
+    const loras = [{ path: TINY_LLAMA_SPM_LORA }];
     const [a, b] = await Promise.all([binding.Context.create(model, params), binding.Context.create(model, params)]);
     const sync = new binding.Context(model, params);
     try {
-      const ra = await runTask(a, { tokens: prompt, nPredict: 8 });
-      const rb = await runTask(b, { tokens: prompt, nPredict: 8 });
-      const rs = await runTask(sync, { tokens: prompt, nPredict: 8 });
+      const ra = await runTask(a, { tokens: prompt, nPredict: 8, loras });
+      const rb = await runTask(b, { tokens: prompt, nPredict: 8, loras });
+      const rs = await runTask(sync, { tokens: prompt, nPredict: 8, loras });
       assert.deepEqual(ra.tokens, rs.tokens);
       assert.deepEqual(rb.tokens, rs.tokens);
     } finally {
@@ -87,10 +89,7 @@ describe('Context.create (libuv pool)', () => {
       binding.Context.create(model, { nCtx: 64, projectorPath: `${TINY_MMPROJ}.missing` }),
       'LLAMA_MODEL_LOAD_FAILED',
     );
-    await assertRejectsCode(
-      binding.Context.create(model, { nCtx: 64, loraAdapters: [{ path: `${TINY_LLAMA_SPM_LORA}.missing` }] }),
-      'LLAMA_MODEL_LOAD_FAILED',
-    );
+    await assertRejectsCode(model.loadLora(`${TINY_LLAMA_SPM_LORA}.missing`), 'LLAMA_MODEL_LOAD_FAILED');
   });
 
   it('a model disposed while a context is created: the creation rejects LLAMA_DISPOSED, then the model is freed', async () => {

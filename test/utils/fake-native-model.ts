@@ -146,6 +146,23 @@ export class FakeModelHandle implements NativeModel {
       .join('');
   }
 
+  /** Adapter paths loaded with loadLora (the fake applies none: it only records them). */
+  readonly loadedLoras = new Set<string>();
+
+  async loadLora(path: string): Promise<void> {
+    await Promise.resolve();
+    this.loadedLoras.add(path);
+  }
+
+  async unloadLora(path: string): Promise<'unloaded' | 'absent'> {
+    await Promise.resolve();
+    return this.loadedLoras.delete(path) ? 'unloaded' : 'absent';
+  }
+
+  loras(): string[] {
+    return [...this.loadedLoras];
+  }
+
   async dispose(): Promise<void> {
     await Promise.resolve();
     this.disposed = true;

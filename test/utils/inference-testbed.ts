@@ -9,7 +9,7 @@ import { CompletionService } from '../../src/generation/completion.service';
 import { EmbedService } from '../../src/generation/embed.service';
 import { GenerateService } from '../../src/generation/generate.service';
 import { PromptService } from '../../src/generation/prompt/prompt.service';
-import { LlamaRunnerFactory } from '../../src/runner/llama.runner';
+import { LlamaRunnerFactory } from '../../src/runner/llama-runner.factory';
 import { RunnerFactory } from '../../src/runner/runner';
 import { SchedulerService } from '../../src/scheduler/scheduler.service';
 import type { MemoryProbe } from '../../src/scheduler/memory.estimator';

@@ -29,7 +29,25 @@ export const TINY_BERT_RERANKER = join(MODELS_DIR, 'tiny-bert-reranker.gguf');
 /** Vision projector (mmproj, clip "mlp") for the 128-wide tiny llama models: 32×32 input, 4 image tokens. */
 export const TINY_MMPROJ = join(MODELS_DIR, 'tiny-mmproj.gguf');
 
-const ALL = [TINY_LLAMA_SPM, TINY_QWEN2, TINY_QWEN2_TOOLS, TINY_BERT, TINY_NOMIC_BERT, TINY_BERT_RERANKER, TINY_MMPROJ];
+/** Rank-4 LoRA adapter of tiny-llama-spm (scripts/test-model-extras.ts TINY_LLAMA_SPM_LORA). */
+export const TINY_LLAMA_SPM_LORA = join(MODELS_DIR, 'tiny-llama-spm-lora.gguf');
+/**
+ * A second LoRA adapter of tiny-llama-spm (rank 8, other values: TINY_LLAMA_SPM_LORA2): its greedy output differs from
+ * the first adapter's and from the base model's.
+ */
+export const TINY_LLAMA_SPM_LORA2 = join(MODELS_DIR, 'tiny-llama-spm-lora2.gguf');
+
+const ALL = [
+  TINY_LLAMA_SPM,
+  TINY_QWEN2,
+  TINY_QWEN2_TOOLS,
+  TINY_BERT,
+  TINY_NOMIC_BERT,
+  TINY_BERT_RERANKER,
+  TINY_MMPROJ,
+  TINY_LLAMA_SPM_LORA,
+  TINY_LLAMA_SPM_LORA2,
+];
 
 /**
  * Makes sure the tiny test models exist: when one is missing, runs the generator (dist/scripts/make-test-models.js,

@@ -4,6 +4,7 @@ import { decodeOptions } from '../../common/options';
 import { parseKeepAlive } from '../../common/time';
 import { ChatRequestDto } from './dto/chat-request.dto';
 import { GenerateRequestDto } from './dto/generate-request.dto';
+import { toLoraSelection } from './dto/lora-request.dto';
 import {
   ChatMessageWire,
   ChatResponseWire,
@@ -98,7 +99,8 @@ export function decodeToolCalls(calls: Record<string, unknown>[] | undefined, wh
 }
 
 /**
- * The fields generate and chat decode alike: format, think, truncate, shift, logprobs, options, keep_alive.
+ * The fields generate and chat decode alike: format, think, truncate, shift, logprobs, options, keep_alive, and
+ * llamad's `lora` (validated by the DTO; beyond Ollama).
  * @throws InvalidRequestError for an invalid format, think, logprobs, options or keep_alive value.
  */
 function commonFields(
@@ -106,8 +108,9 @@ function commonFields(
   startedAt: bigint,
 ): Pick<
   GenerateCommand,
-  'format' | 'think' | 'truncate' | 'shift' | 'topLogprobs' | 'options' | 'keepAliveMs' | 'startedAt'
+  'format' | 'think' | 'truncate' | 'shift' | 'topLogprobs' | 'options' | 'keepAliveMs' | 'startedAt' | 'lora'
 > {
+  const lora = toLoraSelection(dto.lora);
   return {
     format: decodeFormat(dto.format),
     think: decodeThink(dto.think),
@@ -116,6 +119,7 @@ function commonFields(
     topLogprobs: decodeLogprobs(dto.logprobs, dto.top_logprobs),
     options: decodeOptions(dto.options),
     keepAliveMs: parseKeepAlive(dto.keep_alive),
+    ...(lora ? { lora } : {}),
     startedAt,
   };
 }

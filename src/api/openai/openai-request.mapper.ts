@@ -10,6 +10,7 @@ import type {
   ToolCall,
   ToolDefinition,
 } from '../../generation';
+import { decodeLora } from '../ollama/dto/lora-request.dto';
 import { OpenAIChatRequest, OpenAICompletionRequest, OpenAIContentPart, OpenAIEmbeddingRequest } from './openai.types';
 
 /**
@@ -293,7 +294,8 @@ export function wantsUsage(req: { stream_options?: { include_usage?: unknown } |
  * is never cut (`growContext`: a prompt longer than the loaded context reloads the model with a larger one, up to the
  * trained context, else 400; beyond Ollama, which truncates).
  * @param startedAt process.hrtime.bigint() at handler start.
- * @throws InvalidRequestError (see decodeMessages, decodeResponseFormat, decodeStop, decodeReasoningEffort;
+ * `lora` (beyond OpenAI and Ollama: llama-server's per-request adapters) is validated as on the native routes.
+ * @throws InvalidRequestError (see decodeMessages, decodeResponseFormat, decodeStop, decodeReasoningEffort, decodeLora;
  *   `top_logprobs must be between 0 and 20`; option type errors).
  */
 export function fromOpenAIChatRequest(body: unknown, startedAt: bigint): ChatCommand {
@@ -306,6 +308,7 @@ export function fromOpenAIChatRequest(body: unknown, startedAt: bigint): ChatCom
   const effort = isObject(req.reasoning) ? req.reasoning.effort : req.reasoning_effort;
   const think = decodeReasoningEffort(effort);
   const { tools, toolChoice } = decodeTools(req.tools, req.tool_choice);
+  const lora = decodeLora(req.lora);
   return {
     model: modelOf(req.model),
     messages: decodeMessages(req.messages),
@@ -320,6 +323,7 @@ export function fromOpenAIChatRequest(body: unknown, startedAt: bigint): ChatCom
         checkTokenLimit(req.max_completion_tokens, 'max_completion_tokens'),
     ),
     growContext: true,
+    ...(lora ? { lora } : {}),
     startedAt,
   };
 }
@@ -375,7 +379,8 @@ export function decodeCompletionPrompt(value: unknown): CompletionPrompt[] {
  * in choice-index order; every command shares the other fields. Token prompts carry `promptTokens` (the model
  * detokenizes them, then they are used like text). `logprobs: n` (n > 0) asks for n alternatives per token. The
  * prompt is never cut (`growContext`, as chat).
- * @throws InvalidRequestError the prompt errors above, `suffix must be a string`, stop/option errors.
+ * `lora` as on /v1/chat/completions.
+ * @throws InvalidRequestError the prompt errors above, `suffix must be a string`, stop/option/`lora` errors.
  */
 export function fromOpenAICompletionRequest(body: unknown, startedAt: bigint): GenerateCommand[] {
   if (!isObject(body)) throw new InvalidRequestError('invalid request body');
@@ -385,6 +390,7 @@ export function fromOpenAICompletionRequest(body: unknown, startedAt: bigint): G
     throw new InvalidRequestError('suffix must be a string', 'suffix');
   }
   const n = req.logprobs;
+  const lora = decodeLora(req.lora);
   const base: Omit<GenerateCommand, 'prompt'> = {
     model: modelOf(req.model),
     suffix: (req.suffix as string | null | undefined) || undefined,
@@ -392,6 +398,7 @@ export function fromOpenAICompletionRequest(body: unknown, startedAt: bigint): G
     topLogprobs: typeof n === 'number' && n > 0 ? Math.min(20, Math.floor(n)) : undefined,
     options: samplingOptions(req, checkTokenLimit(req.max_tokens, 'max_tokens')),
     growContext: true,
+    ...(lora ? { lora } : {}),
     startedAt,
   };
   return prompts.map((p) =>

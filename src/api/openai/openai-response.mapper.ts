@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { map, merge, Observable, OperatorFunction } from 'rxjs';
 import type { EmbedResult, GenerationEvent, GenerationMetrics, Logprob, ToolCall } from '../../generation';
-import type { ListedModel, ResolvedModel } from '../../models';
+import { MediaType, ModelName, type ListedModel, type ResolvedModel } from '../../models';
 import { newToolCallId } from './openai-request.mapper';
 import {
   OpenAIChatCompletion,
@@ -347,12 +347,39 @@ export function toOpenAIModel(id: string, modifiedAt: Date, namespace: string): 
   return { id, object: 'model', created: Math.floor(modifiedAt.getTime() / 1000), owned_by: namespace };
 }
 
-/** `/v1/models` entry of a listed model. */
-export function fromListedModel(m: ListedModel, namespace: string): OpenAIModel {
-  return toOpenAIModel(m.name, m.modifiedAt, namespace);
+/**
+ * `/v1/models` (§12.5), with adapters shown the way vLLM lists its LoRA modules (beyond Ollama): a model with ADAPTER
+ * layers runs on the runner of its base weights (one per weights blob) and gets `parent` = the model over the same
+ * weights without adapters (the newest one listed, which is the name /api/ps gives that runner; omitted when none is
+ * listed, e.g. hidden by the caller's model list) and `root` = its first adapter blob digest. Other models keep
+ * Ollama's `{id, object, created, owned_by}`.
+ * @param models the listed models (newest first, already filtered for the caller), ModelsService.list.
+ */
+export function toOpenAIModelList(models: ListedModel[]): OpenAIModel[] {
+  return models.map((m) => ({
+    ...toOpenAIModel(m.name, m.modifiedAt, ModelName.parse(m.name)?.namespace ?? 'library'),
+    ...adapterFields(m.weightsDigest, m.adapterDigests ?? [], models),
+  }));
 }
 
-/** `/v1/models/:model` entry: the id exactly as requested. */
-export function fromResolvedModel(id: string, m: ResolvedModel): OpenAIModel {
-  return toOpenAIModel(id, m.modifiedAt, m.name.namespace);
+/**
+ * `/v1/models/:model` entry: the id exactly as requested, `root`/`parent` as in {@link toOpenAIModelList}.
+ * @param listed the models the caller sees (ModelsService.list), read for `parent`; only needed when `m` has adapters.
+ */
+export function fromResolvedModel(id: string, m: ResolvedModel, listed: ListedModel[] = []): OpenAIModel {
+  const adapters = m.manifest.layers.filter((l) => l.mediaType === MediaType.ADAPTER).map((l) => l.digest);
+  return { ...toOpenAIModel(id, m.modifiedAt, m.name.namespace), ...adapterFields(m.modelDigest, adapters, listed) };
+}
+
+/** `root` and `parent` of a model with these weights and adapters (nothing when it has no adapters). */
+function adapterFields(
+  weightsDigest: string | undefined,
+  adapterDigests: string[],
+  listed: ListedModel[],
+): Pick<OpenAIModel, 'root' | 'parent'> {
+  if (adapterDigests.length === 0) return {};
+  const parent = listed
+    .filter((b) => b.weightsDigest === weightsDigest && (b.adapterDigests ?? []).length === 0)
+    .reduce<ListedModel | undefined>((best, b) => (!best || b.modifiedAt > best.modifiedAt ? b : best), undefined);
+  return { root: adapterDigests[0], ...(parent ? { parent: parent.name } : {}) };
 }

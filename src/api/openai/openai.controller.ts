@@ -5,7 +5,7 @@ import { clientGoneSignal, StreamResponder } from '../../common/http';
 import { LlamadRoutes, Metered } from '../../security';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
 import { ChatService, EmbedService, GenerateService } from '../../generation';
-import { ModelName, ModelsService } from '../../models';
+import { ModelsService } from '../../models';
 import { OpenAIExceptionFilter, openAIErrorFrame } from './openai-error';
 import {
   fromOpenAIChatRequest,
@@ -15,7 +15,6 @@ import {
   wantsUsage,
 } from './openai-request.mapper';
 import {
-  fromListedModel,
   fromResolvedModel,
   newCompletionId,
   toChatCompletion,
@@ -23,6 +22,7 @@ import {
   toCompletion,
   toCompletionChunks,
   toEmbeddingResponse,
+  toOpenAIModelList,
   unixNow,
 } from './openai-response.mapper';
 import { OpenAIEmbeddingResponse, OpenAIModel, OpenAIModelList } from './openai.types';
@@ -132,7 +132,10 @@ export class OpenAIController {
     return toEmbeddingResponse(command.model, result, encoding);
   }
 
-  /** GET /v1/models: every local model, newest first; `data` is `[]` when there are none. */
+  /**
+   * GET /v1/models: every local model, newest first; `data` is `[]` when there are none. Models with LoRA adapters
+   * carry vLLM's `parent` (their base model) and `root` (toOpenAIModelList; beyond Ollama).
+   */
   @Get('models')
   @ApiRoute({
     id: 'listOpenAIModels',
@@ -141,11 +144,7 @@ export class OpenAIController {
     ok: { description: 'Every local model, newest first.', json: 'OpenAIModelList' },
   })
   async listModels(): Promise<OpenAIModelList> {
-    const models = await this.models.list();
-    return {
-      object: 'list',
-      data: models.map((m) => fromListedModel(m, ModelName.parse(m.name)?.namespace ?? 'library')),
-    };
+    return { object: 'list', data: toOpenAIModelList(await this.models.list()) };
   }
 
   /** GET /v1/models/:model: the model with `id` as requested; 404 `model '<id>' not found` when unknown. */
@@ -159,6 +158,7 @@ export class OpenAIController {
   })
   async retrieveModel(@Param('model') id: string): Promise<OpenAIModel> {
     const model = await this.models.resolve(id, () => ModelNotFoundError.notFoundMessage(id));
-    return fromResolvedModel(id, model);
+    const hasAdapters = model.adapterPaths.length > 0;
+    return fromResolvedModel(id, model, hasAdapters ? await this.models.list() : []);
   }
 }

@@ -41,6 +41,8 @@ export interface OpenAIChatRequest {
   top_logprobs?: unknown;
   reasoning_effort?: unknown;
   reasoning?: { effort?: unknown } | null;
+  /** Beyond OpenAI: llama-server's per-request LoRA adapters (api/ollama/dto/lora-request.dto.ts decodeLora). */
+  lora?: unknown;
 }
 
 /** `POST /v1/completions` request (§12.3). */
@@ -60,6 +62,8 @@ export interface OpenAICompletionRequest {
   presence_penalty?: unknown;
   /** An integer n > 0: return n alternatives per token. */
   logprobs?: unknown;
+  /** Beyond OpenAI: llama-server's per-request LoRA adapters, as on chat completions. */
+  lora?: unknown;
 }
 
 /** `POST /v1/embeddings` request (§12.4). */
@@ -171,6 +175,16 @@ export interface OpenAIModel {
   object: 'model';
   created: number;
   owned_by: string;
+  /**
+   * Only on a model with ADAPTER (LoRA) layers (vLLM's adapter entries; beyond Ollama): its first adapter blob's
+   * digest (`sha256:<hex>`; vLLM gives the adapter's path).
+   */
+  root?: string;
+  /**
+   * Only on a model with ADAPTER layers: the listed model over the same weights without adapters (vLLM: the base
+   * model); omitted when there is none.
+   */
+  parent?: string;
 }
 
 /** `GET /v1/models`: `data` is always an array (`[]` when empty, unlike Ollama's `null`). */

@@ -34,6 +34,20 @@ const sampling: Record<string, JsonSchema> = {
   presence_penalty: num(),
 };
 
+/** llama-server's per-request `lora` (beyond OpenAI; api/ollama/dto/lora-request.dto.ts, at most 8 entries). */
+const lora = arr(
+  obj(
+    {
+      id: int("Index into the model's adapters (its Modelfile ADAPTER lines, in order)."),
+      name: str('A model over the same weights with ADAPTER layers: its adapters are applied.'),
+      scale: num("Multiplier of the adapter's delta, -100..100; 0 = not applied."),
+    },
+    ['scale'],
+  ),
+  "LoRA adapters for this request instead of the model's own (llama-server's `lora`): exactly one of `id` and " +
+    '`name` per entry; adapters not listed are not applied, `[]` = the base weights.',
+);
+
 const message = obj(
   {
     role: oneOfStr('system', 'developer', 'user', 'assistant', 'tool'),
@@ -123,6 +137,7 @@ export const OPENAI_SCHEMAS: Record<string, JsonSchema> = {
       top_logprobs: int(),
       reasoning_effort: str('`none` (thinking off), `minimal`, `low`, `medium`, `high`, `xhigh`.'),
       reasoning: nullable(obj({ effort: str() }, [], { open: true })),
+      lora,
     },
     ['model', 'messages'],
     { open: true },
@@ -195,6 +210,7 @@ export const OPENAI_SCHEMAS: Record<string, JsonSchema> = {
       stream_options: streamOptions,
       ...sampling,
       logprobs: int('Return this many alternatives per token.'),
+      lora,
     },
     ['model', 'prompt'],
     { open: true },
@@ -251,12 +267,19 @@ export const OPENAI_SCHEMAS: Record<string, JsonSchema> = {
     },
     ['object', 'data', 'model', 'usage'],
   ),
-  OpenAIModel: obj({ id: str(), object: lit('model'), created: int('Unix seconds.'), owned_by: str() }, [
-    'id',
-    'object',
-    'created',
-    'owned_by',
-  ]),
+  OpenAIModel: obj(
+    {
+      id: str(),
+      object: lit('model'),
+      created: int('Unix seconds.'),
+      owned_by: str(),
+      root: str('Only on a model with LoRA adapters (vLLM): its first adapter blob digest, `sha256:<hex>`.'),
+      parent: str(
+        'Only on a model with LoRA adapters (vLLM): the listed model over the same weights without adapters, if any.',
+      ),
+    },
+    ['id', 'object', 'created', 'owned_by'],
+  ),
   OpenAIModelList: obj({ object: lit('list'), data: arr(ref('OpenAIModel')) }, ['object', 'data']),
   ...responsesSchemas(),
 };

@@ -1,6 +1,6 @@
 import { ModelLoadError } from '../../common/errors';
 import { isCompiledAddon, NativeBindingLoader } from '../../native';
-import { LlamaRunnerFactory } from '../llama.runner';
+import { LlamaRunnerFactory } from '../llama-runner.factory';
 import type { Runner, RunnerCreateOptions, RunnerFactory, RunnerSpec } from '../runner';
 import { ProcessRunnerFactory, ProcessRunnerFactoryOptions } from './process-runner.factory';
 

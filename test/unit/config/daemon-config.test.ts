@@ -6,6 +6,7 @@ import {
   CACHE_RAM_MEMORY_SHARE,
   DaemonConfig,
   DEFAULT_CACHE_RAM_MIB,
+  DEFAULT_MAX_LORAS,
   defaultCacheRamMiB,
   kvCacheSettings,
   loadConfig,
@@ -221,5 +222,25 @@ describe('LLAMAD_CACHE_RAM', () => {
   it('a DaemonConfig built by hand has the 8192 MiB cap as its budget', () => {
     assert.equal(new DaemonConfig().cacheRamMiB, DEFAULT_CACHE_RAM_MIB);
     assert.equal(DEFAULT_CACHE_RAM_MIB, 8192);
+  });
+});
+
+describe('LLAMAD_MAX_LORAS', () => {
+  it('defaults to 4 adapters resident per base model', () => {
+    assert.equal(DEFAULT_MAX_LORAS, 4);
+    assert.equal(loadConfig({}, () => 0).maxLoras, 4);
+    assert.equal(new DaemonConfig().maxLoras, 4);
+  });
+
+  it('takes an integer from 1 to 64', () => {
+    assert.equal(loadConfig({ LLAMAD_MAX_LORAS: '1' }, () => 0).maxLoras, 1);
+    assert.equal(loadConfig({ LLAMAD_MAX_LORAS: ' "16" ' }, () => 0).maxLoras, 16);
+    assert.equal(loadConfig({ LLAMAD_MAX_LORAS: '64' }, () => 0).maxLoras, 64);
+  });
+
+  it('keeps the default for a value outside 1..64 or not an integer', () => {
+    for (const raw of ['0', '65', '-2', '2.5', 'many', '']) {
+      assert.equal(loadConfig({ LLAMAD_MAX_LORAS: raw }, () => 0).maxLoras, 4, raw);
+    }
   });
 });

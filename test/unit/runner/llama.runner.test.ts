@@ -8,7 +8,8 @@ import {
   RequestCancelledError,
 } from '../../../src/common/errors';
 import { physicalCores } from '../../../src/runner/cpu-threads';
-import { LlamaRunner, LlamaRunnerFactory } from '../../../src/runner/llama.runner';
+import { LlamaRunner } from '../../../src/runner/llama.runner';
+import { LlamaRunnerFactory } from '../../../src/runner/llama-runner.factory';
 import { RunnerEvent, RunnerRequest } from '../../../src/runner/runner';
 import { FakeBinding, nativeError } from '../../utils/fake-binding';
 import { spec } from '../../utils/fake-runner';

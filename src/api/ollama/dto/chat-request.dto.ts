@@ -17,6 +17,7 @@ import {
   STREAM_FIELD,
   THINK_FIELD,
 } from '../../../common/validation';
+import { LoraField, LoraRequestDto } from './lora-request.dto';
 
 const M = 'Message';
 const S = 'ChatRequest';
@@ -58,4 +59,6 @@ export class ChatRequestDto {
   shift?: boolean;
   @GoBool(S) logprobs?: boolean;
   @GoInt(S) top_logprobs?: number;
+  /** Beyond Ollama: LoRA adapters of this request (llama-server's `lora`), see LoraField. */
+  @LoraField() lora?: LoraRequestDto[];
 }

@@ -16,6 +16,7 @@ import {
   STREAM_FIELD,
   THINK_FIELD,
 } from '../../../common/validation';
+import { LoraField, LoraRequestDto } from './lora-request.dto';
 
 const S = 'GenerateRequest';
 
@@ -49,4 +50,6 @@ export class GenerateRequestDto {
   shift?: boolean;
   @GoBool(S) logprobs?: boolean;
   @GoInt(S) top_logprobs?: number;
+  /** Beyond Ollama: LoRA adapters of this request (llama-server's `lora`), see LoraField. */
+  @LoraField() lora?: LoraRequestDto[];
 }

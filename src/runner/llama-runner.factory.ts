@@ -1,0 +1,30 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { NativeBinding } from '../../binding';
+import { ModelLoadError } from '../common/errors';
+import { NATIVE_BINDING, NativeBindingLoader } from '../native';
+import { LlamaRunner } from './llama.runner';
+import { Runner, RunnerCreateOptions, RunnerFactory, RunnerSpec } from './runner';
+
+/** The production RunnerFactory: loads the addon on first use and creates LlamaRunners. */
+@Injectable()
+export class LlamaRunnerFactory implements RunnerFactory {
+  private readonly logger = new Logger(LlamaRunnerFactory.name);
+
+  constructor(@Inject(NATIVE_BINDING) private readonly loadBinding: NativeBindingLoader) {}
+
+  async create(spec: RunnerSpec, options: RunnerCreateOptions = {}): Promise<Runner> {
+    let binding: NativeBinding;
+    try {
+      binding = this.loadBinding();
+    } catch (err) {
+      throw new ModelLoadError((err as Error).message, { cause: err });
+    }
+    const started = Date.now();
+    const runner = await LlamaRunner.load(binding, spec, options.threads);
+    this.logger.log(
+      `loaded ${spec.modelPath} (num_ctx ${spec.numCtx}${spec.kvUnified ? ' shared by' : ' ×'} ${spec.numParallel} ` +
+        `slots) in ${Date.now() - started} ms`,
+    );
+    return runner;
+  }
+}
