@@ -178,6 +178,14 @@ export class DaemonConfig {
    */
   shutdownTimeoutMs = DEFAULT_SHUTDOWN_TIMEOUT_MS;
   /**
+   * LLAMAD_DRAIN_DELAY: on SIGTERM/SIGINT, how long the daemon keeps accepting requests while `GET /ready` already
+   * answers 503 `shutting down`, ms (a Go duration such as `2s`, or bare seconds), so that a load balancer that
+   * health-checks `/ready` (haproxy, docs/deploy.md "Several replicas") takes the replica out before its listener
+   * closes; LLAMAD_SHUTDOWN_TIMEOUT counts after it. Default 0 (Kubernetes removes a terminating pod's endpoints by
+   * itself; deploy/k8s waits in a `preStop` hook). A second signal ends it. Beyond Ollama.
+   */
+  drainDelayMs = 0;
+  /**
    * LLAMAD_RUNNER: where a loaded model runs (beyond Ollama). `process` (default): each model in its own runner
    * process (src/runner/process), so a model that aborts llama.cpp ends only its own requests; `inprocess`: in the
    * daemon's process (the addon loaded in-process; a crash there takes the daemon down). Library hosts set it through
@@ -418,6 +426,7 @@ export function loadConfig(
   config.allowServerPaths = /^(1|true|yes|on)$/i.test(envVar(env, 'LLAMAD_ALLOW_SERVER_PATHS'));
   config.logLevel = parseLogLevel(envVar(env, 'LLAMAD_LOG_LEVEL'), config.debugLevel);
   config.shutdownTimeoutMs = envDurationMs(env, 'LLAMAD_SHUTDOWN_TIMEOUT', DEFAULT_SHUTDOWN_TIMEOUT_MS);
+  config.drainDelayMs = envDurationMs(env, 'LLAMAD_DRAIN_DELAY', 0);
   const flash = parseEnvBool(envVar(env, 'OLLAMA_FLASH_ATTENTION'));
   if (flash !== undefined) config.flashAttention = flash ? 'on' : 'off';
   config.kvCacheTypeRequested = envVar(env, 'OLLAMA_KV_CACHE_TYPE').toLowerCase();
