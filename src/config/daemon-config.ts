@@ -130,8 +130,9 @@ export class DaemonConfig {
   responsesTtlMs = 60 * 60 * 1000;
   /**
    * LLAMAD_REDIS_URL: `redis://` or `rediss://` URL of the Redis/Valkey server where tenant rate limits and quotas are
-   * counted, so that replicas share one budget ('' = in memory, per process; docs/security.md "Rate limits and
-   * quotas"). Beyond Ollama.
+   * counted and `/v1/responses` objects are stored, so that replicas share one budget and continue each other's
+   * conversations ('' = in memory, per process; docs/security.md "Rate limits and quotas", docs/deploy.md "Several
+   * replicas"). Beyond Ollama.
    */
   redisUrl = '';
   /**
