@@ -23,10 +23,13 @@ export class ResponseNotFoundError extends DaemonError {
   }
 }
 
-/** A store that could not be read (Redis unreachable): 503, the request may be retried. */
+/**
+ * A store that could not be read (Redis unreachable): 503 `responses store unavailable`, the request may be retried.
+ * The cause is logged, never sent (it may name the store's address).
+ */
 export class ResponsesStoreUnavailableError extends ServerBusyError {
-  constructor(cause: unknown) {
-    super(`responses store unavailable: ${cause instanceof Error ? cause.message : String(cause)}`);
+  constructor() {
+    super('responses store unavailable');
   }
 }
 
@@ -53,6 +56,8 @@ export interface ResponsesStreamRun {
 @Injectable()
 export class ResponsesService {
   private readonly logger = new Logger('Responses');
+  /** Whether the last store operation failed (one warning per outage, not one per request). */
+  private storeDown = false;
 
   constructor(
     private readonly chat: ChatService,
@@ -119,7 +124,7 @@ export class ResponsesService {
     try {
       deleted = await this.store.delete(owner, id);
     } catch (err) {
-      throw new ResponsesStoreUnavailableError(err);
+      throw this.unavailable(err);
     }
     if (!deleted) throw new ResponseNotFoundError(id);
     return { id, object: 'response', deleted: true };
@@ -127,10 +132,20 @@ export class ResponsesService {
 
   private async lookup(owner: string, id: string) {
     try {
-      return await this.store.get(owner, id);
+      const stored = await this.store.get(owner, id);
+      this.storeDown = false;
+      return stored;
     } catch (err) {
-      throw new ResponsesStoreUnavailableError(err);
+      throw this.unavailable(err);
     }
+  }
+
+  private unavailable(err: unknown): ResponsesStoreUnavailableError {
+    if (!this.storeDown) {
+      this.logger.warn(`responses store unavailable: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    this.storeDown = true;
+    return new ResponsesStoreUnavailableError();
   }
 
   /**
