@@ -65,6 +65,11 @@ export {
   type StoredResponse,
 } from './api/openai/responses/responses.store';
 export {
+  DEFAULT_REDIS_RESPONSES_PREFIX,
+  RedisResponsesStore,
+  type RedisResponsesStoreOptions,
+} from './api/openai/responses/redis-responses.store';
+export {
   MODEL_STORE,
   MissingLayerError,
   type BlobPin,

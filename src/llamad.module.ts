@@ -27,7 +27,12 @@ import { CommonModule } from './common/common.module';
 import { AnthropicController } from './api/anthropic';
 import { CompatModule } from './api';
 import { OpenAIController, OpenAIRerankController } from './api/openai';
-import { InMemoryResponsesStore, RESPONSES_STORE, ResponsesController } from './api/openai/responses';
+import {
+  InMemoryResponsesStore,
+  RedisResponsesStore,
+  RESPONSES_STORE,
+  ResponsesController,
+} from './api/openai/responses';
 import { DaemonConfig } from './config/daemon-config';
 import { LlamadService } from './api/ollama/llamad.service';
 import { InferenceModule, GoTemplateRenderer, TEMPLATE_RENDERER } from './generation';
@@ -350,14 +355,14 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
       { provide: TEMPLATE_RENDERER, useClass: GoTemplateRenderer },
       { provide: REQUEST_HOOKS, useValue: [] },
       {
+        // In this process's memory, or with LLAMAD_REDIS_URL in Redis on the same connection as the tenant limits, so
+        // that replicas continue each other's responses (docs/deploy.md "Several replicas").
         provide: RESPONSES_STORE,
-        inject: [DaemonConfig],
-        useFactory: (c: DaemonConfig) =>
-          new InMemoryResponsesStore({
-            maxResponses: c.responsesMax,
-            maxBytes: c.responsesMaxBytes,
-            ttlMs: c.responsesTtlMs,
-          }),
+        inject: [DaemonConfig, REDIS_CLIENT],
+        useFactory: (c: DaemonConfig, redis: Redis | null) => {
+          const limits = { maxResponses: c.responsesMax, maxBytes: c.responsesMaxBytes, ttlMs: c.responsesTtlMs };
+          return redis ? new RedisResponsesStore(redis, limits) : new InMemoryResponsesStore(limits);
+        },
       },
       // Usage per caller for GET /api/usage: in this process's memory (per replica), bounded (usage.store.ts).
       { provide: USAGE_STORE, useFactory: () => new InMemoryUsageStore() },

@@ -142,8 +142,9 @@ export class DaemonConfig {
   responsesTtlMs = 60 * 60 * 1000;
   /**
    * LLAMAD_REDIS_URL: `redis://` or `rediss://` URL of the Redis/Valkey server where tenant rate limits and quotas are
-   * counted, so that replicas share one budget ('' = in memory, per process; docs/security.md "Rate limits and
-   * quotas"). Beyond Ollama.
+   * counted and `/v1/responses` objects are stored, so that replicas share one budget and continue each other's
+   * conversations ('' = in memory, per process; docs/security.md "Rate limits and quotas", docs/deploy.md "Several
+   * replicas"). Beyond Ollama.
    */
   redisUrl = '';
   /**
@@ -189,6 +190,14 @@ export class DaemonConfig {
    * are ended, ms (a Go duration such as `45s`, or bare seconds). Default 30 s (beyond Ollama).
    */
   shutdownTimeoutMs = DEFAULT_SHUTDOWN_TIMEOUT_MS;
+  /**
+   * LLAMAD_DRAIN_DELAY: on SIGTERM/SIGINT, how long the daemon keeps accepting requests while `GET /ready` already
+   * answers 503 `shutting down`, ms (a Go duration such as `2s`, or bare seconds), so that a load balancer that
+   * health-checks `/ready` (haproxy, docs/deploy.md "Several replicas") takes the replica out before its listener
+   * closes; LLAMAD_SHUTDOWN_TIMEOUT counts after it. Default 0 (Kubernetes removes a terminating pod's endpoints by
+   * itself; deploy/k8s waits in a `preStop` hook). A second signal ends it. Beyond Ollama.
+   */
+  drainDelayMs = 0;
   /**
    * LLAMAD_RUNNER: where a loaded model runs (beyond Ollama). `process` (default): each model in its own runner
    * process (src/runner/process), so a model that aborts llama.cpp ends only its own requests; `inprocess`: in the
@@ -432,6 +441,7 @@ export function loadConfig(
   config.allowServerPaths = /^(1|true|yes|on)$/i.test(envVar(env, 'LLAMAD_ALLOW_SERVER_PATHS'));
   config.logLevel = parseLogLevel(envVar(env, 'LLAMAD_LOG_LEVEL'), config.debugLevel);
   config.shutdownTimeoutMs = envDurationMs(env, 'LLAMAD_SHUTDOWN_TIMEOUT', DEFAULT_SHUTDOWN_TIMEOUT_MS);
+  config.drainDelayMs = envDurationMs(env, 'LLAMAD_DRAIN_DELAY', 0);
   const flash = parseEnvBool(envVar(env, 'OLLAMA_FLASH_ATTENTION'));
   if (flash !== undefined) config.flashAttention = flash ? 'on' : 'off';
   config.kvCacheTypeRequested = envVar(env, 'OLLAMA_KV_CACHE_TYPE').toLowerCase();

@@ -1,6 +1,7 @@
 // The daemon as a subprocess (`node dist/src/main.js`): JSON log lines on stdout with the x-request-id sent, and
 // graceful shutdown on SIGTERM — a stream in flight finishes (done record) and the process exits 0; past
-// LLAMAD_SHUTDOWN_TIMEOUT a stream ends with the dialect's error line, still exit 0.
+// LLAMAD_SHUTDOWN_TIMEOUT a stream ends with the dialect's error line, still exit 0; with LLAMAD_DRAIN_DELAY /ready
+// answers 503 `shutting down` at once while requests are still served, then the listener closes.
 import assert from 'node:assert/strict';
 import { ChildProcess, spawn } from 'node:child_process';
 import { connect } from 'node:net';
@@ -164,6 +165,44 @@ describe('daemon subprocess: logs and graceful shutdown', { skip: addon.skip }, 
         const records = d.lines.map((l) => JSON.parse(l) as Record<string, unknown>);
         const line = records.find((r) => r.reqId === 'sigterm-stream-2' && r.msg === 'request completed');
         assert.equal(line?.error, 'server is shutting down');
+      } finally {
+        d.child.kill('SIGKILL');
+      }
+    },
+  );
+
+  it(
+    'LLAMAD_DRAIN_DELAY: /ready answers 503 `shutting down` at once, requests are still served, then the listener closes',
+    { timeout: 90_000 },
+    async () => {
+      const d = await startDaemon(store, { LLAMAD_DRAIN_DELAY: '3s' });
+      try {
+        assert.equal((await fetch(`${d.base}/ready`)).status, 200);
+        d.child.kill('SIGTERM');
+        let ready: Response | undefined;
+        for (let i = 0; i < 100; i++) {
+          ready = await fetch(`${d.base}/ready`);
+          if (ready.status === 503) break;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        assert.equal(ready?.status, 503);
+        assert.deepEqual(await ready.json(), { status: 'unavailable', error: 'shutting down' });
+        // Still accepting (new connections too) during the delay.
+        const tags = await fetch(`${d.base}/api/tags`, { headers: { connection: 'close' } });
+        assert.equal(tags.status, 200);
+        const gen = await fetch(`${d.base}/api/generate`, {
+          method: 'POST',
+          body: JSON.stringify({ model: 't', prompt: 'hi', stream: false, options: { num_predict: 4 } }),
+        });
+        assert.equal(gen.status, 200);
+        assert.equal(((await gen.json()) as { done: boolean }).done, true);
+        const exit = await d.exited;
+        assert.deepEqual(exit, { code: 0, signal: null });
+        const messages = d.lines.map((l) => (JSON.parse(l) as { msg?: string }).msg);
+        assert.ok(
+          messages.some((m) => m?.startsWith('not ready; still accepting requests for 3000 ms')),
+          messages.join('\n'),
+        );
       } finally {
         d.child.kill('SIGKILL');
       }

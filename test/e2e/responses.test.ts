@@ -277,3 +277,37 @@ describe('OpenAI /v1/responses (FakeBinding, openai client)', () => {
     assert.equal(data.sequence_number, frames.length - 1);
   });
 });
+
+// With LLAMAD_REDIS_URL naming a server that does not answer, the Redis responses store fails: lookups are a 503 the
+// client may retry, a new response is still answered (its save is logged) but cannot be continued.
+describe('OpenAI /v1/responses with an unreachable Redis store (FakeBinding)', () => {
+  let t: TestApp;
+  const binding = new FakeBinding();
+
+  before(async () => {
+    t = await createTestApp({ binding, config: { redisUrl: 'redis://127.0.0.1:1' } });
+    const path = join(t.modelsDir, 'fake.gguf');
+    await writeTinyGguf(path, { chatTemplate: '{{ chatml }}' });
+    const res = await postJson(`${t.baseUrl}/api/create`, { model: 'fake', modelfile: `FROM ${path}`, stream: false });
+    assert.equal(res.status, 200);
+    binding.script = () => ({ pieces: ['Hi'] });
+  });
+
+  after(() => t.close());
+
+  it('answers a new response, and 503 for previous_response_id, GET and DELETE', async () => {
+    const created = await postJson(`${t.baseUrl}/v1/responses`, { model: 'fake', input: 'Hello' });
+    assert.equal(created.status, 200);
+    const id = ((await created.json()) as { id: string }).id;
+    const continued = await postJson(`${t.baseUrl}/v1/responses`, {
+      model: 'fake',
+      input: 'Again',
+      previous_response_id: id,
+    });
+    assert.equal(continued.status, 503);
+    const body = (await continued.json()) as { error: { message: string } };
+    assert.equal(body.error.message, 'responses store unavailable', 'the cause (the store address) stays in the log');
+    assert.equal((await fetch(`${t.baseUrl}/v1/responses/${id}`)).status, 503);
+    assert.equal((await fetch(`${t.baseUrl}/v1/responses/${id}`, { method: 'DELETE' })).status, 503);
+  });
+});

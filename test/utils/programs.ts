@@ -10,6 +10,7 @@ export const PROGRAM_PACKAGES = {
   htpasswd: 'apache2-utils',
   'ssh-keygen': 'openssh-client',
   'redis-server': 'redis-server',
+  haproxy: 'haproxy',
 } as const;
 
 /** A program named in PROGRAM_PACKAGES. */

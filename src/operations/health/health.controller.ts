@@ -16,8 +16,8 @@ export interface ReadyStatusWire {
 }
 
 /**
- * Probes for orchestrators (beyond Ollama): GET /health (alive: the process answers) and GET /ready (can serve: the
- * model store is readable and the native addon loads). Public — no API key, like `/` and `/api/version` — but behind
+ * Probes for orchestrators (beyond Ollama): GET /health (alive: the process answers) and GET /ready (can serve: not
+ * shutting down, the model store is readable and the native addon loads). Public — no API key, like `/` and `/api/version` — but behind
  * the Origin/Host gate like every route. HEAD works for both (Fastify answers HEAD for every GET route).
  */
 @Public()
@@ -44,7 +44,9 @@ export class HealthController {
   @ApiRoute({
     id: 'getReady',
     summary: 'Readiness probe',
-    description: 'Checks that the model store directory is readable and that the native addon loads.',
+    description:
+      'Checks that the daemon is not shutting down (503 `shutting down` from SIGTERM on, during LLAMAD_DRAIN_DELAY), ' +
+      'that the model store directory is readable and that the native addon loads.',
     tag: ApiTag.Operations,
     public: true,
     ok: { description: 'The daemon can serve requests.', json: 'ReadyStatus' },

@@ -23,11 +23,14 @@ export interface DrainResult {
 }
 
 /**
- * Graceful shutdown (issue 13): {@link drain} stops accepting — the listening socket closes, idle keep-alive
- * connections are dropped and requests that still arrive on open ones get 503 `server is shutting down` — and lets
- * the requests in flight, streams included, finish for up to LLAMAD_SHUTDOWN_TIMEOUT; then ends the rest through the
- * scheduler (each stream writes its dialect's final error frame) and waits briefly for them to close. The caller then
- * closes the application, which unloads the models (SchedulerService.onApplicationShutdown).
+ * Graceful shutdown (issue 13): {@link drain} first reports not ready (`GET /ready` answers 503 `shutting down` from
+ * the start) while still accepting requests for LLAMAD_DRAIN_DELAY (default 0), so that a load balancer that checks
+ * `/ready` takes the replica out without a failed request (issue 34, docs/deploy.md "Several replicas"); then it stops
+ * accepting — the listening socket closes, idle keep-alive connections are dropped and requests that still arrive on
+ * open ones get 503 `server is shutting down` — and lets the requests in flight, streams included, finish for up to
+ * LLAMAD_SHUTDOWN_TIMEOUT; then ends the rest through the scheduler (each stream writes its dialect's final error
+ * frame) and waits briefly for them to close. The caller then closes the application, which unloads the models
+ * (SchedulerService.onApplicationShutdown).
  *
  * main.ts drives it on SIGTERM/SIGINT (then exits 0); in a host application that calls `enableShutdownHooks()` it
  * runs from `beforeApplicationShutdown` when a signal is the cause. A plain `app.close()` (tests) does not drain.
@@ -47,10 +50,15 @@ export class GracefulShutdownService implements BeforeApplicationShutdown {
 
   /**
    * Drains once (later calls return the same promise).
-   * @param timeoutMs how long requests in flight may run, ms (default LLAMAD_SHUTDOWN_TIMEOUT).
+   * @param timeoutMs how long requests in flight may run once the listener closed, ms (default LLAMAD_SHUTDOWN_TIMEOUT).
+   * @param delayMs how long requests are still accepted while readiness already reports down, ms (default
+   *   LLAMAD_DRAIN_DELAY).
    */
-  drain(timeoutMs: number = this.config.shutdownTimeoutMs): Promise<DrainResult> {
-    this.draining ??= this.run(timeoutMs);
+  drain(
+    timeoutMs: number = this.config.shutdownTimeoutMs,
+    delayMs: number = this.config.drainDelayMs,
+  ): Promise<DrainResult> {
+    this.draining ??= this.run(timeoutMs, delayMs);
     return this.draining;
   }
 
@@ -59,7 +67,7 @@ export class GracefulShutdownService implements BeforeApplicationShutdown {
     return this.draining !== undefined;
   }
 
-  /** Ends the grace period now (a second signal): what is still running is ended at once. */
+  /** Ends the delay and the grace period now (a second signal): what is still running is ended at once. */
   endNow(): void {
     this.stopWaiting?.();
   }
@@ -69,7 +77,13 @@ export class GracefulShutdownService implements BeforeApplicationShutdown {
     if (signal) await this.drain();
   }
 
-  private async run(timeoutMs: number): Promise<DrainResult> {
+  private async run(timeoutMs: number, delayMs: number): Promise<DrainResult> {
+    const stopped = new Promise<void>((resolve) => (this.stopWaiting = resolve));
+    if (delayMs > 0) {
+      // Readiness already answers 503 (isDraining); requests are still accepted until the balancer noticed.
+      this.logger.log(`not ready; still accepting requests for ${delayMs} ms (LLAMAD_DRAIN_DELAY)`);
+      await this.waitUntil(() => false, delayMs, stopped);
+    }
     this.observation.draining = true;
     this.stopListening();
     const busy = () => this.observation.inFlight + this.scheduler.inFlightCount();
@@ -79,7 +93,6 @@ export class GracefulShutdownService implements BeforeApplicationShutdown {
         `draining ${this.observation.inFlight} request(s) in flight for up to ${Math.round(timeoutMs / 1000)} s`,
       );
     }
-    const stopped = new Promise<void>((resolve) => (this.stopWaiting = resolve));
     const finished = await this.waitUntil(() => busy() === 0, timeoutMs, stopped);
     if (finished) return { inFlightAtStart, timedOut: false, ended: 0 };
     const ended = this.scheduler.abortAll(new ServerBusyError(SHUTTING_DOWN_MESSAGE));

@@ -142,6 +142,14 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({ LLAMAD_SHUTDOWN_TIMEOUT: '0' }).shutdownTimeoutMs, 0);
     assert.equal(loadConfig({ LLAMAD_SHUTDOWN_TIMEOUT: 'later' }).shutdownTimeoutMs, 30_000);
   });
+
+  it('reads LLAMAD_DRAIN_DELAY as a Go duration or seconds (default 0: the listener closes at once)', () => {
+    assert.equal(loadConfig({}).drainDelayMs, 0);
+    assert.equal(loadConfig({ LLAMAD_DRAIN_DELAY: '2s' }).drainDelayMs, 2000);
+    assert.equal(loadConfig({ LLAMAD_DRAIN_DELAY: '750ms' }).drainDelayMs, 750);
+    assert.equal(loadConfig({ LLAMAD_DRAIN_DELAY: '5' }).drainDelayMs, 5000);
+    assert.equal(loadConfig({ LLAMAD_DRAIN_DELAY: 'soon' }).drainDelayMs, 0);
+  });
 });
 
 describe('OLLAMA_FLASH_ATTENTION and OLLAMA_KV_CACHE_TYPE', () => {

@@ -7,3 +7,4 @@ export * from './responses-request.mapper';
 export * from './responses-sse';
 export * from './responses-stream.converter';
 export * from './responses.types';
+export * from './redis-responses.store';

@@ -10,7 +10,7 @@ import { ResponseDeleted, ResponseObject } from './responses.types';
 
 /**
  * The OpenAI Responses API (reference/ollama-api.md §12.6; clients.md §1.2): POST /v1/responses, and — beyond
- * Ollama, which is stateless — GET and DELETE /v1/responses/{id} over the in-memory store. Thin: ResponsesService
+ * Ollama, which is stateless — GET and DELETE /v1/responses/{id} over the RESPONSES_STORE (in memory or Redis). Thin: ResponsesService
  * decodes, runs and stores; every error is rendered by OpenAIExceptionFilter as `{"error":{message,type,param,code}}`
  * (400 invalid_request_error, 404 not_found_error — the SDK's BadRequestError / NotFoundError).
  */
@@ -43,7 +43,7 @@ export class ResponsesController {
     },
   })
   async create(@Body() body: unknown, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-    const prepared = this.service.prepare(body, process.hrtime.bigint(), principalOf(request).id);
+    const prepared = await this.service.prepare(body, process.hrtime.bigint(), principalOf(request).id);
     if (!prepared.stream) {
       await this.responder.json(reply, this.service.respond(prepared));
       return;
@@ -61,7 +61,7 @@ export class ResponsesController {
     params: { id: '`resp_…`.' },
     ok: { description: 'The response.', json: 'ResponseObject' },
   })
-  retrieve(@Param('id') id: string, @Req() request: FastifyRequest): ResponseObject {
+  retrieve(@Param('id') id: string, @Req() request: FastifyRequest): Promise<ResponseObject> {
     return this.service.retrieve(principalOf(request).id, id);
   }
 
@@ -75,7 +75,7 @@ export class ResponsesController {
     params: { id: '`resp_…`.' },
     ok: { description: 'Deleted.', json: 'ResponseDeleted' },
   })
-  remove(@Param('id') id: string, @Req() request: FastifyRequest): ResponseDeleted {
+  remove(@Param('id') id: string, @Req() request: FastifyRequest): Promise<ResponseDeleted> {
     return this.service.delete(principalOf(request).id, id);
   }
 }

@@ -2,7 +2,7 @@ import { LRUCache } from 'lru-cache';
 import type { ChatMessage } from '../../../generation';
 import { ResponseObject } from './responses.types';
 
-/** Limits of the in-memory response store. */
+/** Limits of a response store (the in-memory one and {@link RedisResponsesStore}). */
 export interface ResponsesStoreOptions {
   /** Most responses kept, all principals together; the least recently used goes first. 0 keeps none. */
   maxResponses: number;
@@ -26,8 +26,9 @@ export const DEFAULT_RESPONSES_STORE_OPTIONS: ResponsesStoreOptions = {
 };
 
 /**
- * Injection token of the {@link ResponsesStore} behind `/v1/responses` (default {@link InMemoryResponsesStore}); a host
- * application may provide its own (LlamadModule `providers`), e.g. one shared by several daemons.
+ * Injection token of the {@link ResponsesStore} behind `/v1/responses`: {@link InMemoryResponsesStore}, or with
+ * LLAMAD_REDIS_URL a RedisResponsesStore on the daemon's one Redis connection (shared by replicas); a host application
+ * may provide its own (LlamadModule `providers`).
  */
 export const RESPONSES_STORE = Symbol('RESPONSES_STORE');
 
@@ -43,19 +44,24 @@ export interface StoredResponse {
  * (beyond Ollama, which is stateless: reference/ollama-api.md §12.6). Every entry belongs to one principal (the
  * `owner`, `Principal.id` of src/security): a lookup or delete by another principal behaves exactly as for an
  * unknown id, so tenants cannot see, continue or delete each other's responses, nor learn that an id exists.
- * Synchronous: it is consulted while a request is decoded.
+ * Asynchronous, so that it may live outside the process ({@link RedisResponsesStore}, shared by replicas); a promise
+ * that rejects (the store is unreachable) makes the request fail with 503, except a failed `save`, which ResponsesService
+ * logs (the answer still goes out; continuing it then answers 404).
  */
 export interface ResponsesStore {
   /** Keeps a response of `owner` (replacing one with the same id). */
-  save(owner: string, id: string, value: StoredResponse): void;
+  save(owner: string, id: string, value: StoredResponse): Promise<void>;
   /** The stored response of `owner`; undefined when unknown, another principal's, deleted or expired. */
-  get(owner: string, id: string): StoredResponse | undefined;
+  get(owner: string, id: string): Promise<StoredResponse | undefined>;
   /** Removes a response of `owner`; false when there was none (or it is another principal's, or expired). */
-  delete(owner: string, id: string): boolean;
+  delete(owner: string, id: string): Promise<boolean>;
 }
 
-/** The cache key of one owner's response: the owner cannot contain the separator's role (ids are `resp_…`). */
-function keyOf(owner: string, id: string): string {
+/**
+ * The key of one owner's response (in memory, and after the Redis store's prefix): the owner's length first, so no
+ * owner and id pair can spell another's key (ids are `resp_…`).
+ */
+export function responseKeyOf(owner: string, id: string): string {
   return `${owner.length}:${owner}:${id}`;
 }
 
@@ -100,18 +106,19 @@ export class InMemoryResponsesStore implements ResponsesStore {
     return this.cache.calculatedSize;
   }
 
-  save(owner: string, id: string, value: StoredResponse): void {
-    this.cache?.set(keyOf(owner, id), value);
+  save(owner: string, id: string, value: StoredResponse): Promise<void> {
+    this.cache?.set(responseKeyOf(owner, id), value);
+    return Promise.resolve();
   }
 
-  get(owner: string, id: string): StoredResponse | undefined {
-    const entry = this.cache?.get(keyOf(owner, id));
-    return entry ? { response: entry.response, conversation: entry.conversation } : undefined;
+  get(owner: string, id: string): Promise<StoredResponse | undefined> {
+    const entry = this.cache?.get(responseKeyOf(owner, id));
+    return Promise.resolve(entry ? { response: entry.response, conversation: entry.conversation } : undefined);
   }
 
-  delete(owner: string, id: string): boolean {
-    const key = keyOf(owner, id);
-    if (!this.cache?.has(key)) return false;
-    return this.cache.delete(key);
+  delete(owner: string, id: string): Promise<boolean> {
+    const key = responseKeyOf(owner, id);
+    if (!this.cache?.has(key)) return Promise.resolve(false);
+    return Promise.resolve(this.cache.delete(key));
   }
 }
