@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { MetricsListener, PICKER_METRIC_SPECS } from '../../src/operations';
 import { ensureTestModels, TINY_QWEN2 } from '../utils/models';
@@ -8,6 +9,18 @@ import { realAddon } from '../utils/real-addon';
 import { createTestApp, TestApp } from '../utils/test-app';
 
 const addon = realAddon();
+
+/** A GET with headers fetch would not let a test set (Host), over node:http. */
+function httpGet(port: number, path: string, headers: Record<string, string>): Promise<{ status: number }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0 }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
 const KEY = 'sk-metrics-test';
 const auth = { authorization: `Bearer ${KEY}` };
 
@@ -106,6 +119,11 @@ describe('model-server metrics and the metrics listener', { skip: addon.skip }, 
     const cross = await fetch(`${metricsUrl}/metrics`, { headers: { origin: 'http://127.0.0.1:1' } });
     assert.equal(cross.status, 403);
     assert.doesNotMatch(await cross.text(), /vllm:/);
+    // DNS rebinding: a page served from a name that resolves to 127.0.0.1 sends no Origin on its own origin's GET.
+    const port = new URL(metricsUrl).port;
+    const rebound = await httpGet(Number(port), '/metrics', { host: `attacker.example:${port}` });
+    assert.equal(rebound.status, 403);
+    assert.equal((await httpGet(Number(port), '/metrics', { host: `localhost:${port}` })).status, 200);
   });
 
   it('closes the listener with the application', async () => {
