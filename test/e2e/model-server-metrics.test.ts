@@ -50,7 +50,7 @@ describe('model-server metrics and the metrics listener', { skip: addon.skip }, 
       binding: addon.binding,
       config: {
         numParallel: 1,
-        contextLength: 512,
+        contextLength: 8192,
         apiKeys: [KEY],
         allowServerPaths: true,
         metricsAddr: { host: '127.0.0.1', port: 0 },
@@ -124,6 +124,40 @@ describe('model-server metrics and the metrics listener', { skip: addon.skip }, 
     const rebound = await httpGet(Number(port), '/metrics', { host: `attacker.example:${port}` });
     assert.equal(rebound.status, 403);
     assert.equal((await httpGet(Number(port), '/metrics', { host: `localhost:${port}` })).status, 200);
+  });
+
+  it('counts a request waiting for the busy slot as waiting for its model, the one generating as running', async () => {
+    const abort = new AbortController();
+    // Never ends on its own before the client leaves: sampling at temperature 1 over the whole 8192-cell slot.
+    const stream = () =>
+      postJson(
+        `${t.baseUrl}/api/generate`,
+        { model: 'tiny', prompt: 'Count to a million.', options: { num_predict: -1, temperature: 1, seed: 7 } },
+        { headers: { 'content-type': 'application/json', ...auth }, signal: abort.signal },
+      );
+    const first = await stream();
+    assert.equal(first.status, 200);
+    const reader = first.body!.getReader();
+    assert.equal((await reader.read()).done, false, 'a first chunk');
+    const second = stream().catch(() => undefined);
+    const value = (text: string, name: string) =>
+      checkPickerMetrics(text).samples.find((s) => s.name === name && s.labels.model_name === 'tiny:latest')?.value;
+    let text = '';
+    const deadline = Date.now() + 5000;
+    while (Date.now() < deadline) {
+      text = await (await fetch(`${metricsUrl}/metrics`)).text();
+      if (value(text, 'vllm:num_requests_waiting') === 1) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    try {
+      assert.equal(value(text, 'vllm:num_requests_waiting'), 1, 'the second waits at the slot gate');
+      assert.equal(value(text, 'vllm:num_requests_running'), 1);
+      assert.ok((value(text, 'vllm:kv_cache_usage_perc') ?? 0) > 0, 'the first holds KV cells');
+    } finally {
+      abort.abort();
+      await reader.cancel().catch(() => undefined);
+      await second;
+    }
   });
 
   it('closes the listener with the application', async () => {
