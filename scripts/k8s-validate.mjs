@@ -7,7 +7,7 @@
 //   3. each object against the Kubernetes JSON schemas of the npm package `kubernetes-models` (types, enums, required
 //      fields; installed into .cache/k8s-validate on first use). Unknown fields are not reported by these schemas;
 //      the custom resources of the gateway overlay (InferencePool, HTTPRoute) against the openAPIV3Schema of their
-//      CRDs (scripts/k8s-schemas, with their source) with ajv, where an unknown field IS reported (the API server would
+//      CRDs (deploy/k8s/schemas, with their source) with ajv, where an unknown field IS reported (the API server would
 //      prune it silently); the CRDs' CEL rules (x-kubernetes-validations) are not evaluated;
 //   4. every container's image was set by the kustomization's `images:` (no bare `llamad` placeholder left).
 // Usage: node scripts/k8s-validate.mjs   (needs kubectl: Debian's kubernetes-client, or any other)
@@ -23,8 +23,8 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const KUSTOMIZATIONS = ['deploy/k8s/base', 'deploy/k8s/rpc', 'deploy/k8s/gateway'];
 const VALIDATOR_DIR = join(root, '.cache', 'k8s-validate');
 const VALIDATOR_PACKAGES = ['kubernetes-models@5.1.0', 'yaml@2.8.1', 'ajv@8.17.1'];
-/** CRD schemas of custom resources (scripts/k8s-schemas/README.md says where they come from). */
-const CRD_SCHEMAS_DIR = join(root, 'scripts', 'k8s-schemas');
+/** CRD schemas of custom resources (deploy/k8s/schemas/README.md says where they come from). */
+const CRD_SCHEMAS_DIR = join(root, 'deploy', 'k8s', 'schemas');
 
 /** The kinds the manifests use: group/version → resources (kind, plural name, namespaced). */
 const RESOURCES = {
@@ -123,7 +123,7 @@ async function loadValidator() {
 }
 
 /**
- * One ajv validator per custom resource (`apiVersion kind` → validate) from scripts/k8s-schemas/*.json. Objects of a
+ * One ajv validator per custom resource (`apiVersion kind` → validate) from deploy/k8s/schemas/*.json. Objects of a
  * schema that list their properties are closed (additionalProperties false, unless the schema says otherwise or
  * preserves unknown fields), so a misspelt field fails instead of being pruned by the API server; the `x-kubernetes-*`
  * keywords and formats are ignored.
