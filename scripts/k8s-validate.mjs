@@ -1,15 +1,18 @@
 #!/usr/bin/env node
 // Validates the Kubernetes manifests of deploy/k8s without a cluster:
-//   1. `kubectl kustomize` renders each kustomization (base, rpc);
+//   1. `kubectl kustomize` renders each kustomization (base, rpc, gateway);
 //   2. `kubectl apply --dry-run=client` reads every object. kubectl needs an API server's discovery documents to map
 //      kinds to resources even in client dry-run, so a stub server on loopback answers discovery (and 404 for every
 //      object: nothing exists yet) — it knows nothing else, so kubectl's OpenAPI check is off (--validate=false);
 //   3. each object against the Kubernetes JSON schemas of the npm package `kubernetes-models` (types, enums, required
 //      fields; installed into .cache/k8s-validate on first use). Unknown fields are not reported by these schemas;
+//      the custom resources of the gateway overlay (InferencePool, HTTPRoute) against the openAPIV3Schema of their
+//      CRDs (deploy/k8s/schemas, with their source) with ajv, where an unknown field IS reported (the API server would
+//      prune it silently); the CRDs' CEL rules (x-kubernetes-validations) are not evaluated;
 //   4. every container's image was set by the kustomization's `images:` (no bare `llamad` placeholder left).
 // Usage: node scripts/k8s-validate.mjs   (needs kubectl: Debian's kubernetes-client, or any other)
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -17,9 +20,11 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const KUSTOMIZATIONS = ['deploy/k8s/base', 'deploy/k8s/rpc'];
+const KUSTOMIZATIONS = ['deploy/k8s/base', 'deploy/k8s/rpc', 'deploy/k8s/gateway'];
 const VALIDATOR_DIR = join(root, '.cache', 'k8s-validate');
-const VALIDATOR_PACKAGES = ['kubernetes-models@5.1.0', 'yaml@2.8.1'];
+const VALIDATOR_PACKAGES = ['kubernetes-models@5.1.0', 'yaml@2.8.1', 'ajv@8.17.1'];
+/** CRD schemas of custom resources (deploy/k8s/schemas/README.md says where they come from). */
+const CRD_SCHEMAS_DIR = join(root, 'deploy', 'k8s', 'schemas');
 
 /** The kinds the manifests use: group/version → resources (kind, plural name, namespaced). */
 const RESOURCES = {
@@ -34,6 +39,8 @@ const RESOURCES = {
     ['StatefulSet', 'statefulsets'],
   ],
   'networking.k8s.io/v1': [['NetworkPolicy', 'networkpolicies']],
+  'inference.networking.k8s.io/v1': [['InferencePool', 'inferencepools']],
+  'gateway.networking.k8s.io/v1': [['HTTPRoute', 'httproutes']],
 };
 
 let failures = 0;
@@ -96,8 +103,10 @@ function stubServer() {
 }
 
 async function loadValidator() {
-  const marker = join(VALIDATOR_DIR, 'node_modules', 'kubernetes-models', 'package.json');
-  if (!existsSync(marker)) {
+  const installed = VALIDATOR_PACKAGES.every((spec) =>
+    existsSync(join(VALIDATOR_DIR, 'node_modules', spec.slice(0, spec.lastIndexOf('@')), 'package.json')),
+  );
+  if (!installed) {
     mkdirSync(VALIDATOR_DIR, { recursive: true });
     writeFileSync(join(VALIDATOR_DIR, 'package.json'), '{"private":true}\n');
     const r = spawnSync('npm', ['install', '--silent', '--no-audit', '--no-fund', ...VALIDATOR_PACKAGES], {
@@ -109,7 +118,35 @@ async function loadValidator() {
   const req = createRequire(join(VALIDATOR_DIR, 'package.json'));
   const yaml = await import(pathToFileURL(req.resolve('yaml')).href);
   const modelsDir = dirname(req.resolve('kubernetes-models/package.json'));
-  return { yaml, modelsDir };
+  const { default: Ajv } = await import(pathToFileURL(req.resolve('ajv')).href);
+  return { yaml, modelsDir, crds: crdValidators(Ajv) };
+}
+
+/**
+ * One ajv validator per custom resource (`apiVersion kind` → validate) from deploy/k8s/schemas/*.json. Objects of a
+ * schema that list their properties are closed (additionalProperties false, unless the schema says otherwise or
+ * preserves unknown fields), so a misspelt field fails instead of being pruned by the API server; the `x-kubernetes-*`
+ * keywords and formats are ignored.
+ */
+function crdValidators(Ajv) {
+  const close = (node) => {
+    if (Array.isArray(node)) return node.map(close);
+    if (!node || typeof node !== 'object') return node;
+    const out = Object.fromEntries(
+      Object.entries(node).map(([k, v]) => [k, k === 'properties' ? mapValues(v) : close(v)]),
+    );
+    const open = out['x-kubernetes-preserve-unknown-fields'] === true || 'additionalProperties' in out;
+    if (out.properties && !open) out.additionalProperties = false;
+    return out;
+  };
+  const mapValues = (props) => Object.fromEntries(Object.entries(props).map(([k, v]) => [k, close(v)]));
+  const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false });
+  const validators = new Map();
+  for (const file of readdirSync(CRD_SCHEMAS_DIR).filter((f) => f.endsWith('.json'))) {
+    const crd = JSON.parse(readFileSync(join(CRD_SCHEMAS_DIR, file), 'utf8'));
+    validators.set(`${crd.group}/${crd.version} ${crd.kind}`, ajv.compile(close(crd.schema)));
+  }
+  return validators;
 }
 
 function spawnAsync(cmd, args) {
@@ -168,6 +205,15 @@ async function main() {
       const [group, version] = obj.apiVersion.includes('/') ? obj.apiVersion.split('/') : ['', obj.apiVersion];
       const modPath = join(validator.modelsDir, ...(group ? [group] : []), version, `${obj.kind}.js`);
       const name = `${dir}: ${obj.kind}/${obj.metadata?.name}`;
+      const crd = validator.crds.get(`${obj.apiVersion} ${obj.kind}`);
+      if (crd) {
+        if (crd(obj)) log(`ok   ${name}: schema (CRD openAPIV3Schema)`);
+        else
+          failed(
+            `${name}: ${crd.errors.map((e) => `${e.instancePath || '/'} ${e.message} ${JSON.stringify(e.params)}`).join('; ')}`,
+          );
+        continue;
+      }
       if (!existsSync(modPath)) {
         failed(`${name}: no schema for ${obj.apiVersion} ${obj.kind}`);
         continue;

@@ -6,6 +6,7 @@ import { hostMemoryBytes } from './host-memory';
 import { DEFAULT_KEEP_ALIVE_MS, KeepAliveMs, parseGoDuration, parseKeepAliveEnv } from '../common/time';
 import { CacheScopeMode, parseCacheScopeEnv } from './cache-scope-env';
 import { parseRedisUrlEnv } from './redis-url-env';
+import { MetricsAddress, parseMetricsAddrEnv } from './metrics-addr-env';
 import {
   DEFAULT_LOAD_TIMEOUT_MS,
   DEFAULT_RUNNER_HEARTBEAT_TIMEOUT_MS,
@@ -147,6 +148,11 @@ export class DaemonConfig {
    * replicas"). Beyond Ollama.
    */
   redisUrl = '';
+  /**
+   * LLAMAD_METRICS_ADDR: `host:port` of a second listener serving GET /metrics only, without API keys, for in-cluster
+   * scrapers (the inference gateway's endpoint picker); undefined = none. Beyond Ollama.
+   */
+  metricsAddr: MetricsAddress | undefined = undefined;
   /**
    * LLAMAD_EVENT_LOOP_WINDOW: how far back the quantiles of `llamad_event_loop_delay_seconds` reach, ms (a duration:
    * `60s`, `1m`); they cover between half of it and all of it (src/operations/metrics/event-loop-delay.ts).
@@ -406,7 +412,7 @@ export function kvCacheSettings(
  * Builds the daemon's configuration from an environment (default: process.env). Unknown or invalid values fall back
  * to Ollama's defaults, as envconfig does, except where a wrong guess would weaken isolation between clients.
  * @throws InvalidConfigError for an LLAMAD_CACHE_SCOPE other than `principal` or `global`, or an LLAMAD_REDIS_URL that
- *   is not a redis:// or rediss:// URL.
+ *   is not a redis:// or rediss:// URL, or an LLAMAD_METRICS_ADDR that is not host:port.
  * @param memoryBytes the memory the daemon may use, bytes, for the default LLAMAD_CACHE_RAM budget (read only when
  *   it is unset); default hostMemoryBytes() (physical memory, or the cgroup v2 limit when lower). Tests pass a value.
  */
@@ -454,5 +460,6 @@ export function loadConfig(
   config.runnerHeartbeatTimeoutMs = parseHeartbeatTimeoutEnv(envVar(env, 'LLAMAD_RUNNER_HEARTBEAT_TIMEOUT'));
   config.runnerFaults = parseRunnerFaults(envVar(env, 'LLAMAD_TEST_RUNNER_FAULT'));
   config.redisUrl = parseRedisUrlEnv(envVar(env, 'LLAMAD_REDIS_URL'));
+  config.metricsAddr = parseMetricsAddrEnv(envVar(env, 'LLAMAD_METRICS_ADDR'));
   return config;
 }

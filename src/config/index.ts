@@ -5,3 +5,4 @@ export * from './daemon-config';
 export * from './paths';
 export * from './watchdog-env';
 export * from './host-memory';
+export * from './metrics-addr-env';

@@ -1,5 +1,7 @@
 export * from './metrics/metrics.service';
 export * from './metrics/per-token-histogram';
+export * from './metrics/metrics-listener';
+export * from './metrics/model-server-metrics';
 export * from './health/health.controller';
 export * from './health/readiness.service';
 export * from './shutdown/graceful-shutdown.service';

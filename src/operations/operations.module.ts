@@ -7,6 +7,7 @@ import { ReadinessService } from './health/readiness.service';
 import { HttpObservation, installHttpObservation } from '../observability';
 import { MetricsController } from './metrics/metrics.controller';
 import { MetricsService } from './metrics/metrics.service';
+import { MetricsListener } from './metrics/metrics-listener';
 import { GracefulShutdownService } from './shutdown/graceful-shutdown.service';
 import { UsageController } from './usage/usage.controller';
 import { UsageService } from './usage/usage.service';
@@ -42,7 +43,8 @@ export const OPERATIONS_CONTROLLERS: Type<unknown>[] = [MetricsController, Healt
 export const USAGE_CONTROLLERS: Type<unknown>[] = [UsageController];
 
 /**
- * Operations (issue 13, docs/observability.md): the Prometheus metrics (per-application registry), the readiness
+ * Operations (issue 13, docs/observability.md): the Prometheus metrics (per-application registry; with
+ * LLAMAD_METRICS_ADDR also on a listener of their own, metrics-listener.ts), the readiness
  * check, graceful shutdown and the HTTP observation (request ids, request contexts, in-flight count); its routes are
  * {@link OPERATIONS_CONTROLLERS}. Not self-contained: import it as `{ module: OperationsModule, imports: [...] }`
  * with modules that export DaemonConfig, NATIVE_BINDING, USAGE_STORE and the application's SchedulerService
@@ -54,6 +56,7 @@ export const USAGE_CONTROLLERS: Type<unknown>[] = [UsageController];
   providers: [
     { provide: HttpObservation, inject: [HttpAdapterHost], useFactory: observationFor },
     MetricsService,
+    MetricsListener,
     UsageService,
     ReadinessService,
     GracefulShutdownService,
@@ -61,6 +64,7 @@ export const USAGE_CONTROLLERS: Type<unknown>[] = [UsageController];
   exports: [
     GenerationHooksModule,
     MetricsService,
+    MetricsListener,
     UsageService,
     ReadinessService,
     GracefulShutdownService,

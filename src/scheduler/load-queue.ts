@@ -54,6 +54,22 @@ export class LoadQueue<T> {
   }
 
   /**
+   * Requests waiting for a load (including those loading now) per model name (AcquireRequest.modelName, else the
+   * weights path: the name the runner will carry), for the per-model gauges (scheduler.stats.ts). Only models with
+   * requests pending appear.
+   */
+  pendingByModel(): Map<string, number> {
+    const counts = new Map<string, number>();
+    const add = (p: PendingLoad<T>) => {
+      const name = p.request.modelName ?? p.request.spec.modelPath;
+      counts.set(name, (counts.get(name) ?? 0) + 1);
+    };
+    for (const pending of this.active.values()) add(pending);
+    for (const line of this.lines.values()) for (const pending of line) add(pending);
+    return counts;
+  }
+
+  /**
    * Queues a request in its model's line; resolves with what `handler.load` gave once `deliver` took it.
    * @throws ServerBusyError when `maxQueue` requests are already pending (503, §7.3); RequestCancelledError when
    *   `signal` aborts while the request waits; the load's own errors.

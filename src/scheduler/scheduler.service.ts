@@ -320,7 +320,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
    * Slots and KV cells come from the runner's `usage()`; a runner without it counts its requests as busy slots.
    */
   stats(): SchedulerStats {
-    return schedulerStats(this.pendingCount(), this.runners.values());
+    return schedulerStats(this.queue.pendingByModel(), this.runners.values());
   }
 
   /**

@@ -17,11 +17,18 @@ export interface RunnerHolding {
  * The gauges of GET /metrics at scrape time (SchedulerService.stats): requests waiting for a load or a slot (`queued`:
  * at a runner's slot gate, fair-queue.ts, or in the runner's own queue), requests holding a slot (`running`), and per
  * runner its slots and KV cache cells (from the runner's own usage report when it has one, else estimated from its
- * reference count and n_ctx × slots, or n_ctx for a shared cache).
- * @param pendingLoads requests waiting for a load, including the one loading now
+ * reference count and n_ctx × slots, or n_ctx for a shared cache), with its own waiting and running requests and its
+ * LoRA adapters (for the per-model gauges of the inference gateway, model-server-metrics.ts).
+ * @param pendingLoads requests waiting for a load, including the one loading now: per model name
+ *   (LoadQueue.pendingByModel), or only their number
  */
-export function schedulerStats(pendingLoads: number, entries: Iterable<RunnerHolding>): SchedulerStats {
-  let queued = pendingLoads;
+export function schedulerStats(
+  pendingLoads: number | ReadonlyMap<string, number>,
+  entries: Iterable<RunnerHolding>,
+): SchedulerStats {
+  const byModel = typeof pendingLoads === 'number' ? new Map<string, number>() : pendingLoads;
+  let queued = typeof pendingLoads === 'number' ? pendingLoads : 0;
+  for (const count of byModel.values()) queued += count;
   let holding = 0;
   const runners: RunnerStats[] = [];
   for (const e of entries) {
@@ -48,7 +55,11 @@ export function schedulerStats(pendingLoads: number, entries: Iterable<RunnerHol
       ramCacheTokens: usage?.ramCache?.tokens ?? 0,
       draftTokens: usage?.draftTokens ?? 0,
       draftAccepted: usage?.draftAccepted ?? 0,
+      waiting,
+      running: Math.max(0, e.refCount - waiting),
+      ...(usage?.loras ? { loras: usage.loras } : {}),
     });
   }
-  return { queued, running: Math.max(0, holding), runners };
+  const pending = [...byModel].map(([model, requests]) => ({ model, requests }));
+  return { queued, running: Math.max(0, holding), runners, pendingLoads: pending };
 }

@@ -66,6 +66,12 @@ export interface RunnerStats {
   /** Speculative decoding since the runner was loaded: tokens drafted and verified, and the accepted ones. */
   draftTokens: number;
   draftAccepted: number;
+  /** Requests waiting for one of its slots: at its slot gate (fair-queue.ts) or in the runner's own queue. */
+  waiting: number;
+  /** Requests holding it that are not waiting for a slot (generating, embedding, counting tokens). */
+  running: number;
+  /** Its LoRA adapters as the runner reports them (RunnerUsage.loras; absent: none or not reported). */
+  loras?: { max: number; resident: string[]; running: string[]; waiting: string[] };
 }
 
 /** The scheduler's load at one instant (GET /metrics gauges). */
@@ -76,6 +82,11 @@ export interface SchedulerStats {
   running: number;
   /** One entry per loaded runner. */
   runners: RunnerStats[];
+  /**
+   * Requests waiting for a model load (including the one loading now) per model name, the name the runner will
+   * carry; only models with such requests appear. Part of `queued`.
+   */
+  pendingLoads: { model: string; requests: number }[];
 }
 
 /** What loading a spec would need against what is available, bytes (see {@link SchedulerService.memoryFit}). */

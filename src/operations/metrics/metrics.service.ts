@@ -7,6 +7,7 @@ import { HttpObservation, HttpRequestSink, RequestContext } from '../../observab
 import { UsageCounters } from '../usage/usage-counters';
 import { UsageService } from '../usage/usage.service';
 import { EventLoopDelayMonitor, EventLoopDelaySummary } from './event-loop-delay';
+import { registerModelServerGauges } from './model-server-metrics';
 import { PerTokenHistogram } from './per-token-histogram';
 
 /** Upper bounds of `llamad_http_request_duration_seconds`, s (streams may last minutes). */
@@ -21,7 +22,8 @@ export const INTER_TOKEN_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08
  * prom-client's global one, so two applications in one process do not clash — with prom-client's default process
  * collectors. Counters and histograms are fed by the request hooks (tokens, time to first token), a per-token
  * observer (inter-token gaps, allocation-free) and the HTTP observation (requests); the scheduler gauges are read when
- * scraped (`collect()`), and so is the event-loop delay summary (event-loop-delay.ts; its monitor stops with the
+ * scraped (`collect()`), with the inference gateway's per-model gauges under vLLM's names (model-server-metrics.ts),
+ * and so is the event-loop delay summary (event-loop-delay.ts; its monitor stops with the
  * module). Each finished request also goes to the UsageService (the usage store) and the per-caller usage counters
  * (usage-counters.ts), with the labels the UsageService bounded.
  */
@@ -97,6 +99,7 @@ export class MetricsService implements HttpRequestSink, OnModuleDestroy {
     );
     this.usageCounters = new UsageCounters(registers);
     this.gauges(registers);
+    registerModelServerGauges(registers, () => this.stats());
     this.runnerCounters(registers);
     const eventLoop = new EventLoopDelayMonitor(config?.eventLoopWindowMs);
     new EventLoopDelaySummary(eventLoop, registers);
@@ -201,7 +204,7 @@ export class MetricsService implements HttpRequestSink, OnModuleDestroy {
     const stats = () => this.stats();
     new Gauge({
       name: 'llamad_requests_queued',
-      help: 'Requests waiting for a model load or for a free slot.',
+      help: 'Requests waiting for a model load or for a free slot (all models; per model: vllm:num_requests_waiting).',
       registers,
       collect() {
         this.set(stats().queued);
@@ -209,7 +212,9 @@ export class MetricsService implements HttpRequestSink, OnModuleDestroy {
     });
     new Gauge({
       name: 'llamad_requests_running',
-      help: 'Requests holding a loaded model and a slot (generating, embedding or counting tokens).',
+      help:
+        'Requests holding a loaded model and a slot (generating, embedding or counting tokens; all models; per ' +
+        'model: vllm:num_requests_running).',
       registers,
       collect() {
         this.set(stats().running);

@@ -29,7 +29,7 @@ describe('SchedulerService stats() and abortAll()', () => {
   afterEach(() => bed.close());
 
   it('is idle with nothing loaded, then reports the runner by model name with its slots and KV cells', async () => {
-    assert.deepEqual(bed.scheduler.stats(), { queued: 0, running: 0, runners: [] });
+    assert.deepEqual(bed.scheduler.stats(), { queued: 0, running: 0, runners: [], pendingLoads: [] });
     await lastValueFrom(bed.chat.chat(command()).pipe(toArray()));
     const idle = bed.scheduler.stats();
     assert.deepEqual(idle, {
@@ -50,8 +50,11 @@ describe('SchedulerService stats() and abortAll()', () => {
           ramCacheTokens: 0,
           draftTokens: 0,
           draftAccepted: 0,
+          waiting: 0,
+          running: 0,
         },
       ],
+      pendingLoads: [],
     });
   });
 
@@ -68,6 +71,8 @@ describe('SchedulerService stats() and abortAll()', () => {
     assert.equal(busy.runners[0].slotsBusy, 2);
     assert.equal(busy.queued, 1, 'the third waits for a slot');
     assert.equal(busy.running, 2);
+    assert.equal(busy.runners[0].waiting, 1, "per runner: the third at the model's slot gate");
+    assert.equal(busy.runners[0].running, 2);
     assert.ok(busy.runners[0].kvCellsUsed > 0, JSON.stringify(busy));
     assert.ok(busy.runners[0].kvCellsUsed <= 512);
     assert.equal(bed.scheduler.inFlightCount(), 3);

@@ -40,4 +40,22 @@ describe('schedulerStats', () => {
     assert.equal(schedulerStats(0, [{ name: 'm', refCount: 2, runner, gate: new FairGate(2) }]).queued, 0);
     assert.equal(schedulerStats(0, [{ name: 'm', refCount: 4, runner }]).queued, 2);
   });
+
+  it("counts requests waiting for a load per model, with each runner's own waiting and running requests", () => {
+    const loras = { max: 4, resident: ['a'], running: ['a'], waiting: ['b'] };
+    const runner = new ReportingRunner({ slotsBusy: 2, queuedTasks: 0, kvCellsTotal: 2048, kvCellsUsed: 100, loras });
+    const pending = new Map([
+      ['m', 1],
+      ['other:latest', 2],
+    ]);
+    const stats = schedulerStats(pending, [{ name: 'm', refCount: 4, runner, gate: busyGate(2) }]);
+    assert.equal(stats.queued, 1 + 2 + 2);
+    assert.deepEqual(stats.pendingLoads, [
+      { model: 'm', requests: 1 },
+      { model: 'other:latest', requests: 2 },
+    ]);
+    assert.equal(stats.runners[0].waiting, 2);
+    assert.equal(stats.runners[0].running, 2);
+    assert.deepEqual(stats.runners[0].loras, loras);
+  });
 });

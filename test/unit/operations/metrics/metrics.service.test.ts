@@ -19,7 +19,7 @@ function service(stats: SchedulerStats) {
   return { hooks, observation, metrics };
 }
 
-const idle: SchedulerStats = { queued: 0, running: 0, runners: [] };
+const idle: SchedulerStats = { queued: 0, running: 0, runners: [], pendingLoads: [] };
 
 describe('MetricsService', () => {
   it('counts HTTP requests by method, route pattern and status, with a duration histogram', async () => {
@@ -91,8 +91,11 @@ describe('MetricsService', () => {
           ramCacheTokens: 300,
           draftTokens: 120,
           draftAccepted: 90,
+          waiting: 1,
+          running: 1,
         },
       ],
+      pendingLoads: [{ model: 'tiny:latest', requests: 1 }],
     };
     const { metrics } = service(stats);
     let text = await metrics.render();
@@ -110,11 +113,21 @@ describe('MetricsService', () => {
     assert.equal(sample(text, 'llamad_prompt_cache_ram_tokens{model="tiny:latest"}'), 300);
     assert.equal(sample(text, 'llamad_draft_tokens_total{model="tiny:latest"}'), 120);
     assert.equal(sample(text, 'llamad_draft_accepted_tokens_total{model="tiny:latest"}'), 90);
+    // The inference gateway's gauges (model-server-metrics.ts): waiting = load queue + slot gate/runner queue.
+    assert.equal(sample(text, 'vllm:num_requests_waiting{model_name="tiny:latest"}'), 2);
+    assert.equal(sample(text, 'vllm:num_requests_running{model_name="tiny:latest"}'), 1);
+    assert.equal(sample(text, 'vllm:kv_cache_usage_perc{model_name="tiny:latest"}'), 40 / 8192);
+    assert.equal(
+      sample(text, 'vllm:cache_config_info{model_name="tiny:latest",block_size="16",num_gpu_blocks="512"}'),
+      1,
+    );
     stats.runners = [];
+    stats.pendingLoads = [];
     stats.queued = 0;
     text = await metrics.render();
     assert.equal(sample(text, 'llamad_models_loaded'), 0);
     assert.equal(sample(text, 'llamad_slots_busy{model="tiny:latest"}'), undefined, 'an unloaded model drops out');
+    assert.doesNotMatch(text, /^vllm:[a-z_]+\{/m, 'no vllm series without a model');
   });
 
   it('keeps a registry per instance and stops feeding once destroyed', async () => {

@@ -40,7 +40,9 @@ function ctx(
 }
 
 function metricsWith(usage: UsageService) {
-  const scheduler = { stats: () => ({ queued: 0, running: 0, runners: [] }) } as unknown as SchedulerService;
+  const scheduler = {
+    stats: () => ({ queued: 0, running: 0, runners: [], pendingLoads: [] }),
+  } as unknown as SchedulerService;
   return new MetricsService(new GenerationHooksRegistry(), scheduler, new HttpObservation(), undefined, usage);
 }
 
