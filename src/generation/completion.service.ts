@@ -326,6 +326,7 @@ export class CompletionService {
       keepAliveMs: request.keepAliveMs,
       acceptLargerContext: request.growContext || grown,
       modelName: request.model.shortName,
+      namesRunner: request.model.adapterPaths.length === 0,
     };
     return this.scheduler.withRunner(acquire, (lease) => {
       const source = request.prompt;

@@ -139,7 +139,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     } else {
       entry = await this.queue.enqueue(request, signal);
     }
-    if (request.modelName) entry.name = request.modelName;
+    if (request.modelName && request.namesRunner !== false) entry.name = request.modelName;
     this.threads.rebalance(this.runners.values());
     return this.lease(entry, started);
   }

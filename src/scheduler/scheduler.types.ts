@@ -36,6 +36,11 @@ export interface AcquireRequest {
   acceptLargerContext?: boolean;
   /** The model's short name (`tiny:latest`), kept with the runner for metrics labels; default the weights path. */
   modelName?: string;
+  /**
+   * false: `modelName` names a runner this request loads but does not rename a loaded one — an adapter model's request
+   * on its base weights' runner, whose metrics label (`model_name`) then stays the base's. Default true.
+   */
+  namesRunner?: boolean;
 }
 
 /** One loaded runner's load, as the metrics gauges read it at scrape time (see {@link SchedulerService.stats}). */

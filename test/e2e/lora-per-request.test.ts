@@ -7,6 +7,7 @@ import {
   TINY_LLAMA_SPM_LORA2,
   TINY_QWEN2,
 } from '../utils/models';
+import { checkPickerMetrics } from '../utils/picker-metrics';
 import { realAddon } from '../utils/real-addon';
 import { createTestApp, TestApp } from '../utils/test-app';
 
@@ -89,6 +90,22 @@ describe('LoRA adapters per request with the real addon', { skip: addon.skip }, 
       ps.models.map((m) => m.name),
       ['tiny-base:latest'],
     );
+  });
+
+  it('the model-server metrics show the resident adapters under the base model’s runner', async () => {
+    const text = await (await fetch(`${t.baseUrl}/metrics`)).text();
+    const samples = checkPickerMetrics(text, 'tiny-base:latest').samples;
+    // Adapter models' requests do not rename the base weights' runner: one model_name.
+    const running = samples.filter((s) => s.name === 'vllm:num_requests_running');
+    assert.deepEqual(
+      running.map((s) => s.labels.model_name),
+      ['tiny-base:latest'],
+    );
+    const lora = samples.filter((s) => s.name === 'vllm:lora_requests_info');
+    assert.equal(lora.length, 1);
+    assert.equal(lora[0].labels.max_lora, '4');
+    assert.deepEqual(lora[0].labels.running_lora_adapters.split(',').sort(), ['ft1:latest', 'ft2:latest']);
+    assert.equal(lora[0].labels.waiting_lora_adapters, '');
   });
 
   it('/api/generate and /api/chat: a lora list replaces the model’s adapters', async () => {

@@ -3,7 +3,7 @@
 // `option httpchk GET /ready` every 200 ms, fall 1; test/utils/haproxy.ts, the configuration docs/deploy.md shows).
 // - A Responses conversation continued through the balancer alternates between the replicas and never gets 404 (the
 //   responses store is shared through Redis).
-// - The metrics of both replicas parse and carry the model-server gauges of item 2 (T34-SHARED.md).
+// - The metrics of both replicas parse and carry the model-server gauges of item 2 (test/utils/picker-metrics.ts).
 // - One replica drained with SIGTERM mid-run (LLAMAD_DRAIN_DELAY: /ready answers 503 at once while it still serves)
 //   is taken out by the health check, and no request fails.
 import assert from 'node:assert/strict';
@@ -14,21 +14,12 @@ import { after, before, describe, it } from 'node:test';
 import { DaemonProcess, spawnDaemon } from '../utils/daemon-process';
 import { Haproxy, haproxyMissing, startHaproxy } from '../utils/haproxy';
 import { ensureTestModels, TINY_QWEN2 } from '../utils/models';
-import { parsePrometheusText } from '../utils/prometheus-text';
+import { checkPickerMetrics } from '../utils/picker-metrics';
 import { realAddon } from '../utils/real-addon';
 import { RedisServer, redisMissing, startRedis } from '../utils/redis-server';
 
 const addon = realAddon();
 const skip = addon.skip || redisMissing() || haproxyMissing();
-
-/** The gauges the GAIE/llm-d endpoint picker's default (`vllm`) engine configuration reads (T34-SHARED.md). */
-const MODEL_SERVER_GAUGES = [
-  'vllm:num_requests_waiting',
-  'vllm:num_requests_running',
-  'vllm:kv_cache_usage_perc',
-  'vllm:cache_config_info',
-  'vllm:lora_requests_info',
-];
 
 /** One turn through the balancer: its status, the replica that served it, and the response id (200 only). */
 interface Turn {
@@ -113,28 +104,12 @@ describe('two replicas behind haproxy sharing redis-server', { skip }, () => {
     }
   });
 
-  // Needs the model-server gauges of issue 34 item 2 (another branch): fails until that is merged.
   it('the metrics of both replicas parse and carry the model-server gauges', async () => {
     for (const d of daemons) {
       const res = await fetch(`${d.base}/metrics`);
       assert.equal(res.status, 200);
-      const families = parsePrometheusText(await res.text());
-      assert.ok(families.size > 0, 'the exposition parsed into metric families');
-      for (const name of MODEL_SERVER_GAUGES) {
-        assert.equal(families.get(name)?.type, 'gauge', `${d.base}: ${name} is a gauge`);
-      }
-      const model = (name: string) => families.get(name)!.samples.filter((s) => s.labels.model_name === 't:latest');
-      for (const name of ['vllm:num_requests_waiting', 'vllm:num_requests_running', 'vllm:kv_cache_usage_perc']) {
-        assert.equal(model(name).length, 1, `${d.base}: ${name}{model_name="t:latest"}`);
-      }
-      const kv = model('vllm:kv_cache_usage_perc')[0].value;
-      assert.ok(kv >= 0 && kv <= 1, `KV use is a 0-1 fraction: ${kv}`);
-      const cache = families.get('vllm:cache_config_info')!.samples;
-      assert.ok(cache.length > 0, 'cache_config_info has a sample');
-      assert.ok(cache.every((s) => s.value === 1 && s.labels.block_size !== undefined && 'num_gpu_blocks' in s.labels));
-      for (const s of families.get('vllm:lora_requests_info')!.samples) {
-        assert.ok('max_lora' in s.labels && 'running_lora_adapters' in s.labels && 'waiting_lora_adapters' in s.labels);
-      }
+      // The endpoint picker's specs (names, types, labels, value ranges), with t:latest's per-model series.
+      checkPickerMetrics(await res.text(), 't:latest');
     }
   });
 
