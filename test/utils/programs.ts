@@ -11,6 +11,7 @@ export const PROGRAM_PACKAGES = {
   'ssh-keygen': 'openssh-client',
   'redis-server': 'redis-server',
   haproxy: 'haproxy',
+  kubectl: 'kubernetes-client',
 } as const;
 
 /** A program named in PROGRAM_PACKAGES. */
