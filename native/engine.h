@@ -232,7 +232,7 @@ class Engine {
   // Applies a thread count set by SetThreads (decode thread, before a decode).
   void ApplyThreads();
   // LoRA adapters per task (engine_lora.cpp). Picks the adapter set this step decodes: with tasks of several sets
-  // ready, the sets take turns of a few steps each (llama.cpp applies adapters per context, so one llama_decode has
+  // ready, each step serves the next set in turn (llama.cpp applies adapters per context, so one llama_decode has
   // one set); InLoraGroup says whether a slot's task has it. ApplyLoras sets a task's adapters on the context when
   // they differ from the ones set (the engine holds their handles meanwhile); ReleaseIdleLoras clears them once no
   // slot has a task, so that Model::UnloadLora can free them.
@@ -327,12 +327,10 @@ class Engine {
   std::atomic<int64_t> draft_accepted_{0};
 
   // LoRA sets (decode thread): the set of this step when tasks of several sets are ready (lora_grouped_), the turn
-  // counter that rotates between sets, the steps of the current turn, and the set on the context now with its handles
-  // (kept alive while set).
+  // counter that rotates between sets, and the set on the context now with its handles (kept alive while set).
   bool lora_grouped_ = false;
   std::string lora_group_;
   uint64_t lora_turn_ = 0;
-  uint32_t lora_turn_steps_ = 0;  // steps the current set has had in its turn
   std::string applied_lora_key_;
   std::vector<std::shared_ptr<LoraHandle>> applied_loras_;
 

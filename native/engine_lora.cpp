@@ -7,16 +7,6 @@
 
 namespace llamad {
 
-namespace {
-
-// Steps one adapter set keeps the context before the next set's turn. Each change of set makes llama.cpp re-reserve
-// its compute graphs at the next decode (llama_set_adapters_lora sets sched_need_reserve), which costs more than a
-// decode step on a CPU; changing every step (what llama-server does) spends most of the time there. Four steps per
-// turn amortize it while a stream still waits at most one turn of the others (docs/benchmarks.md "LoRA").
-constexpr uint32_t kLoraTurnSteps = 4;
-
-}  // namespace
-
 std::string LoraKey(const std::vector<TaskLora>& loras) {
   std::vector<std::string> parts;
   for (const TaskLora& lora : loras) {
@@ -42,15 +32,9 @@ void Engine::ChooseLoraGroup() {
     const std::string& key = slot.task->lora_key;
     if (std::none_of(keys.begin(), keys.end(), [&](const std::string* k) { return *k == key; })) keys.push_back(&key);
   }
-  const bool was_grouped = lora_grouped_;
   lora_grouped_ = keys.size() > 1;
   if (!lora_grouped_) return;
-  // The set in turn keeps the context for kLoraTurnSteps steps while it has slots ready; then the next set in slot
-  // order of first appearance takes its turn.
-  const bool current_ready =
-      was_grouped && std::any_of(keys.begin(), keys.end(), [this](const std::string* k) { return *k == lora_group_; });
-  if (current_ready && ++lora_turn_steps_ < kLoraTurnSteps) return;
-  lora_turn_steps_ = 0;
+  // In turn, in slot order of first appearance: with two sets, steps alternate between them.
   lora_group_ = *keys[lora_turn_++ % keys.size()];
 }
 
