@@ -3,59 +3,26 @@
 // LLAMAD_SHUTDOWN_TIMEOUT a stream ends with the dialect's error line, still exit 0; with LLAMAD_DRAIN_DELAY /ready
 // answers 503 `shutting down` at once while requests are still served, then the listener closes.
 import assert from 'node:assert/strict';
-import { ChildProcess, spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { REPO_ROOT } from '../../src/config';
+import { DaemonProcess, spawnDaemon } from '../utils/daemon-process';
 import { ensureTestModels, TINY_QWEN2 } from '../utils/models';
 import { realAddon } from '../utils/real-addon';
-import { freePort } from '../utils/registry-server';
 
 const addon = realAddon();
 
-/** A daemon subprocess with its stdout lines and its exit. */
-interface Daemon {
-  child: ChildProcess;
-  base: string;
-  lines: string[];
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-async function startDaemon(store: string, env: Record<string, string> = {}): Promise<Daemon> {
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [join(REPO_ROOT, 'dist', 'src', 'main.js')], {
-    env: { ...process.env, OLLAMA_HOST: `127.0.0.1:${port}`, OLLAMA_MODELS: store, OLLAMA_DEBUG: '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: string[] = [];
-  let partial = '';
-  child.stdout!.setEncoding('utf8').on('data', (data: string) => {
-    const parts = (partial + data).split('\n');
-    partial = parts.pop() ?? '';
-    lines.push(...parts.filter((l) => l !== ''));
-  });
-  child.stderr!.resume();
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
-  for (let i = 0; i < 200; i++) {
-    const up = await fetch(`${base}/health`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (up) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const created = await fetch(`${base}/api/create`, {
+/** The daemon as a subprocess (test/utils/daemon-process.ts) with model `t` (tiny-qwen2) created in its store. */
+async function startDaemon(store: string, env: Record<string, string> = {}): Promise<DaemonProcess> {
+  const daemon = await spawnDaemon(store, env);
+  const created = await fetch(`${daemon.base}/api/create`, {
     method: 'POST',
     body: JSON.stringify({ model: 't', modelfile: `FROM ${TINY_QWEN2}\n`, stream: false }),
   });
   assert.equal(created.status, 200);
-  return { child, base, lines, exited };
+  return daemon;
 }
 
 /** Starts a streamed /api/generate and resolves once its first line arrived; `rest` reads the remaining lines. */
