@@ -52,6 +52,8 @@ describe('SchedulerService stats() and abortAll()', () => {
           draftAccepted: 0,
           waiting: 0,
           running: 0,
+          // A LlamaRunner always says how many adapters it keeps (LLAMAD_MAX_LORAS, default 4) and which.
+          loras: { max: 4, resident: [], running: [], waiting: [] },
         },
       ],
       pendingLoads: [],
