@@ -1,5 +1,5 @@
 import type { NativeContextParams } from '../../binding';
-import { physicalCores } from './cpu-threads';
+import { machinePhysicalCores } from './cpu-threads';
 import type { RunnerSpec } from './runner';
 
 // The native context parameters a RunnerSpec asks for (LlamaRunner's contexts for generation and embeddings).
@@ -75,7 +75,7 @@ export function threadParams(
   threads: number | undefined,
 ): Pick<NativeContextParams, 'nThreads' | 'nThreadsMax'> {
   if (spec.numThread > 0) return { nThreads: Math.min(Math.trunc(spec.numThread), MAX_THREADS) };
-  const cores = physicalCores();
+  const cores = machinePhysicalCores();
   return { nThreads: Math.min(cores, Math.max(1, threads ?? cores)), nThreadsMax: cores };
 }
 

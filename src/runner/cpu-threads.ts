@@ -49,6 +49,18 @@ export function physicalCores(reader: SysfsReader = SYSFS, fallback = availableP
   return found > 0 ? Math.min(found, logical) : logical;
 }
 
+let machineCores: number | undefined;
+
+/**
+ * {@link physicalCores} of this machine's /sys, read once per process and remembered: the topology does not change
+ * while the daemon runs, and the callers (a runner's thread split on each acquire, context parameters at a load) are
+ * on request paths, where sysfs must not be read synchronously again. The scheduler asks first, when it is built at
+ * start-up (thread-split.ts ThreadBalancer).
+ */
+export function machinePhysicalCores(): number {
+  return (machineCores ??= physicalCores());
+}
+
 function readOptional(reader: SysfsReader, path: string): string | undefined {
   try {
     return reader.read(path);

@@ -30,7 +30,7 @@ import {
   threadParams,
   totalCells,
 } from './context-params';
-import { physicalCores } from './cpu-threads';
+import { machinePhysicalCores } from './cpu-threads';
 import { grammarConverter } from './grammar-worker';
 import { eventLogprob } from './logprobs';
 import { appliedLoras, DEFAULT_MAX_LORAS, LoraResidency } from './lora-residency';
@@ -38,7 +38,7 @@ import { isEmbeddingModel, rerankInfo } from './model-facts';
 import { sumMemory } from './runner-memory';
 
 /** A failure while loading (weights, an adapter) is a load error unless the addon said something more specific (e.g. out of memory). */
-export function asLoadError(err: unknown): DaemonError {
+function asLoadError(err: unknown): DaemonError {
   const mapped = mapNativeError(err);
   return mapped instanceof InternalError ? new ModelLoadError(mapped.message, { cause: err }) : mapped;
 }
@@ -349,7 +349,7 @@ export class LlamaRunner implements Runner {
    */
   setThreads(threads: number): void {
     if (this.spec.numThread > 0 || this.closed) return;
-    const n = Math.max(1, Math.min(physicalCores(), Math.floor(threads)));
+    const n = Math.max(1, Math.min(machinePhysicalCores(), Math.floor(threads)));
     this.threads = n;
     try {
       this.context.setThreads(n);

@@ -1,4 +1,4 @@
-import { physicalCores, Runner, splitThreads } from '../runner';
+import { machinePhysicalCores, Runner, splitThreads } from '../runner';
 
 /** What the balancer reads of a loaded runner. */
 export interface ThreadHolder {
@@ -20,8 +20,8 @@ export class ThreadBalancer {
   /** The count last sent to each runner, so that an unchanged share sends nothing. */
   private readonly applied = new WeakMap<Runner, number>();
 
-  /** @param total threads to share (default: physicalCores()). */
-  constructor(private readonly total: number = physicalCores()) {}
+  /** @param total threads to share (default: the machine's physical cores, machinePhysicalCores). */
+  constructor(private readonly total: number = machinePhysicalCores()) {}
 
   /** Threads for a runner about to load beside `entries` (it will be busy: a request waits for it). */
   forLoad(entries: Iterable<ThreadHolder>): number {
