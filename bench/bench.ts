@@ -6,6 +6,7 @@
  * .cache/bench/last-run.md (+ .json) for docs/benchmarks.md. It is not a test and never fails CI.
  *
  * Usage: npm run bench -- [--runs N] [--streams 1,4,8,16] [--threads T] [--sections a,b,...] [--peers same,defaults]
+ *   [--weights q4_0|f16]
  *   [--quick]
  *   sections: single (decode, prompt eval, TTFT, overhead, cold start, RSS), multiturn, concurrency, embed; and,
  *   daemon only and not in the default set: event-loop (a stream's longest token gap while other requests work, and
@@ -19,12 +20,14 @@
  *   bench/prompt-cache.ts; LLAMAD_BENCH_PROMPT_CACHE_TOKENS sets another prompt size for a smoke run) and fairness
  *   (issue 33's fair queuing: tenant B's TTFT behind tenant A's 32 queued requests, A's throughput, bench/fairness.ts)
  *   and lora (issue 34: two adapters of one base vs one alone; 4 adapters over one base vs 4 separate loads, bench/lora.ts)
+ *   and gaps (time between tokens at `--streams`: process runner, in-process runner and llama-server taking turns,
+ *   bench/token-gaps.ts)
  * Backend: LLAMAD_BACKEND (cpu|cuda|...) as for the addon build; on a GPU build both servers offload every layer.
  * What is measured and why: docs/benchmarks.md.
  */
 import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { REPO_ROOT } from '../src/config';
 import { loadBinding } from '../src/native/load-binding';
 import { postJson } from './clients';
@@ -51,6 +54,7 @@ import { runnerModes } from './runner-modes';
 import { concurrency, embeddings, rpcDecode, singleStream } from './sections';
 import { llamaServerArgs, startDaemon, stopServer } from './servers';
 import {
+  benchModelFile,
   blobs,
   DAEMON_LOG,
   llamaOptions,
@@ -69,6 +73,7 @@ import {
   STREAM_SLOT_CTX,
 } from './settings';
 import { speculative } from './speculative';
+import { tokenGaps } from './token-gaps';
 import { fmt } from './stats';
 
 async function main(): Promise<void> {
@@ -92,6 +97,7 @@ async function main(): Promise<void> {
       'prompt-cache',
       'fairness',
       'lora',
+      'gaps',
     ].some((x) => s.sections.has(x))
   ) {
     // Sections that run the daemon alone (event-loop): no llama-server, no bench models, no bandwidth figure.
@@ -135,7 +141,7 @@ async function main(): Promise<void> {
   {
     const d = await startBenchDaemon(s, store, 1);
     try {
-      blobs.q4 = await ensureModel(d.base, store, 'bench-1b', MODEL_Q4);
+      blobs.q4 = await ensureModel(d.base, store, 'bench-1b', benchModelFile(s));
       blobs.bert = await ensureModel(d.base, store, 'bench-bert', MODEL_BERT);
       await unloadAll(d.base);
     } finally {
@@ -202,6 +208,21 @@ async function main(): Promise<void> {
   if (s.sections.has('event-loop')) {
     log('event loop: token gaps of a stream while other requests work');
     await eventLoop(s);
+  }
+  if (s.sections.has('gaps')) {
+    log(`time between tokens at ${s.streams.join(', ')} streams: process runner, in-process runner, llama-server`);
+    await tokenGaps({
+      runs: s.runs,
+      streams: s.streams,
+      peerCount: peers.length,
+      startDaemon: (n, env) =>
+        startDaemon({ mainJs: MAIN_JS, modelsDir: store, numParallel: n, threads: s.threads, log: DAEMON_LOG, env }),
+      startPeers: (slots, slotCtx) => startPeers(peers, serverOptions(s, blobs.q4, slots, slotCtx, '')),
+      ollamaOptions: (seed, numCtx, predict) => ollamaOptions(s, seed, numCtx, predict),
+      llamaOptions: (seed, predict) => llamaOptions(seed, predict),
+      row: (metric, ours, theirs, unit, digits, compare) =>
+        row({ section: 'gaps', metric, ours, theirs, unit, digits, compare }),
+    });
   }
   if (s.sections.has('runner')) {
     log('process runner vs in-process runner');
@@ -291,7 +312,7 @@ async function main(): Promise<void> {
   // Every weight is read once per decoded token: bytes per token ≈ the Q4_0 file size. On a GPU the weights live in
   // device memory, so the host's RAM bandwidth says nothing: the bound then needs the device's bandwidth in GB/s
   // (its data sheet figure, e.g. 3350 for an H100 SXM) in LLAMAD_BENCH_GPU_BW_GBPS, else it is not reported.
-  const weights = statSync(MODEL_Q4).size;
+  const weights = statSync(benchModelFile(s)).size;
   const gpuBw = Number(process.env.LLAMAD_BENCH_GPU_BW_GBPS ?? NaN);
   const boundBw = s.gpu ? gpuBw : readBw;
   const bound = (boundBw * 1e9) / weights;
@@ -304,9 +325,9 @@ async function main(): Promise<void> {
     ...peers.map((p) => `${p.label}: ${p.bin.replace(REPO_ROOT + '/', '')}`),
     `Memory read bandwidth (bench/membw.c): ${bandwidth.map((b) => `${b.read_GBps} GB/s at ${b.threads} thread${b.threads > 1 ? 's' : ''}`).join(', ')}`,
     Number.isFinite(bound)
-      ? `Model: bench-1b-q4_0.gguf, ${(weights / MiB).toFixed(1)} MiB → single-stream decode bound ${fmt(bound)} tok/s ` +
+      ? `Model: ${basename(benchModelFile(s))}, ${(weights / MiB).toFixed(1)} MiB → single-stream decode bound ${fmt(bound)} tok/s ` +
         `(${boundSource} ÷ weight bytes per token)`
-      : `Model: bench-1b-q4_0.gguf, ${(weights / MiB).toFixed(1)} MiB; no decode bound (set LLAMAD_BENCH_GPU_BW_GBPS)`,
+      : `Model: ${basename(benchModelFile(s))}, ${(weights / MiB).toFixed(1)} MiB; no decode bound (set LLAMAD_BENCH_GPU_BW_GBPS)`,
     ...(peers.length === 0
       ? []
       : [

@@ -16,6 +16,7 @@ export const CACHE = join(REPO_ROOT, '.cache');
 export const OUT_DIR = join(CACHE, 'bench');
 export const DAEMON_LOG = join(OUT_DIR, 'daemon.log');
 export const MODEL_Q4 = join(CACHE, 'models', 'bench-1b-q4_0.gguf');
+export const MODEL_F16 = join(CACHE, 'models', 'bench-1b-f16.gguf');
 export const MODEL_BERT = join(CACHE, 'models', 'bench-bert-f16.gguf');
 export const MODEL_DRAFT_Q4 = join(CACHE, 'models', 'bench-1b-draft-q4_0.gguf');
 /** The blob files the daemon's store holds for both models; llama-server is pointed at the same files. */
@@ -67,7 +68,10 @@ export class PerSide<T> {
   }
 }
 
-/** The run's settings from the command line (`--runs`, `--streams`, `--threads`, `--sections`, `--peers`, `--quick`) and LLAMAD_BACKEND. */
+/**
+ * The run's settings from the command line (`--runs`, `--streams`, `--threads`, `--sections`, `--peers`, `--weights`,
+ * `--quick`) and LLAMAD_BACKEND.
+ */
 export interface Settings {
   runs: number;
   streams: number[];
@@ -77,6 +81,11 @@ export interface Settings {
   gpu: boolean;
   /** Which llama-server builds to compare with: 'same', 'defaults'. */
   peerKeys: string[];
+  /**
+   * The weights of the model the sections call `bench-1b`: `q4_0` (default) or `f16` (the same model unquantized:
+   * 4 × the bytes per token, the f16 rows of docs/benchmarks.md).
+   */
+  weights: 'q4_0' | 'f16';
 }
 
 /** A progress line on stderr (`bench: …`); stdout carries only the final table. */
@@ -93,9 +102,12 @@ export function settings(): Settings {
       threads: { type: 'string' },
       sections: { type: 'string' },
       peers: { type: 'string' },
+      weights: { type: 'string' },
       quick: { type: 'boolean', default: false },
     },
   });
+  const weights = values.weights ?? 'q4_0';
+  if (weights !== 'q4_0' && weights !== 'f16') throw new Error(`--weights ${weights}: expected q4_0 or f16`);
   const backend = (process.env.LLAMAD_BACKEND ?? 'cpu').toLowerCase();
   return {
     runs: Number(values.runs ?? (values.quick ? 2 : 5)),
@@ -105,7 +117,13 @@ export function settings(): Settings {
     backend,
     gpu: backend !== 'cpu',
     peerKeys: (values.peers ?? 'same,defaults').split(','),
+    weights,
   };
+}
+
+/** The GGUF file of the bench's main model (`bench-1b`) for the run's `--weights`. */
+export function benchModelFile(s: Pick<Settings, 'weights'>): string {
+  return s.weights === 'f16' ? MODEL_F16 : MODEL_Q4;
 }
 
 /** Runs a program in the repository root and returns its stdout; throws when it exits non-zero. */
