@@ -89,6 +89,16 @@ function isLoneSurrogate(piece: string, i: number, c: number): boolean {
   return next < 0xdc00 || next > 0xdfff;
 }
 
+/**
+ * Whether delimiter `d` starts at `i` in `piece`, or a prefix of it fills the rest of `piece` (where the region's
+ * scan stops: a complete or a partial match). UTF-16 and UTF-8 agree on it: both encodings are prefix-free.
+ */
+function matchesAt(piece: string, i: number, d: string): boolean {
+  const n = Math.min(d.length, piece.length - i);
+  for (let k = 0; k < n; k++) if (piece.charCodeAt(i + k) !== d.charCodeAt(k)) return false;
+  return true;
+}
+
 function isHexDigit(c: number): boolean {
   return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
 }
@@ -101,8 +111,8 @@ function isHexDigit(c: number): boolean {
  * frontier, native/chat_parse_step.h). While the next pieces provably cannot move that place, they are handled in
  * O(piece) without the native call:
  * - inside a content / reasoning region (an until() of the parser) whose released text equals the parsed one: a
- *   piece with no character that starts one of the parser's region delimiters (stepDelimiters(), compared by first
- *   UTF-16 unit: a superset) extends that field by exactly the piece, which is released at once;
+ *   piece in which no region delimiter (stepDelimiters()) starts, not even one cut off by the piece's end, extends
+ *   that field by exactly the piece, which is released at once;
  * - inside a JSON string of a tool call's arguments: a piece with no unescaped `"` and only valid escapes (tracked
  *   across pieces) changes neither content nor reasoning, so it releases nothing (the call itself is released by
  *   finish(), whose parse is always the whole-text one).
@@ -118,7 +128,9 @@ export class NativeOutputParser implements OutputParser {
   private inSync = false;
   /** JSON string scanner of the args frontier: 0 plain, 1 after `\`, 2..5 hex digits of `\u` still to come. */
   private escape = 0;
-  /** First UTF-16 units of the region delimiters; null when one is empty (then text regions are always parsed). */
+  /** The region delimiters (stepDelimiters()). */
+  private readonly delimiters: string[];
+  /** Their first UTF-16 units; null when one is empty (then text regions are always parsed). */
   private readonly stops: Set<number> | null;
 
   /**
@@ -130,8 +142,8 @@ export class NativeOutputParser implements OutputParser {
     prefix = '',
   ) {
     this.text = prefix;
-    const delimiters = parser.stepDelimiters();
-    this.stops = delimiters.some((d) => d === '') ? null : new Set(delimiters.map((d) => d.charCodeAt(0)));
+    this.delimiters = parser.stepDelimiters();
+    this.stops = this.delimiters.some((d) => d === '') ? null : new Set(this.delimiters.map((d) => d.charCodeAt(0)));
   }
 
   add(piece: string): ParsedDelta {
@@ -170,7 +182,8 @@ export class NativeOutputParser implements OutputParser {
     if (!this.inSync || this.stops === null) return false;
     for (let i = 0; i < piece.length; i++) {
       const c = piece.charCodeAt(i);
-      if (this.stops.has(c) || isLoneSurrogate(piece, i, c)) return false;
+      if (isLoneSurrogate(piece, i, c)) return false;
+      if (this.stops.has(c) && this.delimiters.some((d) => matchesAt(piece, i, d))) return false;
       if (c >= 0xd800 && c <= 0xdbff) i++;
     }
     return true;
