@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <stdexcept>
+#include <string_view>
 #include <type_traits>
 #include <variant>
 
@@ -64,15 +65,29 @@ bool AllWhitespace(const std::string& s) {
   return true;
 }
 
-ChatFrontier FindFrontier(const common_peg_ast_arena& ast, const common_peg_parse_result& result, size_t n,
-                          const ChatStepSupport& support, const common_chat_msg& msg) {
+// Whether `input` ends with a proper prefix of an until() delimiter: that until may have read to the end and stopped
+// on the partial match (a success), which the next characters can undo.
+bool EndsInPartialDelimiter(std::string_view input, const ChatStepSupport& support) {
+  for (const std::string& d : support.all_delimiters) {
+    for (size_t k = 1; k < d.size() && k <= input.size(); ++k) {
+      if (input.compare(input.size() - k, k, d, 0, k) == 0) return true;
+    }
+  }
+  return false;
+}
+
+ChatFrontier FindFrontier(const common_peg_ast_arena& ast, const common_peg_parse_result& result,
+                          std::string_view ast_input, const ChatStepSupport& support, const common_chat_msg& msg) {
+  const size_t n = ast_input.size();
   // The deepest tagged node that ends at the end of the input and waits for more of it: pre-order visits a node's
   // children after it, and nodes ending at the end (none empty) lie on one path.
   const common_peg_ast_node* last = nullptr;
   ast.visit(result, [&](const common_peg_ast_node& node) {
     if (node.end == n && node.start < n && node.is_partial && !node.tag.empty()) last = &node;
   });
-  if (last == nullptr || !last->invalid_utf8.empty()) return ChatFrontier::kNone;
+  if (last == nullptr || !last->invalid_utf8.empty() || EndsInPartialDelimiter(ast_input, support)) {
+    return ChatFrontier::kNone;
+  }
   const std::string& tag = last->tag;
   auto ends_with = [&](const std::string& field) {
     return field.size() >= last->text.size() &&
@@ -103,6 +118,9 @@ ChatStepSupport AnalyzeChatParser(const common_peg_arena& arena, common_chat_for
   if (format == COMMON_CHAT_FORMAT_PEG_GEMMA4 || format == COMMON_CHAT_FORMAT_PEG_MINIMAX_M3) return out;
   out.content = out.reasoning = out.tool_args = out.arg_value = true;
   for (common_peg_parser_id id = 0; id < arena.size(); ++id) {
+    if (const auto* until = std::get_if<common_peg_until_parser>(&arena.get(id))) {
+      out.all_delimiters.insert(out.all_delimiters.end(), until->delimiters.begin(), until->delimiters.end());
+    }
     const auto* tag = std::get_if<common_peg_tag_parser>(&arena.get(id));
     if (tag == nullptr) continue;
     bool json = false;
@@ -140,7 +158,7 @@ common_chat_msg ParseChatStep(const common_peg_arena& arena, const common_chat_p
   }
   MapperFor(params.format, msg)->from_ast(ctx.ast, result);
   if (frontier && is_partial && result.need_more_input()) {
-    *frontier = FindFrontier(ctx.ast, result, input.size(), support, msg);
+    *frontier = FindFrontier(ctx.ast, result, ctx.input, support, msg);
   }
   return msg;
 }

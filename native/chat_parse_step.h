@@ -32,6 +32,9 @@ struct ChatStepSupport {
   bool arg_value = false;  // every tool-arg-value tag wraps json()
   // Delimiters of the until() regions under content and reasoning tags (UTF-8).
   std::vector<std::string> delimiters;
+  // Delimiters of every until() of the arena: a parse whose text ends with a proper prefix of one reports no
+  // frontier (that until may have stopped there on a partial match, which more text can undo).
+  std::vector<std::string> all_delimiters;
 };
 
 // Inspects `arena` (the render's parser, or the content-only parser). Formats with their own AST mapper (Gemma 4,
