@@ -161,10 +161,25 @@ export interface NativeChatParsed {
   toolCalls: { id: string; name: string; arguments: string }[];
 }
 
+/**
+ * NativeChatParser.parseStep's result: parse(text, true) and where that parse stopped for want of input (native/
+ * chat_parse_step.h ChatFrontier): 0 elsewhere (or unknown), 1 inside a content region and 2 inside a reasoning
+ * region that next characters starting none of stepDelimiters() extend by exactly those characters, 3 inside a JSON
+ * string of a tool call's arguments (next characters that neither close it nor break an escape change no content or
+ * reasoning).
+ */
+export interface NativeChatStep extends NativeChatParsed {
+  frontier: 0 | 1 | 2 | 3;
+}
+
 /** Output parser bound to one NativeChatRender (common_chat_parse with that render's format and parser). */
 export interface NativeChatParser {
   /** Parses the whole output so far; `isPartial` while generation continues (incomplete tool calls are withheld). */
   parse(text: string, isPartial: boolean): NativeChatParsed;
+  /** parse(text, true) (same result, same fallbacks) plus the parse's frontier, for streaming without re-parsing. */
+  parseStep(text: string): NativeChatStep;
+  /** The delimiters (UTF-8 text) that end the content and reasoning regions of frontiers 1 and 2. */
+  stepDelimiters(): string[];
 }
 
 /** A llama_model. Created unloaded; `load()` reads the GGUF off the JS thread. */

@@ -5,15 +5,21 @@
  * - parserCost(): a synthetic 4,000-token answer (thinking, then text, then one long `write_file` tool call whose
  *   arguments hold most of the tokens, as when a model writes a file through a tool) fed token by token (4 characters
  *   each) through the daemon's own output parsers: rendered mode (Go TEMPLATE: ThinkingParser + ToolCallParser) and
- *   native mode (the llama.cpp chat parser of tiny-qwen2-tools' Jinja template, through NativeOutputParser). A parser
- *   whose cost grows with the answer shows it as a mean over the last 500 tokens far above the first 500's.
+ *   native mode (the llama.cpp chat parser of tiny-qwen2-tools' Jinja template, through NativeOutputParser, and
+ *   through WholeTextNativeOutputParser, the whole-text reference that parses the whole answer on every token). A
+ *   parser whose cost grows with the answer shows it as a mean over the last 500 tokens far above the first 500's.
  * - chatStreamGaps(): a live /api/chat stream with tools of up to 4,000 tokens on the daemon: the mean gap between
  *   tokens over the first and the last 500 tokens, and the longest gap (the model's text is random, so this shows
  *   the per-token cost that grows with the answer's length whatever it holds).
  */
 import { performance } from 'node:perf_hooks';
 import type { NativeChatParser } from '../binding';
-import { NativeOutputParser, OutputParser, RenderedOutputParser } from '../src/generation/output';
+import {
+  NativeOutputParser,
+  OutputParser,
+  RenderedOutputParser,
+  WholeTextNativeOutputParser,
+} from '../src/generation/output';
 import { loadBinding } from '../src/native/load-binding';
 import { TemplateTool, ThinkingParser, ToolCallParser } from '../src/templates';
 import { forEachLine } from './clients';
@@ -143,6 +149,10 @@ export async function parserCost(modelPath: string, runs: number): Promise<Parse
     rows.push({
       mode: `native mode (llama.cpp chat parser, format ${native.format})`,
       figures: passes(() => new NativeOutputParser(native.parser), tokens, runs),
+    });
+    rows.push({
+      mode: `native mode, whole-text reference (the parse of the whole answer per token)`,
+      figures: passes(() => new WholeTextNativeOutputParser(native.parser), tokens, runs),
     });
   } finally {
     await native.close();

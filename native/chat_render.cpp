@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "chat_parse_step.h"
 #include "convert.h"
 #include "errors.h"
 
@@ -105,7 +106,9 @@ std::shared_ptr<const common_chat_templates> ChatTemplateCache::Get(const llama_
 }
 
 Napi::Function ChatParser::Init(Napi::Env env) {
-  return DefineClass(env, "ChatParser", {InstanceMethod<&ChatParser::Parse>("parse")});
+  return DefineClass(env, "ChatParser",
+                     {InstanceMethod<&ChatParser::Parse>("parse"), InstanceMethod<&ChatParser::ParseStep>("parseStep"),
+                      InstanceMethod<&ChatParser::StepDelimiters>("stepDelimiters")});
 }
 
 ChatParser::ChatParser(const Napi::CallbackInfo& info) : Napi::ObjectWrap<ChatParser>(info) {}
@@ -118,27 +121,54 @@ Napi::Object ChatParser::Create(Napi::Env env, const common_chat_params& params)
   parser_params->reasoning_in_content = false;
   parser_params->parse_tool_calls = true;
   if (!params.parser.empty()) parser_params->parser.load(params.parser);
+  if (parser_params->parser.empty())
+    parser->content_only_ = std::make_unique<common_peg_arena>(ContentOnlyChatParser());
   parser->params_ = std::move(parser_params);
+  parser->support_ = AnalyzeChatParser(parser->Arena(), parser->params_->format);
   return obj;
 }
+
+const common_peg_arena& ChatParser::Arena() const { return content_only_ ? *content_only_ : params_->parser; }
 
 Napi::Value ChatParser::Parse(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!params_) ThrowError(env, ErrorCode::kInvalidArgument, "ChatParser objects come from Model.renderChat()");
   const std::string text = ToString(env, info[0], "text");
   const bool is_partial = ToOptionalBool(env, info[1], "isPartial", false);
+  return ToParsed(env, Run(env, text, is_partial, nullptr));
+}
+
+Napi::Value ChatParser::ParseStep(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!params_) ThrowError(env, ErrorCode::kInvalidArgument, "ChatParser objects come from Model.renderChat()");
+  const std::string text = ToString(env, info[0], "text");
+  ChatFrontier frontier = ChatFrontier::kNone;
+  Napi::Object out = ToParsed(env, Run(env, text, true, &frontier));
+  out.Set("frontier", Napi::Number::New(env, static_cast<int>(frontier)));
+  return out;
+}
+
+Napi::Value ChatParser::StepDelimiters(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!params_) ThrowError(env, ErrorCode::kInvalidArgument, "ChatParser objects come from Model.renderChat()");
+  return ToStringArray(env, support_.delimiters);
+}
+
+common_chat_msg ChatParser::Run(Napi::Env env, const std::string& text, bool is_partial, ChatFrontier* frontier) {
   common_chat_msg msg;
   try {
-    msg = common_chat_parse(text, is_partial, *params_);
+    // The oracle is common_chat_parse itself; a step runs the same parse through ParseChatStep to see its AST.
+    msg = frontier ? ParseChatStep(Arena(), *params_, support_, text, is_partial, frontier)
+                   : common_chat_parse(text, is_partial, *params_);
   } catch (const std::bad_alloc&) {
     ThrowError(env, ErrorCode::kOom, "out of memory while parsing the chat output");
   } catch (const std::exception& e) {
-    if (is_partial) return ToParsed(env, last_partial_);  // what was safe so far; the unparsed tail waits
+    if (is_partial) return last_partial_;  // what was safe so far; the unparsed tail waits
     // A final output that does not parse (e.g. a malformed tool call): return it as plain content.
     msg = common_chat_msg();
     msg.content = text;
   } catch (...) {
-    if (is_partial) return ToParsed(env, last_partial_);
+    if (is_partial) return last_partial_;
     msg = common_chat_msg();
     msg.content = text;
   }
@@ -148,7 +178,7 @@ Napi::Value ChatParser::Parse(const Napi::CallbackInfo& info) {
     if (last.name.empty() || common_json::parse_no_throw(last.arguments).is_discarded()) msg.tool_calls.pop_back();
   }
   if (is_partial) last_partial_ = msg;
-  return ToParsed(env, msg);
+  return msg;
 }
 
 ChatRenderRequest ToChatRenderRequest(Napi::Env env, Napi::Value request) {

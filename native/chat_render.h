@@ -11,6 +11,7 @@
 
 #include "addon_data.h"
 #include "chat.h"
+#include "chat_parse_step.h"
 
 namespace llamad {
 
@@ -26,8 +27,17 @@ class ChatParser : public Napi::ObjectWrap<ChatParser> {
 
  private:
   Napi::Value Parse(const Napi::CallbackInfo& info);
+  // parseStep(text): parse(text, true) plus the parse's frontier (chat_parse_step.h ChatFrontier, as a number).
+  Napi::Value ParseStep(const Napi::CallbackInfo& info);
+  // stepDelimiters(): the delimiters that end the content / reasoning regions of a kContent / kReasoning frontier.
+  Napi::Value StepDelimiters(const Napi::CallbackInfo& info);
+  // One parse (oracle: common_chat_parse; with `frontier`: ParseChatStep), its failure fallbacks and withholding.
+  common_chat_msg Run(Napi::Env env, const std::string& text, bool is_partial, ChatFrontier* frontier);
+  const common_peg_arena& Arena() const;
 
   std::unique_ptr<common_chat_parser_params> params_;
+  std::unique_ptr<common_peg_arena> content_only_;  // the parser when the render has none (as common_chat_parse)
+  ChatStepSupport support_;
   common_chat_msg last_partial_;  // last successful partial parse: the fallback when a partial parse fails
 };
 

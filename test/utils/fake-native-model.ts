@@ -104,7 +104,12 @@ export class FakeModelHandle implements NativeModel {
       additionalStops: [...chat.additionalStops],
       thinking,
       generationPrompt: thinking ? '<think>\n' : '',
-      parser: { parse: (text, isPartial) => fakeParse(text, isPartial, thinking, hasTools) },
+      parser: {
+        parse: (text, isPartial) => fakeParse(text, isPartial, thinking, hasTools),
+        // Frontier 0: NativeOutputParser parses the whole text on every piece (the fake has no frontier to report).
+        parseStep: (text) => ({ ...fakeParse(text, true, thinking, hasTools), frontier: 0 }),
+        stepDelimiters: () => [],
+      },
     };
   }
 

@@ -85,7 +85,11 @@ export class FakeRunner implements Runner {
       additionalStops: [],
       thinking: false,
       generationPrompt: '',
-      parser: { parse: (text) => ({ content: text, reasoningContent: '', toolCalls: [] }) },
+      parser: {
+        parse: (text) => ({ content: text, reasoningContent: '', toolCalls: [] }),
+        parseStep: (text) => ({ content: text, reasoningContent: '', toolCalls: [], frontier: 0 }),
+        stepDelimiters: () => [],
+      },
     };
   }
 

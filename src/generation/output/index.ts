@@ -1,1 +1,2 @@
 export * from './output-parser';
+export * from './native-output-parser';

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { NativeChatParser } from '../../../binding';
 import { ToolCall } from '../generation.types';
 
 /**
@@ -50,65 +49,6 @@ export function parseToolArguments(text: string): Record<string, unknown> {
       : {};
   } catch {
     return {};
-  }
-}
-
-/**
- * Native mode (§8.1): wraps the llama.cpp common/chat parser of one renderChat() result. The whole output so far is
- * re-parsed on every piece (as llama-server does for streaming) and the growth of `content` / `reasoningContent` is
- * released; tool calls are released only by finish() (llama-server's native path sends them on the final chunk, §3.3).
- * A partial parse that throws releases nothing for that piece.
- *
- * Cost: O(output) per piece, in native code on the JS thread (common_chat_peg_parse has no incremental entry point;
- * `npm run bench -- --sections event-loop` measures it). Making it incremental needs an addon API;
- * RenderedOutputParser's parsers are O(piece).
- */
-export class NativeOutputParser implements OutputParser {
-  private text: string;
-  private content = '';
-  private thinking = '';
-
-  /**
-   * @param prefix text the prompt ended with that belongs to the model's answer (the opening of a forced tool call,
-   *   renderNative): parsed in front of the output, as if generated.
-   */
-  constructor(
-    private readonly parser: NativeChatParser,
-    prefix = '',
-  ) {
-    this.text = prefix;
-  }
-
-  add(piece: string): ParsedDelta {
-    this.text += piece;
-    try {
-      return this.advance(this.parser.parse(this.text, true), false);
-    } catch {
-      return emptyDelta();
-    }
-  }
-
-  finish(): ParsedDelta {
-    return this.advance(this.parser.parse(this.text, false), true);
-  }
-
-  private advance(parsed: ReturnType<NativeChatParser['parse']>, final: boolean): ParsedDelta {
-    const out = emptyDelta();
-    if (parsed.content.startsWith(this.content)) {
-      out.content = parsed.content.slice(this.content.length);
-      this.content = parsed.content;
-    }
-    if (parsed.reasoningContent.startsWith(this.thinking)) {
-      out.thinking = parsed.reasoningContent.slice(this.thinking.length);
-      this.thinking = parsed.reasoningContent;
-    }
-    if (final) {
-      out.toolCalls = parsed.toolCalls.map((c, index) => ({
-        id: c.id || newToolCallId(),
-        function: { index, name: c.name, arguments: parseToolArguments(c.arguments) },
-      }));
-    }
-    return out;
   }
 }
 

@@ -65,6 +65,11 @@ class ChatRunner extends FakeRunner {
           this.parsed.push(text);
           return { content: '', reasoningContent: '', toolCalls: [] };
         },
+        parseStep: (text) => {
+          this.parsed.push(text);
+          return { content: '', reasoningContent: '', toolCalls: [], frontier: 0 };
+        },
+        stepDelimiters: () => [],
       },
     };
   }
