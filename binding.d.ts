@@ -296,7 +296,7 @@ export interface NativeContextParams {
    * A draft model for speculative decoding (tasks' `draft`; e.g. Ollama's `application/vnd.ollama.image.draft` layer):
    * a loaded Model with the same vocabulary (type, size, BOS/EOS and every token's text; else LLAMA_MODEL_LOAD_FAILED).
    * The context creates a second llama_context on it with the same parameters and one unified KV stream of nCtx +
-   * 33 × nParallel cells, run by the same decode thread; it keeps the draft model alive, and disposing the draft model
+   * 65 × nParallel cells, run by the same decode thread; it keeps the draft model alive, and disposing the draft model
    * disposes this context. Not for embedding contexts (LLAMA_INVALID_ARGUMENT).
    */
   draftModel?: NativeModel;

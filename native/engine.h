@@ -250,9 +250,6 @@ class Engine {
   // when it is at least kMinGain, else 0, or a short probe when the slot's probe wait is over. `base`: tokens the
   // step holds so far (one per generating slot plus the drafts chosen before), `slots`: generating slots.
   int32_t GateDraft(Slot& slot, int32_t max_len, int32_t base, int32_t slots);
-  // What proposing one token with the draft model costs a step, ns: measured, else the target's one-token step scaled
-  // by the models' parameter counts.
-  double DraftTokenNs();
   // Records the wall time of this step's llama_decode in step_costs_ when the batch held generating slots only.
   void RecordStepCost(Clock::duration elapsed);
   // Drafts greedily with the draft model for `slots` (want: tokens each), after bringing each slot's draft sequence up
@@ -292,11 +289,10 @@ class Engine {
   llama_batch draft_batch_{};
   int32_t draft_n_batch_ = 0;
   // The cost model of speculative decoding (native/spec_cost.h): the target's step times by batch size, the draft
-  // model's cost per drafted token (0: not measured) and its parameter count over the target's (-1: not read yet),
-  // the model pair's acceptance record and its probe backoff (0: its last draft paid).
+  // model's cost per drafted token (0: not measured), the model pair's acceptance record and its probe backoff (0:
+  // its last draft paid).
   StepCosts step_costs_;
   double draft_token_ns_ = 0;
-  double draft_params_ratio_ = -1;
   DraftAcceptance pair_acceptance_;
   int32_t pair_backoff_ = 0;
   uint64_t next_start_ = 1;  // start order of tasks (Slot::start_seq), decode thread

@@ -48,17 +48,6 @@ int32_t Engine::DraftLimit(const Slot& slot) const {
   return static_cast<int32_t>(std::max<int64_t>(0, limit));
 }
 
-double Engine::DraftTokenNs() {
-  if (draft_token_ns_ > 0) return draft_token_ns_;
-  // Not measured yet: a draft decode costs about what its weights are of the target's (a decode reads them all).
-  if (draft_params_ratio_ < 0) {
-    const double target = static_cast<double>(llama_model_n_params(model_));
-    const double draft = static_cast<double>(llama_model_n_params(llama_get_model(draft_ctx_)));
-    draft_params_ratio_ = target > 0 ? draft / target : 1.0;
-  }
-  return step_costs_.Estimate(1) * draft_params_ratio_;
-}
-
 int32_t Engine::GateDraft(Slot& slot, int32_t max_len, int32_t base, int32_t slots) {
   const TaskParams& params = slot.task->params;
   if (params.draft_fixed) return max_len;
@@ -73,7 +62,11 @@ int32_t Engine::GateDraft(Slot& slot, int32_t max_len, int32_t base, int32_t slo
       gate.wait = pair_backoff_ > 0 ? pair_backoff_ / 2 : 0;  // the pair's probes failed: not at once
     }
   }
-  const double draft_ns = model ? DraftTokenNs() : 0.0;
+  // A draft model's cost is measured by its first draft (a short one), whatever it is: its size says little of its
+  // speed (a small model on a GPU is not proportionally faster), and the model as its own draft must learn that it
+  // costs a target step per token.
+  if (model && draft_token_ns_ <= 0) return std::min(max_len, kProbeModel);
+  const double draft_ns = model ? draft_token_ns_ : 0.0;
   const double p = gate.acceptance.Rate(kPriorRate, kPriorWeight);
   const DraftChoice choice = ChooseDraft(step_costs_, p, max_len, base, slots, draft_ns);
   if (choice.gain >= kMinGain) {

@@ -83,7 +83,7 @@ struct DraftGate {
 };
 
 // Least expected gain for which a task drafts.
-constexpr double kMinGain = 1.05;
+constexpr double kMinGain = 1.1;
 
 }  // namespace llamad
 

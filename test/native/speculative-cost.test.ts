@@ -76,28 +76,37 @@ describe('speculative decoding: draft sizing and the cost model', () => {
       assert.equal(r.done.timings.draftAcceptedN ?? 0, 0);
       return r.done.timings.draftN ?? 0;
     };
-    const always = await run(150, true);
+    const always = await run(300, true);
     const short = await run(150, false);
     const long = await run(300, false);
-    assert.ok(always >= 45, `${always} drafted without the cost model`);
+    // Every third step finds a match: 100 drafts of up to 16 tokens without the cost model.
+    assert.ok(always >= 100, `${always} drafted without the cost model`);
+    // With it: a few drafts until the acceptance estimate falls, then probes every 8, 16, 32, … matching steps. How
+    // soon it stops depends on the measured step costs, so the bounds are loose; the count must not keep growing
+    // with the output.
     assert.ok(short > 0 && short <= 40, `${short} drafted in 150 tokens`);
-    // 150 more tokens (50 more steps with a match) add at most a couple of probes.
-    assert.ok(long - short <= 12, `${long} drafted in 300 tokens, ${short} in 150`);
+    assert.ok(long <= always / 4 && long - short <= 30, `${long} drafted in 300 tokens, ${short} in 150`);
   });
 
-  it('a draft model as slow as the target is never used; the output is unchanged', async () => {
+  it('a draft model as slow as the target is measured once, then not used; the output is unchanged', async () => {
     const self = await binding.Context.create(model, { nCtx: 512, nParallel: 1, nThreads: 2, draftModel: model });
     try {
       const phrase = Array.from(model.tokenize(' the quick brown fox jumps over the lazy dog,', false, false));
       const tokens = Int32Array.from([1, ...phrase, ...phrase]);
-      const base = await runTask(ctx, { tokens, nPredict: 48, ignoreEos: true });
-      const spec = await runTask(self, { tokens, nPredict: 48, ignoreEos: true, draft: { nMax: 4 } });
-      assert.deepEqual(spec.tokens, base.tokens);
-      // Even a draft that is always accepted costs a target step per token here: gain (1 + d) ÷ (1 + d + …) < 1.
-      assert.equal(spec.done.timings.draftN ?? 0, 0);
-      const fixed = await runTask(self, { tokens, nPredict: 48, ignoreEos: true, draft: { nMax: 4, fixed: true } });
+      const task = { tokens, nPredict: 48, ignoreEos: true };
+      const base = await runTask(ctx, task);
+      const first = await runTask(self, { ...task, draft: { nMax: 4 } });
+      const second = await runTask(self, { ...task, draft: { nMax: 4 } });
+      // The first draft measures what a draft token costs: a target step here, so even a draft that is always
+      // accepted does not pay ((1 + d) tokens for more than 1 + d steps' time) and the pair stops.
+      assert.deepEqual(first.tokens, base.tokens);
+      assert.deepEqual(second.tokens, base.tokens);
+      const fixed = await runTask(self, { ...task, draft: { nMax: 4, fixed: true } });
       assert.deepEqual(fixed.tokens, base.tokens);
-      assert.ok((fixed.done.timings.draftN ?? 0) > 0);
+      const always = fixed.done.timings.draftN ?? 0;
+      assert.ok(always >= 30, `${always} drafted without the cost model`);
+      const drafted = (first.done.timings.draftN ?? 0) + (second.done.timings.draftN ?? 0);
+      assert.ok(drafted > 0 && drafted <= always / 4, `${drafted} drafted in two tasks, ${always} with fixed`);
     } finally {
       await self.dispose();
     }
