@@ -311,7 +311,7 @@ export interface NativeContextParams {
    * A draft model for speculative decoding (tasks' `draft`; e.g. Ollama's `application/vnd.ollama.image.draft` layer):
    * a loaded Model with the same vocabulary (type, size, BOS/EOS and every token's text; else LLAMA_MODEL_LOAD_FAILED).
    * The context creates a second llama_context on it with the same parameters and one unified KV stream of nCtx +
-   * 33 × nParallel cells, run by the same decode thread; it keeps the draft model alive, and disposing the draft model
+   * 65 × nParallel cells, run by the same decode thread; it keeps the draft model alive, and disposing the draft model
    * disposes this context. Not for embedding contexts (LLAMA_INVALID_ARGUMENT).
    */
   draftModel?: NativeModel;
@@ -420,11 +420,13 @@ export interface NativeTaskParams {
    */
   logprobs?: number;
   /**
-   * Speculative decoding: each step proposes up to `nMax` tokens after the sampled one (0 = none; at most 32), decodes
+   * Speculative decoding: each step proposes up to `nMax` tokens after the sampled one (0 = none; at most 64), decodes
    * them with it in one batch and keeps those the target samples too, so the output is what it would be without them
    * (greedy: identical; sampled: the same distribution). The proposals come from the context's draft model
-   * (params.draftModel, greedy), or with `ngram` from the sequence itself: the tokens that followed the latest earlier
-   * occurrence of its last 4 to 2 tokens (prompt lookup; llama-server `--spec-type ngram-simple`). Ignored for media
+   * (params.draftModel, greedy), or with `ngram` from the sequence itself: what followed the longest earlier
+   * occurrence (2 to 16 tokens) of its last tokens, prompt and output (prompt lookup; llama-server `--spec-type
+   * ngram-simple`). How many are proposed each step the engine's cost model decides from the measured step times and
+   * the task's acceptance (none while drafting would not pay; docs/native.md "Speculative decoding"). Ignored for media
    * tasks. Throws LLAMA_INVALID_ARGUMENT at submit when `ngram` is false and the context has no draft model.
    * `done.timings.draftN` / `draftAcceptedN` count the proposals and the accepted ones.
    */
@@ -451,10 +453,15 @@ export interface NativeTaskParams {
 
 /** Speculative decoding of one task (NativeTaskParams.draft). */
 export interface NativeDraftParams {
-  /** Tokens proposed per step (Ollama's `draft_num_predict`); 0 = no speculation; capped at 32. */
+  /** Most tokens proposed per step (Ollama's `draft_num_predict`); 0 = no speculation; capped at 64. */
   nMax: number;
   /** Propose by n-gram lookup in the sequence instead of with the draft model (default false). */
   ngram?: boolean;
+  /**
+   * Always propose as many tokens as there are (up to nMax), without the cost model (default false): for tests and
+   * measurements of the mechanism itself; it can make decoding slower than without speculation.
+   */
+  fixed?: boolean;
 }
 
 /** One alternative at a position, for logprobs. */

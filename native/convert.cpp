@@ -279,6 +279,7 @@ TaskParams ToTaskParams(Napi::Env env, Napi::Value value) {
     Napi::Object d = ToObject(env, draft, "task.draft");
     params.n_draft = static_cast<int32_t>(RequiredInt(env, d, "nMax", "task.draft.", 0, 1 << 20));
     params.draft_ngram = ToOptionalBool(env, d.Get("ngram"), "task.draft.ngram", false);
+    params.draft_fixed = ToOptionalBool(env, d.Get("fixed"), "task.draft.fixed", false);
   }
   Napi::Value scope = obj.Get("cacheScope");
   if (!IsMissing(scope)) {

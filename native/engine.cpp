@@ -382,7 +382,12 @@ void Engine::Step(bool stopping) {
   if (BuildBatch() == 0) return;
 
   ApplyLoras(batch_tasks_.front());
+  const Clock::time_point decode_start = Clock::now();
   const int32_t rc = llama_decode(ctx_, batch_);
+  if (rc == 0) {
+    llama_synchronize(ctx_);  // a GPU decode may still run: the step's cost includes it
+    RecordStepCost(Clock::now() - decode_start);
+  }
   aborting_.store(false);
   batch_tasks_.clear();
   decode_steps_.fetch_add(1);

@@ -243,10 +243,18 @@ class Engine {
   // Speculative decoding (engine_spec.cpp). Tokens a generating slot may draft this step (0: none): its task's
   // n_draft within the slot context, n_predict and (shared cells) its cell grant.
   int32_t DraftLimit(const Slot& slot) const;
-  // Fills `draft` of every generating slot whose task speculates (n-gram lookup, or the draft model).
+  // Fills `draft` of every generating slot whose task speculates (n-gram lookup, or the draft model), as long as the
+  // cost model (GateDraft) lets it.
   void PrepareDrafts();
+  // How many of at most `max_len` tokens `slot` drafts this step (0: none): the length with the best expected gain
+  // when it is at least kMinGain, else 0, or a short probe when the slot's probe wait is over. `base`: tokens the
+  // step holds so far (one per generating slot plus the drafts chosen before), `slots`: generating slots.
+  int32_t GateDraft(Slot& slot, int32_t max_len, int32_t base, int32_t slots);
+  // Records the wall time of this step's llama_decode in step_costs_ when the batch held generating slots only.
+  void RecordStepCost(Clock::duration elapsed);
   // Drafts greedily with the draft model for `slots` (want: tokens each), after bringing each slot's draft sequence up
-  // to its cache and pending token. A failed draft decode clears the draft context (drafts stay empty).
+  // to its cache and pending token: at most kCatchUpChunk tokens of catch-up per call (engine step) over all slots; a
+  // slot not caught up drafts nothing this time. A failed draft decode clears the draft context (drafts stay empty).
   void DraftWithModel(const std::vector<Slot*>& slots, const std::vector<int32_t>& want);
   void ResetDraftContext();
   // After the decode of `pending` + `draft`: samples each position in turn and keeps the drafted tokens the target
@@ -280,6 +288,13 @@ class Engine {
   llama_memory_t draft_memory_ = nullptr;
   llama_batch draft_batch_{};
   int32_t draft_n_batch_ = 0;
+  // The cost model of speculative decoding (native/spec_cost.h): the target's step times by batch size, the draft
+  // model's cost per drafted token (0: not measured), the model pair's acceptance record and its probe backoff (0:
+  // its last draft paid).
+  StepCosts step_costs_;
+  double draft_token_ns_ = 0;
+  DraftAcceptance pair_acceptance_;
+  int32_t pair_backoff_ = 0;
   uint64_t next_start_ = 1;  // start order of tasks (Slot::start_seq), decode thread
   uint64_t next_use_ = 1;    // release order of slots (Slot::last_used), decode thread
 

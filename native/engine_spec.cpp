@@ -5,45 +5,28 @@
 #include <vector>
 
 #include "engine.h"
+#include "spec_ngram.h"
 
 namespace llamad {
 
 namespace {
 
-// Longest and shortest n-gram (the sequence's last tokens) looked up in its earlier tokens.
-constexpr size_t kNgramMax = 4;
-constexpr size_t kNgramMin = 2;
-
-// Prompt lookup: the tokens that followed the latest earlier occurrence of the last n tokens of `cache` + `pending`
-// (longest n first, kNgramMax down to kNgramMin), at most `n_max` and 4 × n; empty when none occurred. llama-server's
-// `--spec-type ngram-simple` (common/ngram-map.cpp) does the same with one n.
-std::vector<llama_token> NgramDraft(const std::vector<llama_token>& cache, llama_token pending, int32_t n_max) {
-  const size_t length = cache.size() + 1;
-  auto at = [&](size_t i) { return i < cache.size() ? cache[i] : pending; };
-  for (size_t n = kNgramMax; n >= kNgramMin; --n) {
-    if (length <= n) continue;
-    const size_t tail = length - n;  // the pattern is [tail, length)
-    // Earlier occurrences start before `tail`; the latest first (a loop or a copy in progress is found at once).
-    for (size_t start = tail; start-- > 0;) {
-      if (at(start) == LLAMA_TOKEN_NULL) continue;
-      size_t k = 0;
-      while (k < n && at(start + k) == at(tail + k)) ++k;
-      if (k < n) continue;
-      // A longer match predicts further: at most 4 tokens per matched token (a 2-token match risks 8).
-      const size_t limit = std::min(static_cast<size_t>(n_max), 4 * n);
-      std::vector<llama_token> draft;
-      for (size_t i = start + n; i < length && draft.size() < limit; ++i) {
-        if (at(i) == LLAMA_TOKEN_NULL) break;
-        draft.push_back(at(i));
-      }
-      return draft;
-    }
-  }
-  return {};
-}
-
-// Steps a slot drafts nothing after its draft length fell to 0 (every draft rejected), before it tries one token.
-constexpr int32_t kDraftPauseSteps = 16;
+// Probe schedule (DraftGate): the first wait after a probe, and the longest (n-gram lookups cost nothing to draft, so
+// they probe more often than a draft model, whose probe also catches its context up over the tokens since the last).
+constexpr int32_t kMinBackoff = 8;
+constexpr int32_t kMaxBackoffNgram = 256;
+constexpr int32_t kMaxBackoffModel = 1024;
+// Tokens of a probe.
+constexpr int32_t kProbeNgram = 4;
+constexpr int32_t kProbeModel = 2;
+// Prior acceptance of a task's first drafts and its weight in trials (DraftAcceptance::Rate); a draft-model task
+// starts from its model pair's record, capped at kPairTrials trials.
+constexpr double kPriorRate = 0.5;
+constexpr double kPriorWeight = 0.5;
+constexpr double kPairTrials = 8.0;
+// Most tokens of draft-context catch-up per engine step (over all slots), so that a long prompt's catch-up never
+// stalls the other slots' steps for long.
+constexpr int32_t kCatchUpChunk = 256;
 
 // Index of the largest of `n` logits.
 llama_token Argmax(const float* logits, int32_t n) {
@@ -62,29 +45,93 @@ int32_t Engine::DraftLimit(const Slot& slot) const {
   if (max_generated < 0 && params.context_shift) max_generated = 10 * static_cast<int64_t>(n_ctx_slot_);
   if (max_generated >= 0) limit = std::min<int64_t>(limit, max_generated - slot.n_generated - 1);
   if (shared_cells_) limit = std::min<int64_t>(limit, slot.cell_grant - 1);
-  // What the task's drafts have earned so far (VerifyDraft).
-  const int32_t earned = slot.draft_len > 0 ? slot.draft_len : params.n_draft;
-  limit = std::min<int64_t>(limit, slot.draft_pause > 0 ? 0 : earned);
   return static_cast<int32_t>(std::max<int64_t>(0, limit));
 }
 
+int32_t Engine::GateDraft(Slot& slot, int32_t max_len, int32_t base, int32_t slots) {
+  const TaskParams& params = slot.task->params;
+  if (params.draft_fixed) return max_len;
+  if (!step_costs_.known()) return 0;  // the first plain step measures what a step costs
+  const bool model = !params.draft_ngram;
+  DraftGate& gate = slot.spec;
+  if (gate.backoff == 0) {  // the task's first look
+    gate.backoff = kMinBackoff;
+    if (model) {
+      gate.acceptance = pair_acceptance_.Capped(kPairTrials);
+      gate.backoff = std::max(kMinBackoff, pair_backoff_);
+      gate.wait = pair_backoff_ > 0 ? pair_backoff_ / 2 : 0;  // the pair's probes failed: not at once
+    }
+  }
+  // A draft model's cost is measured by its first draft (a short one), whatever it is: its size says little of its
+  // speed (a small model on a GPU is not proportionally faster), and the model as its own draft must learn that it
+  // costs a target step per token.
+  if (model && draft_token_ns_ <= 0) return std::min(max_len, kProbeModel);
+  const double draft_ns = model ? draft_token_ns_ : 0.0;
+  const double p = gate.acceptance.Rate(kPriorRate, kPriorWeight);
+  const DraftChoice choice = ChooseDraft(step_costs_, p, max_len, base, slots, draft_ns);
+  if (choice.gain >= kMinGain) {
+    gate.wait = 0;
+    gate.backoff = kMinBackoff;
+    if (model) pair_backoff_ = 0;
+    return choice.length;
+  }
+  if (gate.wait > 0) {
+    --gate.wait;
+    return 0;
+  }
+  // Probe: a short draft measures the acceptance again, then a longer wait. Not where even a draft that is always
+  // accepted would not pay (a draft model as slow as the target): then only the wait grows.
+  const int32_t max_backoff = model ? kMaxBackoffModel : kMaxBackoffNgram;
+  gate.wait = gate.backoff;
+  gate.backoff = std::min(gate.backoff * 2, max_backoff);
+  if (model) pair_backoff_ = gate.backoff;
+  if (ChooseDraft(step_costs_, 1.0, max_len, base, slots, draft_ns).gain < kMinGain) return 0;
+  return std::min(max_len, model ? kProbeModel : kProbeNgram);
+}
+
 void Engine::PrepareDrafts() {
+  // The generating slots of this step (BuildBatch takes the same), each one token before drafts.
+  int32_t generating = 0;
+  for (Slot& slot : slots_) {
+    slot.draft.clear();
+    if (slot.state == Slot::State::kGenerate && slot.task && InLoraGroup(slot) &&
+        (!shared_cells_ || slot.cell_grant >= 1)) {
+      ++generating;
+    }
+  }
+  int32_t base = generating;
   std::vector<Slot*> model_slots;
   std::vector<int32_t> model_want;
   for (Slot& slot : slots_) {
-    slot.draft.clear();
     if (slot.state != Slot::State::kGenerate || !slot.task || !InLoraGroup(slot)) continue;
-    if (slot.draft_pause > 0 && --slot.draft_pause == 0) slot.draft_len = 1;  // try again, one token
     const int32_t limit = DraftLimit(slot);
     if (limit <= 0) continue;
     if (slot.task->params.draft_ngram) {
-      slot.draft = NgramDraft(slot.cache, slot.pending, limit);
+      NgramMatch match = NgramDraft(slot.cache, slot.pending, limit);
+      if (match.tokens.empty()) continue;  // nothing to propose: no cost, and no probe spent
+      const int32_t n = GateDraft(slot, static_cast<int32_t>(match.tokens.size()), base, generating);
+      match.tokens.resize(static_cast<size_t>(n));
+      slot.draft = std::move(match.tokens);
+      base += n;
     } else if (draft_ctx_ != nullptr) {
+      // A catch-up in progress drafts what was decided when it began (nothing until it is done).
+      const int32_t n = slot.spec.catch_up_length > 0 ? std::min(slot.spec.catch_up_length, limit)
+                                                      : GateDraft(slot, limit, base, generating);
+      if (n <= 0) continue;
       model_slots.push_back(&slot);
-      model_want.push_back(limit);
+      model_want.push_back(n);
+      base += n;
     }
   }
   if (!model_slots.empty()) DraftWithModel(model_slots, model_want);
+}
+
+void Engine::RecordStepCost(Clock::duration elapsed) {
+  // Only steps of generating slots (their pending tokens and drafts) describe what a draft adds to a step.
+  for (const Slot* slot : batch_slots_) {
+    if (slot->state != Slot::State::kGenerate) return;
+  }
+  step_costs_.Record(batch_.n_tokens, Nanoseconds(elapsed));
 }
 
 void Engine::ResetDraftContext() {
@@ -144,48 +191,61 @@ void Engine::DraftWithModel(const std::vector<Slot*>& slots, const std::vector<i
     if (rc != 0) ResetDraftContext();
     return rc == 0;
   };
-  // Catch-up: chunks of at most n_batch tokens over all slots; a slot's first draft token is read right after the
-  // chunk that holds its last token (a later decode replaces the logits).
-  for (;;) {
-    draft_batch_.n_tokens = 0;
-    std::vector<Job*> finishing;
-    for (Job& job : jobs) {
-      Slot& slot = *job.slot;
-      while (slot.draft_cache.size() < job.target && draft_batch_.n_tokens < draft_n_batch_) {
-        const size_t pos = slot.draft_cache.size();
-        const bool last = pos + 1 == job.target;
-        const int32_t i = add(token_at(slot, pos), pos, slot.seq_id, last);
-        slot.draft_cache.push_back(token_at(slot, pos));
-        if (last) {
-          job.out = i;
-          finishing.push_back(&job);
-        }
-      }
+  // Catch-up: at most one chunk per engine step over all slots (kCatchUpChunk, within n_batch), so that a new prompt's
+  // catch-up is spread over steps in which every slot goes on decoding. A slot whose missing tokens all fit reads its
+  // first draft token from this decode; one that is still behind drafts nothing this step and goes on next step with
+  // the length decided now (DraftGate::catch_up_length).
+  const Clock::time_point started = Clock::now();
+  draft_batch_.n_tokens = 0;
+  int32_t budget = std::min(draft_n_batch_, kCatchUpChunk);
+  std::vector<Job*> drafting;
+  for (Job& job : jobs) {
+    Slot& slot = *job.slot;
+    const size_t missing = job.target - slot.draft_cache.size();
+    const bool fits = missing <= static_cast<size_t>(std::max(budget, 0));
+    slot.spec.catch_up_length = fits ? 0 : job.want;
+    while (budget > 0 && slot.draft_cache.size() < job.target) {
+      const size_t pos = slot.draft_cache.size();
+      const bool last = pos + 1 == job.target;
+      const int32_t i = add(token_at(slot, pos), pos, slot.seq_id, last);
+      slot.draft_cache.push_back(token_at(slot, pos));
+      --budget;
+      if (last) job.out = i;
     }
-    if (draft_batch_.n_tokens == 0) break;
-    if (!decode()) return;
-    for (Job* job : finishing) {
-      const float* logits = llama_get_logits_ith(draft_ctx_, job->out);
-      if (logits != nullptr) job->slot->draft.push_back(Argmax(logits, n_vocab));
-    }
+    if (fits) drafting.push_back(&job);
+  }
+  const int32_t catch_up_tokens = draft_batch_.n_tokens;
+  if (catch_up_tokens == 0 || !decode()) return;
+  for (Job* job : drafting) {
+    const float* logits = llama_get_logits_ith(draft_ctx_, job->out);
+    if (logits != nullptr) job->slot->draft.push_back(Argmax(logits, n_vocab));
   }
   // Then one token per slot and decode until every slot has its `want` tokens.
+  size_t longest = drafting.empty() ? 0 : 1;
   for (int32_t k = 1;; ++k) {
     draft_batch_.n_tokens = 0;
-    for (Job& job : jobs) {
-      Slot& slot = *job.slot;
-      if (static_cast<int32_t>(slot.draft.size()) != k || job.want <= k) continue;
-      job.out = add(slot.draft[k - 1], job.target + k - 1, slot.seq_id, true);
+    for (Job* job : drafting) {
+      Slot& slot = *job->slot;
+      if (static_cast<int32_t>(slot.draft.size()) != k || job->want <= k) continue;
+      job->out = add(slot.draft[k - 1], job->target + k - 1, slot.seq_id, true);
       slot.draft_cache.push_back(slot.draft[k - 1]);
     }
     if (draft_batch_.n_tokens == 0) break;
     if (!decode()) return;  // the drafts so far stay valid proposals
-    for (Job& job : jobs) {
-      Slot& slot = *job.slot;
-      if (static_cast<int32_t>(slot.draft.size()) != k || job.want <= k) continue;
-      const float* logits = llama_get_logits_ith(draft_ctx_, job.out);
+    for (Job* job : drafting) {
+      Slot& slot = *job->slot;
+      if (static_cast<int32_t>(slot.draft.size()) != k || job->want <= k) continue;
+      const float* logits = llama_get_logits_ith(draft_ctx_, job->out);
       if (logits != nullptr) slot.draft.push_back(Argmax(logits, n_vocab));
+      longest = std::max(longest, slot.draft.size());
     }
+  }
+  // What one drafted token costs the step (the decodes are shared by the slots drafting together): measured on steps
+  // without a long catch-up, whose first decode evaluates only the tokens accepted since the last draft.
+  if (longest > 0 && drafting.size() == jobs.size() &&
+      catch_up_tokens <= (kMaxDraft + 1) * static_cast<int32_t>(jobs.size())) {
+    const double ns = static_cast<double>(Nanoseconds(Clock::now() - started)) / static_cast<double>(longest);
+    draft_token_ns_ = draft_token_ns_ > 0 ? draft_token_ns_ + 0.2 * (ns - draft_token_ns_) : ns;
   }
 }
 
@@ -200,6 +260,7 @@ void Engine::VerifyDraft(Slot& slot) {
   const int32_t drafted = static_cast<int32_t>(draft.size());
   int32_t accepted = 0;
   const uint32_t task_id = slot.task->id;
+  const bool ngram = slot.task->params.draft_ngram;
   slot.timings.draft_n += drafted;  // before ProcessToken: a task that ends in this step reports its timings there
   for (int32_t i = 0; i <= drafted; ++i) {
     slot.output_index = slot.batch_first + i;
@@ -227,17 +288,9 @@ void Engine::VerifyDraft(Slot& slot) {
   }
   // Ended (stop string, EOG, limit, failure) in the middle of the draft: the rest leaves the KV cache too.
   llama_memory_seq_rm(memory_, slot.seq_id, static_cast<llama_pos>(slot.cache.size()), -1);
-  // Adapt the draft length (additive increase would be slower to recover after a rejected run of text): a draft that
-  // is always rejected costs its verify positions (and the draft model's decodes) every step for nothing.
-  if (slot.task && slot.task->id == task_id && drafted > 0) {
-    const int32_t current = slot.draft_len > 0 ? slot.draft_len : slot.task->params.n_draft;
-    if (accepted == drafted) {
-      slot.draft_len = std::min(slot.task->params.n_draft, std::max(current, drafted) * 2);
-    } else if (accepted == 0) {
-      slot.draft_len = current / 2;
-      if (slot.draft_len == 0) slot.draft_pause = kDraftPauseSteps;
-    }
-  }
+  // The acceptance record of the task (and, for a draft model, of the model pair: the next task starts from it).
+  if (slot.task && slot.task->id == task_id) slot.spec.acceptance.Add(drafted, accepted);
+  if (!ngram) pair_acceptance_.Add(drafted, accepted);
   draft_tokens_.fetch_add(drafted);
   draft_accepted_.fetch_add(accepted);
 }

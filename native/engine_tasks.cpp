@@ -82,8 +82,7 @@ void Engine::StartTask(std::unique_ptr<Task> task) {
   slot.timings.prompt_n = static_cast<int32_t>(prompt.size() - keep);
   slot.prompt_started = false;
   slot.start_seq = next_start_++;
-  slot.draft_len = 0;
-  slot.draft_pause = 0;
+  slot.spec = DraftGate();
   slot.cell_grant = 0;
   slot.resume_tokens.clear();
   slot.task = std::move(task);

@@ -12,6 +12,7 @@
 #include "llama.h"
 #include "mtmd.h"
 #include "sampler.h"
+#include "spec_cost.h"
 #include "text_stream.h"
 
 namespace llamad {
@@ -78,12 +79,14 @@ struct TaskParams {
   std::vector<std::string> stop;  // stop strings
   bool ignore_eos = false;
   int32_t logprobs = -1;  // < 0: none; N >= 0: the sampled token's logprob plus the N most likely alternatives
-  // Speculative decoding (binding.d.ts NativeTaskParams.draft): tokens proposed per step after the sampled one, 0 =
-  // none (capped at kMaxDraft); proposed by the engine's draft model, or with `draft_ngram` by prompt lookup (the
-  // continuation of the latest earlier occurrence of the sequence's last tokens, llama-server's `--spec-type
-  // ngram-simple`). Ignored for media tasks.
+  // Speculative decoding (binding.d.ts NativeTaskParams.draft): most tokens proposed per step after the sampled one,
+  // 0 = none (capped at kMaxDraft); proposed by the engine's draft model, or with `draft_ngram` by prompt lookup (the
+  // continuation of the longest earlier occurrence of the sequence's last tokens, native/spec_ngram.h). How many are
+  // drafted each step the cost model decides (native/spec_cost.h), unless `draft_fixed`: then always as many as
+  // allowed (tests and measurements of the mechanism). Ignored for media tasks.
   int32_t n_draft = 0;
   bool draft_ngram = false;
+  bool draft_fixed = false;
   // Who may reuse the KV this task leaves behind (binding.d.ts NativeTaskParams.cacheScope): an opaque key, '' = the
   // shared scope. A slot or a host-RAM prompt cache entry filled by a task of one scope is never reused, even in part,
   // by a task of another (its prefix counts as 0), so prompt counts and timings never reveal another scope's prompts.
@@ -94,7 +97,7 @@ struct TaskParams {
 };
 
 // Most tokens drafted per step and slot (a longer draft_num_predict is capped).
-constexpr int32_t kMaxDraft = 32;
+constexpr int32_t kMaxDraft = 64;
 
 // Why a task ended (binding.d.ts NativeStopReason).
 enum class StopReason { kEog, kStop, kLength, kCancelled };
@@ -168,10 +171,8 @@ struct Slot {
   // verified), and the tokens whose KV entries the draft model's context holds in sequence `seq_id`.
   std::vector<llama_token> draft;
   std::vector<llama_token> draft_cache;
-  // The draft length this task earns (0: task.n_draft not yet adapted): doubled after a fully accepted draft, halved
-  // after a fully rejected one; at 0 the slot drafts nothing for `draft_pause` steps, then tries one token again.
-  int32_t draft_len = 0;
-  int32_t draft_pause = 0;
+  // The task's acceptance record and probe schedule (engine_spec.cpp PrepareDrafts); reset when a task starts.
+  DraftGate spec;
 
   Timings timings;
   bool prompt_started = false;

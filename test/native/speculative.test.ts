@@ -53,7 +53,8 @@ describe('speculative decoding', () => {
   it('a draft model: the same greedy tokens, the target as its own draft accepts (nearly) everything', async () => {
     const tokens = phrasePrompt(model);
     const base = await runTask(plain, { tokens, nPredict: 64, ignoreEos: true });
-    const spec = await runTask(drafted, { tokens, nPredict: 64, ignoreEos: true, draft: { nMax: 4 } });
+    // `fixed`: without the cost model, which stops a draft as slow as the target (below).
+    const spec = await runTask(drafted, { tokens, nPredict: 64, ignoreEos: true, draft: { nMax: 4, fixed: true } });
     assert.deepEqual(spec.tokens, base.tokens);
     const drafts = spec.done.timings.draftN ?? 0;
     const accepted = spec.done.timings.draftAcceptedN ?? 0;
@@ -69,7 +70,7 @@ describe('speculative decoding', () => {
   it('keeps nPredict exact and stops at stop strings with drafts in flight', async () => {
     const tokens = phrasePrompt(model);
     for (const nPredict of [1, 2, 5, 17]) {
-      const r = await runTask(drafted, { tokens, nPredict, ignoreEos: true, draft: { nMax: 8 } });
+      const r = await runTask(drafted, { tokens, nPredict, ignoreEos: true, draft: { nMax: 8, fixed: true } });
       assert.equal(r.tokenEvents.length, nPredict);
       assert.equal(r.done.reason, 'length');
     }
@@ -95,8 +96,8 @@ describe('speculative decoding', () => {
       for (const contextShift of [true, false]) {
         const task = { tokens, nPredict: contextShift ? 200 : -1, ignoreEos: true, contextShift };
         const base = await runTask(small, task);
-        const ngram = await runTask(small, { ...task, draft: { nMax: 8, ngram: true } });
-        const draft = await runTask(smallDrafted, { ...task, draft: { nMax: 6 } });
+        const ngram = await runTask(small, { ...task, draft: { nMax: 8, ngram: true, fixed: true } });
+        const draft = await runTask(smallDrafted, { ...task, draft: { nMax: 6, fixed: true } });
         assert.deepEqual(ngram.tokens, base.tokens, `ngram, contextShift ${contextShift}`);
         assert.deepEqual(draft.tokens, base.tokens, `draft model, contextShift ${contextShift}`);
         assert.equal(ngram.done.reason, base.done.reason);
@@ -120,7 +121,12 @@ describe('speculative decoding', () => {
       const solo = await runTask(plain, { tokens, nPredict: 40, ignoreEos: true });
       const runs = await Promise.all(
         [0, 1, 2, 3].map((i) =>
-          runTask(shared, { tokens, nPredict: 40, ignoreEos: true, draft: { nMax: 6, ngram: i % 2 === 0 } }),
+          runTask(shared, {
+            tokens,
+            nPredict: 40,
+            ignoreEos: true,
+            draft: { nMax: 6, ngram: i % 2 === 0, fixed: true },
+          }),
         ),
       );
       for (const r of runs) assert.deepEqual(r.tokens, solo.tokens);
@@ -134,8 +140,8 @@ describe('speculative decoding', () => {
     const tokens = phrasePrompt(model);
     const task = { tokens, nPredict: 48, ignoreEos: true, sampling: seeded(7) };
     const base = await runTask(plain, task);
-    const ngram = await runTask(plain, { ...task, draft: { nMax: 8, ngram: true } });
-    const draft = await runTask(drafted, { ...task, draft: { nMax: 4 } });
+    const ngram = await runTask(plain, { ...task, draft: { nMax: 8, ngram: true, fixed: true } });
+    const draft = await runTask(drafted, { ...task, draft: { nMax: 4, fixed: true } });
     assert.ok(new Set(base.tokens).size > 8, 'a varied output');
     assert.deepEqual(ngram.tokens, base.tokens);
     assert.deepEqual(draft.tokens, base.tokens);

@@ -91,11 +91,15 @@ export interface OptionDefaults {
 export const DEFAULT_DRAFT_NUM_PREDICT = 4;
 
 /**
- * Default `draft_num_predict` with `draft_ngram` (beyond Ollama): a lookup costs nothing to draft, so a longer draft
- * pays off whenever the text repeats; the engine drafts at most 4 tokens per matched token, so a short match proposes
- * fewer (docs/native.md "Speculative decoding", docs/benchmarks.md "Speculative decoding").
+ * Default `draft_num_predict` with `draft_ngram` (beyond Ollama), llama-server's `--spec-type ngram-simple` draft size
+ * (`--spec-ngram-size-m` 48): a lookup costs nothing to draft and a copied span runs long, so the cap is high; the
+ * engine's cost model drafts fewer where the acceptance or the verify cost calls for it (docs/native.md "Speculative
+ * decoding", docs/benchmarks.md "Speculative decoding").
  */
-export const DEFAULT_NGRAM_DRAFT = 16;
+export const DEFAULT_NGRAM_DRAFT = 48;
+
+/** Most tokens drafted per step (the engine's kMaxDraft, native/slot.h); a longer `draft_num_predict` is capped. */
+export const MAX_DRAFT = 64;
 
 /** The option's number (truncated by decodeOptions for ints), else `fallback`; NaN/±Infinity count as unset. */
 function num(v: OptionValue | undefined, fallback: number): number {
@@ -178,5 +182,5 @@ function draftOptions(merged: OptionMap, hasDraft: boolean): { draft?: RunnerDra
   if (!ngram && !hasDraft) return {};
   const nMax = Math.trunc(num(merged.draft_num_predict, ngram ? DEFAULT_NGRAM_DRAFT : DEFAULT_DRAFT_NUM_PREDICT));
   if (nMax <= 0) return {};
-  return { draft: { nMax: Math.min(nMax, 32), ...(ngram ? { ngram } : {}) } };
+  return { draft: { nMax: Math.min(nMax, MAX_DRAFT), ...(ngram ? { ngram } : {}) } };
 }

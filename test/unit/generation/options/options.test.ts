@@ -91,14 +91,14 @@ describe('resolveOptions: draft_num_predict and draft_ngram (speculative decodin
     assert.deepEqual(resolveOptions({ draft_num_predict: 2 }, { draft_num_predict: 6 }, draft).draft, { nMax: 2 });
     assert.equal(resolveOptions({ draft_num_predict: -3 }, {}, draft).draft, undefined);
     assert.equal(resolveOptions({ draft_num_predict: 0 }, {}, draft).draft, undefined);
-    assert.deepEqual(resolveOptions({ draft_num_predict: 100 }, {}, draft).draft, { nMax: 32 });
+    assert.deepEqual(resolveOptions({ draft_num_predict: 100 }, {}, draft).draft, { nMax: 64 });
     assert.equal(resolveOptions({}, {}, defaults).draft, undefined);
     assert.equal(resolveOptions({ draft_num_predict: 8 }, {}, defaults).draft, undefined);
     // Never a load option: changing it needs no reload.
     assert.equal('draftNumPredict' in resolveOptions({ draft_num_predict: 3 }, {}, draft).load, false);
   });
 
-  it('draft_ngram drafts by lookup, with or without a draft model (16 tokens by default)', () => {
+  it('draft_ngram drafts by lookup, with or without a draft model (48 tokens by default)', () => {
     assert.deepEqual(resolveOptions({ draft_ngram: true }, {}, defaults).draft, {
       nMax: DEFAULT_NGRAM_DRAFT,
       ngram: true,

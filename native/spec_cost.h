@@ -1,0 +1,90 @@
+// The cost model of speculative decoding (docs/native.md "Speculative decoding"): measured step times of the target
+// by batch size, the acceptance of drafted tokens, and the draft length that maximises the expected speed-up (0 when
+// none pays). Pure C++ (no llama.h, no napi.h), used by the engine's decode thread only.
+#ifndef LLAMAD_NATIVE_SPEC_COST_H_
+#define LLAMAD_NATIVE_SPEC_COST_H_
+
+#include <array>
+#include <cstdint>
+
+namespace llamad {
+
+// Acceptance of drafted tokens as decayed counts. A draft is verified token by token and stops at the first
+// rejection, so a draft of d tokens with a accepted is a + (a < d ? 1 : 0) trials of which a succeeded: the rate is
+// the probability that a drafted token is accepted when the tokens before it were (a geometric model).
+class DraftAcceptance {
+ public:
+  // Decays the counts (each verification weighs kDecay of the one after it) and adds one verified draft.
+  void Add(int32_t drafted, int32_t accepted);
+  // Accepted ÷ trials, with `prior` counted as `weight` trials (both ≥ 0); `prior` when nothing was observed.
+  double Rate(double prior, double weight) const;
+  // The same counts, scaled down to at most `max_trials` trials (a new task starts from its model pair's record
+  // without being bound by it for long).
+  DraftAcceptance Capped(double max_trials) const;
+  double trials() const { return trials_; }
+
+ private:
+  static constexpr double kDecay = 0.9;
+  double accepted_ = 0;
+  double trials_ = 0;
+};
+
+// Wall time of the target's llama_decode by batch size, nanoseconds, from the steps that decoded generating slots
+// only (their pending tokens and drafts): an EWMA per size up to kMaxTokens, interpolated between measured sizes and
+// extrapolated above the largest with a least-squares line over all of them.
+class StepCosts {
+ public:
+  static constexpr int32_t kMaxTokens = 512;
+  void Record(int32_t n_tokens, int64_t ns);
+  // Estimated ns of a step of `n_tokens` (≥ 1); 0 while nothing is measured. Non-decreasing in n_tokens.
+  double Estimate(int32_t n_tokens) const;
+  bool known() const { return n_known_ > 0; }
+
+ private:
+  void Rebuild() const;
+
+  std::array<double, kMaxTokens + 1> ns_{};
+  std::array<int32_t, kMaxTokens + 1> count_{};
+  int32_t n_known_ = 0;
+  // Estimates by size (table_[0] = 0) and the line's slope (ns per token), rebuilt after a Record.
+  mutable std::array<double, kMaxTokens + 1> table_{};
+  mutable double slope_ = 0;
+  mutable bool dirty_ = false;
+};
+
+// E[accepted tokens] of a draft of `d` tokens when each is accepted with probability `p` after the ones before it:
+// p + p² + … + p^d.
+double ExpectedAccepted(double p, int32_t d);
+
+// A draft length and the speed-up it is expected to give (1 = as fast as no draft).
+struct DraftChoice {
+  int32_t length = 0;
+  double gain = 1.0;
+};
+
+// The draft length in [1, max_len] with the highest expected gain for a step of `slots` generating slots whose batch
+// holds `base` tokens without this slot's draft (≥ 1):
+//   gain(d) = (slots + E[accepted](p, d)) ÷ slots  ÷  (T(base + d) + d × draft_ns) ÷ T(base)
+// — the step's tokens over its time, relative to the step without this draft. `draft_ns`: what proposing one token
+// costs (a draft model's decode; 0 for an n-gram lookup). {0, 1} when max_len < 1 or nothing is measured yet.
+DraftChoice ChooseDraft(const StepCosts& costs, double p, int32_t max_len, int32_t base, int32_t slots,
+                        double draft_ns);
+
+// Per-task gate of speculation (Slot::spec): the acceptance so far and the probe schedule. A task drafts when the
+// best length's gain is at least kMinGain; otherwise it drafts nothing, and every `backoff` steps (doubled after each
+// probe, up to a maximum) it drafts a short probe to measure the acceptance again.
+struct DraftGate {
+  DraftAcceptance acceptance;
+  int32_t wait = 0;     // steps without a draft until the next probe
+  int32_t backoff = 0;  // the wait after the next probe (0: not started, set by the engine)
+  // A draft-model draft decided in an earlier step whose catch-up of the draft context is still running: its length
+  // (0: none); the slot drafts it once caught up.
+  int32_t catch_up_length = 0;
+};
+
+// Least expected gain for which a task drafts.
+constexpr double kMinGain = 1.1;
+
+}  // namespace llamad
+
+#endif  // LLAMAD_NATIVE_SPEC_COST_H_
