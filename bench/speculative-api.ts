@@ -191,7 +191,7 @@ export async function apiWorkloadRows(ctx: SpeculativeContext): Promise<void> {
       'none',
     );
     ctx.row(
-      `    drafted tokens accepted`,
+      `    drafted tokens accepted (n/a: none drafted)`,
       ngramOurs.acceptance,
       ngramTheirs.map((f) => f.acceptance),
       '%',

@@ -62,7 +62,10 @@ export interface Workload {
   peerBody?: Record<string, unknown>;
 }
 
-/** A side's figures: the median decode rate (tok/s), the share of drafted tokens accepted (%), tokens generated. */
+/**
+ * A side's figures: the median decode rate (tok/s), the share of drafted tokens accepted (%; NaN, printed "n/a", when
+ * nothing was drafted), tokens generated.
+ */
 export interface Figures {
   rate: number;
   acceptance: number;
@@ -92,7 +95,7 @@ function llamaRate(t: StreamTiming): number {
 
 /**
  * The daemon's figures for a variant: a short request loads the model, then `runs` greedy requests (raw prompt);
- * the acceptance comes from llamad_draft_tokens_total / llamad_draft_accepted_tokens_total across them (0 when
+ * the acceptance comes from llamad_draft_tokens_total / llamad_draft_accepted_tokens_total across them (NaN when
  * nothing was drafted). Unloads the model afterwards.
  */
 export async function daemonFigures(
@@ -122,15 +125,15 @@ export async function daemonFigures(
   await ctx.post(`${base}/api/generate`, { model: v.model, keep_alive: 0 });
   return {
     rate: median(timings.map(daemonRate)),
-    acceptance: drafted > 0 ? (delta('llamad_draft_accepted_tokens_total') / drafted) * 100 : 0,
+    acceptance: drafted > 0 ? (delta('llamad_draft_accepted_tokens_total') / drafted) * 100 : NaN,
     tokens: median(timings.map((t) => t.evalCount)),
   };
 }
 
 /**
  * Each peer's figures for a variant: started with the variant's arguments, a short request first, then `runs`
- * greedy requests through /completion; the acceptance from its timings' draft_n / draft_n_accepted (0 when it drafted
- * nothing). Stops the peers afterwards.
+ * greedy requests through /completion; the acceptance from its timings' draft_n / draft_n_accepted (NaN when it
+ * drafted nothing). Stops the peers afterwards.
  */
 export async function peerFigures(
   ctx: SpeculativeContext,
@@ -149,7 +152,7 @@ export async function peerFigures(
       const accepted = timings.reduce((n, t) => n + (t.draftAccepted ?? 0), 0);
       out.push({
         rate: median(timings.map(llamaRate)),
-        acceptance: drafted > 0 ? (accepted / drafted) * 100 : 0,
+        acceptance: drafted > 0 ? (accepted / drafted) * 100 : NaN,
         tokens: median(timings.map((t) => t.evalCount)),
       });
     }
@@ -157,9 +160,4 @@ export async function peerFigures(
     for (const server of servers) await stopServer(server);
   }
   return out;
-}
-
-/** `n` NaNs: the peer cells of a daemon-only row. */
-export function noPeers(n: number): number[] {
-  return Array.from({ length: n }, () => NaN);
 }

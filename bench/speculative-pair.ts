@@ -91,7 +91,7 @@ export async function agreeingPairRows(ctx: SpeculativeContext): Promise<void> {
     'none',
   );
   ctx.row(
-    `    drafted tokens accepted`,
+    `    drafted tokens accepted (n/a: none drafted)`,
     draftOurs.acceptance,
     draftTheirs.map((f) => f.acceptance),
     '%',
@@ -110,7 +110,7 @@ export async function agreeingPairRows(ctx: SpeculativeContext): Promise<void> {
     'none',
   );
   ctx.row(
-    `    drafted tokens accepted`,
+    `    drafted tokens accepted (n/a: none drafted)`,
     ngramOurs.acceptance,
     ngramTheirs.map((f) => f.acceptance),
     '%',

@@ -91,7 +91,7 @@ async function apiRows(ctx: SpeculativeContext): Promise<void> {
       'none',
     );
     const accepted = theirs[i].map((f) => f.acceptance);
-    ctx.row(`  drafted tokens accepted`, ours[i].acceptance, accepted, '%', 0, 'none');
+    ctx.row(`  drafted tokens accepted (n/a: none drafted)`, ours[i].acceptance, accepted, '%', 0, 'none');
   });
 }
 
@@ -144,7 +144,7 @@ async function engineCopy(
     return {
       plain: median(plain),
       ngram: median(ngram),
-      acceptance: drafted > 0 ? (accepted / drafted) * 100 : 0,
+      acceptance: drafted > 0 ? (accepted / drafted) * 100 : NaN,
       tokens: answer.length,
     };
   } finally {
@@ -178,7 +178,7 @@ async function copyRows(ctx: SpeculativeContext): Promise<void> {
     'none',
   );
   ctx.row(
-    `  drafted tokens accepted`,
+    `  drafted tokens accepted (n/a: none drafted)`,
     ours.acceptance,
     ngramFigures.map((f) => f.acceptance),
     '%',
