@@ -15,7 +15,7 @@
  *   runner, bench/runner-modes.ts), prebuilt (the prebuilt package's addon vs the from-source build,
  *   bench/prebuilt-addon.ts) and parallel (4 clients against the daemon's default slots,
  *   OLLAMA_NUM_PARALLEL=1 and llama-server's `-np -1`, bench/parallel-default.ts), speculative (n-gram, self and
- *   2-layer drafts vs none, bench/speculative.ts) and kv-cache (q8_0 vs f16 KV, bench/kv-cache-type.ts) and prompt-cache (time
+ *   2-layer drafts vs none, the agreeing pair, copy and edit tasks through `format`, bench/speculative*.ts) and kv-cache (q8_0 vs f16 KV, bench/kv-cache-type.ts) and prompt-cache (time
  *   to first token returning to an evicted 8k-token conversation with and without the host-RAM prompt cache,
  *   bench/prompt-cache.ts; LLAMAD_BENCH_PROMPT_CACHE_TOKENS sets another prompt size for a smoke run) and fairness
  *   (issue 33's fair queuing: tenant B's TTFT behind tenant A's 32 queued requests, A's throughput, bench/fairness.ts)
@@ -43,6 +43,7 @@ import {
   warmPageCache,
 } from './harness';
 import { BENCH_1B_LORAS } from '../scripts/test-model-extras';
+import { AGREEING_PAIRS } from '../scripts/test-model-specs';
 import { kvCacheType } from './kv-cache-type';
 import { loraSection } from './lora';
 import { parallelDefault } from './parallel-default';
@@ -61,6 +62,8 @@ import {
   log,
   MAIN_JS,
   MiB,
+  MODEL_AGREE,
+  MODEL_AGREE_DRAFT,
   MODEL_BERT,
   MODEL_DRAFT_Q4,
   MODEL_Q4,
@@ -131,6 +134,7 @@ async function main(): Promise<void> {
     [
       'bench-1b-f16.gguf,bench-1b-q4_0.gguf,bench-bert-f16.gguf,bench-1b-draft-f16.gguf,bench-1b-draft-q4_0.gguf',
       ...(s.sections.has('lora') ? BENCH_1B_LORAS.map((l) => l.file) : []),
+      ...(s.sections.has('speculative') ? AGREEING_PAIRS.bench.map((m) => m.file) : []),
     ].join(','),
   ]);
   log('measuring memory bandwidth');
@@ -254,15 +258,17 @@ async function main(): Promise<void> {
   }
 
   if (s.sections.has('speculative')) {
-    log('speculative decoding: n-gram, self draft, 2-layer draft vs none');
+    log('speculative decoding: n-gram, self draft, 2-layer draft vs none; the agreeing pair; copy and edit via format');
     await speculative({
       runs: s.runs,
       threads: s.threads,
       targetFile: MODEL_Q4,
       draftFile: MODEL_DRAFT_Q4,
+      agreeTargetFile: MODEL_AGREE,
+      agreeDraftFile: MODEL_AGREE_DRAFT,
       startDaemon: () =>
         startDaemon({ mainJs: MAIN_JS, modelsDir: store, numParallel: 1, threads: s.threads, log: DAEMON_LOG }),
-      startPeers: (extra) => startPeers(peers, { ...serverOptions(s, blobs.q4, 1, 2048, ''), extra }),
+      startPeers: (extra, model = blobs.q4) => startPeers(peers, { ...serverOptions(s, model, 1, 2048, ''), extra }),
       peerCount: peers.length,
       post: async (url, body) => (await postJson(url, body)).json,
       binding: () => loadBinding(),

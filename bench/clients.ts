@@ -21,6 +21,9 @@ export interface StreamTiming {
   promptMs: number;
   /** Server-reported generation time (ms). */
   evalMs: number;
+  /** llama-server only, with speculative decoding: tokens drafted and drafted tokens accepted (its timings). */
+  draftN?: number;
+  draftAccepted?: number;
 }
 
 /** Client-side time to first token (ms). */
@@ -137,6 +140,8 @@ interface LlamaServerTimings {
   prompt_ms?: number;
   predicted_n?: number;
   predicted_ms?: number;
+  draft_n?: number;
+  draft_n_accepted?: number;
 }
 
 function llamaServerChunk(textOf: (record: Record<string, unknown>) => unknown): ChunkParser {
@@ -154,6 +159,8 @@ function llamaServerChunk(textOf: (record: Record<string, unknown>) => unknown):
       timing.promptCount = t.prompt_n ?? 0;
       timing.promptMs = t.prompt_ms ?? NaN;
       timing.evalMs = t.predicted_ms ?? NaN;
+      timing.draftN = t.draft_n;
+      timing.draftAccepted = t.draft_n_accepted;
     }
   };
 }

@@ -19,6 +19,9 @@ export const MODEL_Q4 = join(CACHE, 'models', 'bench-1b-q4_0.gguf');
 export const MODEL_F16 = join(CACHE, 'models', 'bench-1b-f16.gguf');
 export const MODEL_BERT = join(CACHE, 'models', 'bench-bert-f16.gguf');
 export const MODEL_DRAFT_Q4 = join(CACHE, 'models', 'bench-1b-draft-q4_0.gguf');
+/** The agreeing pair of section speculative (scripts/test-model-specs.ts AGREEING_PAIRS.bench), F16. */
+export const MODEL_AGREE = join(CACHE, 'models', 'bench-agree-f16.gguf');
+export const MODEL_AGREE_DRAFT = join(CACHE, 'models', 'bench-agree-draft-f16.gguf');
 /** The blob files the daemon's store holds for both models; llama-server is pointed at the same files. */
 export const blobs = { q4: MODEL_Q4, bert: MODEL_BERT };
 export const MAIN_JS = join(REPO_ROOT, 'dist', 'src', 'main.js');

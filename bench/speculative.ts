@@ -2,123 +2,39 @@
  * Bench section `speculative`: decode speed with speculative decoding against none, single stream, greedy, bench-1b
  * Q4_0 (issue 25), daemon and each llama-server peer side by side. Through the HTTP APIs: n-gram drafting (daemon
  * `draft_ngram`; llama-server `--spec-type ngram-simple`), the model as its own draft (a `DRAFT` of the same blob;
- * `-md` the same file: every draft is accepted, the mechanism's ceiling) and a 2-layer draft of the same vocabulary
- * (bench-1b-draft-q4_0: the target's embeddings, output and first 2 layers). The daemon's acceptance comes from
- * llamad_draft_tokens_total / llamad_draft_accepted_tokens_total.
+ * `--spec-type draft-simple -md` the same file: every draft is accepted, the mechanism's ceiling; without
+ * `--spec-type` llama-server drafts nothing) and a 2-layer draft of the same vocabulary (bench-1b-draft-q4_0: the
+ * target's embeddings, output and first 2 layers). The daemon's acceptance comes from llamad_draft_tokens_total /
+ * llamad_draft_accepted_tokens_total, llama-server's from its timings (draft_n, draft_n_accepted).
  *
  * The bench models have random weights: they never copy their prompt, so a copy task gives n-gram lookup nothing to
  * find. The greedy copy task therefore also runs with a token grammar that forces the output to be the prompt's text
  * with one word changed — what a model that copies would write — with and without n-gram drafting; the grammar's
  * cost is in both. The daemon has no grammar field in its API, so its side of that task runs at the engine level (the
  * addon in this process, the engine's own timings); llama-server's runs through /completion's `grammar` (its own
- * timings).
+ * timings). The same kind of task through both HTTP APIs, forced by a JSON Schema `format`, is in
+ * bench/speculative-api.ts; the agreeing pair (a draft that accepts everything, about 5× cheaper) in
+ * bench/speculative-pair.ts.
  */
 import { execFileSync } from 'node:child_process';
-import type { NativeBinding, NativeSamplingParams } from '../binding';
-import { llamaCompletion, ollamaGenerate, type StreamTiming } from './clients';
-import { stopServer, type RunningServer } from './servers';
+import type { NativeSamplingParams } from '../binding';
+import { stopServer } from './servers';
 import { median } from './stats';
 import { GREEDY } from '../test/utils/sampling';
+import { apiWorkloadRows } from './speculative-api';
+import {
+  CHANGED,
+  COPY_PROMPT,
+  daemonFigures,
+  NUM_CTX,
+  peerFigures,
+  type Figures,
+  type SpeculativeContext,
+  type Variant,
+} from './speculative-common';
+import { agreeingPairRows } from './speculative-pair';
 
-/** What the section needs from bench.ts. */
-export interface SpeculativeContext {
-  runs: number;
-  threads: number;
-  /** The target and the 2-layer draft, Q4_0 GGUF files. */
-  targetFile: string;
-  draftFile: string;
-  startDaemon(): Promise<RunningServer>;
-  /** Starts every peer (llama-server) on the target with these extra arguments. */
-  startPeers(extra: string[]): Promise<RunningServer[]>;
-  peerCount: number;
-  /** POSTs JSON and returns the parsed answer; throws on a non-2xx status (bench/clients.ts postJson). */
-  post(url: string, body: unknown): Promise<unknown>;
-  binding(): NativeBinding;
-  /** Adds a row: the daemon's figure and one per peer (NaN where not measured). */
-  row(metric: string, ours: number, theirs: number[], unit: string, digits: number, compare: 'ratio' | 'none'): void;
-}
-
-const PREDICT = 128;
-const NUM_CTX = 2048;
-const TEXT =
-  'The committee met on Tuesday to review the budget for the new library. After a long discussion, the members ' +
-  "agreed to fund the reading room, the children's corner and a small cafe near the entrance, and asked the " +
-  'architect to present revised drawings at the next meeting, together with a schedule for the works and an ' +
-  'estimate of the running costs for the first three years.';
-const CHANGED = TEXT.replace('Tuesday', 'Wednesday');
-const COPY_PROMPT = `Repeat the following text exactly, but write "Wednesday" instead of "Tuesday".\n\n${TEXT}\n\n`;
-
-interface Variant {
-  label: string;
-  model: string;
-  options: Record<string, unknown>;
-  /** llama-server's arguments for the same. */
-  peerArgs: string[];
-}
-
-interface Figures {
-  rate: number;
-  /** Accepted ÷ drafted, % (NaN where not known). */
-  acceptance: number;
-}
-
-/** A counter's sample for `model` in a Prometheus exposition text (0 when absent). */
-function counter(text: string, name: string, model: string): number {
-  const match = new RegExp(`^${name}\\{model="${model}"\\} (\\S+)$`, 'm').exec(text);
-  return match ? Number(match[1]) : 0;
-}
-
-/**
- * Server-side decode rates, tok/s, from each server's own timings: the daemon's eval_duration runs from the first
- * sampled token to the last (eval_count − 1 decodes); llama-server's predicted_ms covers all predicted_n tokens.
- */
-function daemonRate(t: StreamTiming): number {
-  return ((t.evalCount - 1) / t.evalMs) * 1000;
-}
-function llamaRate(t: StreamTiming): number {
-  return (t.evalCount / t.evalMs) * 1000;
-}
-
-async function daemonFigures(ctx: SpeculativeContext, base: string, v: Variant): Promise<Figures> {
-  const scrape = async () => (await fetch(`${base}/metrics`)).text();
-  const send = (predict: number) =>
-    ollamaGenerate(base, {
-      model: v.model,
-      prompt: COPY_PROMPT,
-      raw: true,
-      keep_alive: '10m',
-      options: { temperature: 0, num_ctx: NUM_CTX, num_predict: predict, num_thread: ctx.threads, ...v.options },
-    });
-  await send(4); // loads the model
-  const before = await scrape();
-  const rates: number[] = [];
-  for (let r = 0; r < Math.max(1, ctx.runs); r++) rates.push(daemonRate(await send(PREDICT)));
-  const after = await scrape();
-  const label = `${v.model}:latest`;
-  const delta = (name: string) => counter(after, name, label) - counter(before, name, label);
-  const drafted = delta('llamad_draft_tokens_total');
-  await ctx.post(`${base}/api/generate`, { model: v.model, keep_alive: 0 });
-  return {
-    rate: median(rates),
-    acceptance: drafted > 0 ? (delta('llamad_draft_accepted_tokens_total') / drafted) * 100 : 0,
-  };
-}
-
-async function peerFigures(ctx: SpeculativeContext, v: Variant, body: Record<string, unknown>): Promise<number[]> {
-  const servers = await ctx.startPeers(v.peerArgs);
-  const out: number[] = [];
-  try {
-    for (const server of servers) {
-      await llamaCompletion(server.base, { ...body, n_predict: 4 });
-      const rates: number[] = [];
-      for (let r = 0; r < Math.max(1, ctx.runs); r++) rates.push(llamaRate(await llamaCompletion(server.base, body)));
-      out.push(median(rates));
-    }
-  } finally {
-    for (const server of servers) await stopServer(server);
-  }
-  return out;
-}
+export type { SpeculativeContext } from './speculative-common';
 
 const VARIANTS = (ctx: SpeculativeContext): Variant[] => [
   { label: 'no speculation', model: 'spec-target', options: {}, peerArgs: [] },
@@ -132,13 +48,13 @@ const VARIANTS = (ctx: SpeculativeContext): Variant[] => [
     label: 'the model as its own draft (4 tokens)',
     model: 'spec-self',
     options: {},
-    peerArgs: ['-md', ctx.targetFile, '--spec-draft-n-max', '4'],
+    peerArgs: ['--spec-type', 'draft-simple', '-md', ctx.targetFile, '--spec-draft-n-max', '4'],
   },
   {
     label: '2-layer draft of the same vocabulary (4 tokens)',
     model: 'spec-2layer',
     options: {},
-    peerArgs: ['-md', ctx.draftFile, '--spec-draft-n-max', '4'],
+    peerArgs: ['--spec-type', 'draft-simple', '-md', ctx.draftFile, '--spec-draft-n-max', '4'],
   },
 ];
 
@@ -160,22 +76,22 @@ async function apiRows(ctx: SpeculativeContext): Promise<void> {
   } finally {
     await stopServer(daemon);
   }
-  const body = { prompt: COPY_PROMPT, n_predict: PREDICT, temperature: 0, cache_prompt: true };
-  const theirs: number[][] = [];
-  for (const v of variants) theirs.push(await peerFigures(ctx, v, body));
-  const none = Array.from({ length: ctx.peerCount }, () => NaN);
+  const theirs: Figures[][] = [];
+  for (const v of variants) theirs.push(await peerFigures(ctx, v));
   variants.forEach((v, i) => {
-    ctx.row(`decode tok/s, greedy, ${v.label}`, ours[i].rate, theirs[i], 'tok/s', 1, 'ratio');
+    const rates = theirs[i].map((f) => f.rate);
+    ctx.row(`decode tok/s, greedy, ${v.label}`, ours[i].rate, rates, 'tok/s', 1, 'ratio');
     if (i === 0) return;
     ctx.row(
       `  ÷ no speculation`,
       ours[i].rate / ours[0].rate,
-      theirs[i].map((t, p) => t / theirs[0][p]),
+      rates.map((t, p) => t / theirs[0][p].rate),
       '×',
       2,
       'none',
     );
-    ctx.row(`  drafted tokens accepted (daemon)`, ours[i].acceptance, none, '%', 0, 'none');
+    const accepted = theirs[i].map((f) => f.acceptance);
+    ctx.row(`  drafted tokens accepted (n/a: none drafted)`, ours[i].acceptance, accepted, '%', 0, 'none');
   });
 }
 
@@ -228,7 +144,7 @@ async function engineCopy(
     return {
       plain: median(plain),
       ngram: median(ngram),
-      acceptance: drafted > 0 ? (accepted / drafted) * 100 : 0,
+      acceptance: drafted > 0 ? (accepted / drafted) * 100 : NaN,
       tokens: answer.length,
     };
   } finally {
@@ -245,11 +161,11 @@ async function copyRows(ctx: SpeculativeContext): Promise<void> {
   await vocab.dispose();
   const grammar = tokenGrammar(answer);
   const ours = await engineCopy(ctx, grammar);
-  const body = { prompt: COPY_PROMPT, n_predict: answer.length, temperature: 0, grammar, cache_prompt: true };
+  const workload = { prompt: COPY_PROMPT, predict: answer.length, peerBody: { grammar } };
   const [plain, ngram] = [VARIANTS(ctx)[0], VARIANTS(ctx)[1]];
-  const theirsPlain = await peerFigures(ctx, plain, body);
-  const theirsNgram = await peerFigures(ctx, ngram, body);
-  const none = Array.from({ length: ctx.peerCount }, () => NaN);
+  const theirsPlain = (await peerFigures(ctx, plain, workload)).map((f) => f.rate);
+  const ngramFigures = await peerFigures(ctx, ngram, workload);
+  const theirsNgram = ngramFigures.map((f) => f.rate);
   const label = `greedy copy task (${ours.tokens} tokens forced by a token grammar; daemon: engine level)`;
   ctx.row(`decode tok/s, ${label}, no speculation`, ours.plain, theirsPlain, 'tok/s', 1, 'ratio');
   ctx.row(`decode tok/s, ${label}, n-gram`, ours.ngram, theirsNgram, 'tok/s', 1, 'ratio');
@@ -261,11 +177,23 @@ async function copyRows(ctx: SpeculativeContext): Promise<void> {
     2,
     'none',
   );
-  ctx.row(`  drafted tokens accepted (daemon)`, ours.acceptance, none, '%', 0, 'none');
+  ctx.row(
+    `  drafted tokens accepted (n/a: none drafted)`,
+    ours.acceptance,
+    ngramFigures.map((f) => f.acceptance),
+    '%',
+    0,
+    'none',
+  );
 }
 
-/** Adds the section's rows: the API variants, then the copy task. */
+/**
+ * Adds the section's rows: the API variants, the engine-level copy task, the agreeing pair
+ * (bench/speculative-pair.ts), then the copy and edit tasks through the HTTP API (bench/speculative-api.ts).
+ */
 export async function speculative(ctx: SpeculativeContext): Promise<void> {
   await apiRows(ctx);
   await copyRows(ctx);
+  await agreeingPairRows(ctx);
+  await apiWorkloadRows(ctx);
 }

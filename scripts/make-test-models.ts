@@ -5,8 +5,9 @@
  * Usage: node dist/scripts/make-test-models.js [--bench] [--force] [--out DIR] [--only FILE[,FILE...]]
  *   (default)  the tiny models, into $LLAMAD_MODELS_DIR or test/fixtures/models/ (a few seconds)
  *   --bench    also bench-1b-f16.gguf (Llama-3.2-1B shape, ≈2.08 GB), bench-1b-q4_0.gguf (quantized by the native
- *              addon), bench-1b-draft-f16/-q4_0.gguf (its first 2 layers, a speculative draft) and bench-bert-f16.gguf
- *              (bge-small shape, ≈67 MB) into .cache/models/
+ *              addon), bench-1b-draft-f16/-q4_0.gguf (its first 2 layers, a speculative draft), bench-bert-f16.gguf
+ *              (bge-small shape, ≈67 MB) and the agreeing pair bench-agree-f16.gguf (16 layers, 15 of them silent,
+ *              ≈530 MB) / bench-agree-draft-f16.gguf (its first layer, ≈95 MB) into .cache/models/
  *   --force    regenerate even when an up-to-date file exists
  *   --out DIR  write every model into DIR
  *   --only F   make only the named files (e.g. tiny-llama-spm.gguf)

@@ -116,7 +116,7 @@ export async function makeModel(spec: ModelSpec, dir: string, force: boolean): P
   const s = spec.shape;
   let plans: TensorPlan[];
   if (s.arch === 'llama') {
-    plans = llamaTensors(s, nVocab);
+    plans = llamaTensors(s, nVocab, spec.silentLayersFrom);
   } else {
     const nTypes = vocab.metadata['tokenizer.ggml.token_type_count'];
     if (typeof nTypes !== 'number' || nTypes <= 0) {

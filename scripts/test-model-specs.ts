@@ -54,6 +54,12 @@ export interface ModelSpec {
   shape: LlamaShape | BertShape;
   /** tokenizer.chat_template to set (overrides the vocabulary's own). */
   chatTemplate?: string;
+  /**
+   * Llama only: blocks from this index on write nothing into the residual stream (their attention-output and
+   * FFN-down weights are zero), so the model's logits are those of its first `silentLayersFrom` blocks alone — the
+   * same seeds truncated to that many blocks make a draft that always agrees (AGREEING_PAIRS).
+   */
+  silentLayersFrom?: number;
 }
 
 /** The tiny llama shape the test models share (a few MB). */
@@ -96,6 +102,48 @@ export const BENCH_1B_SHAPE = {
   ropeFreqBase: 500000,
   rmsEps: 1e-5,
 } as const;
+
+/**
+ * The shape of the bench's agreeing pair (bench-agree-f16 and bench-agree-draft-f16, issue 35): 16 layers 1024 wide
+ * over llama-spm's 32k vocabulary, about 265 M parameters (530 MB in F16); its 1-layer draft is about 47 M (95 MB),
+ * so a draft token costs about a fifth of a target token.
+ */
+export const BENCH_AGREE_SHAPE = {
+  arch: 'llama',
+  nEmbd: 1024,
+  nLayer: 16,
+  nHead: 16,
+  nHeadKv: 4,
+  nFf: 4096,
+  contextLength: 4096,
+  ropeFreqBase: 500000,
+  rmsEps: 1e-5,
+} as const;
+
+/**
+ * A target and its draft that always agree: the target's blocks 1.. are silent (ModelSpec.silentLayersFrom 1), so
+ * its logits are exactly those of block 0; the draft is the same name (so the same seeds: embeddings, output and
+ * block 0) truncated to that one block. Greedy decoding of either gives the same tokens, so every drafted token is
+ * accepted (up to the kernels' rounding with the batch shape). `tiny` is the test pair (test/native/
+ * speculative-pair.test.ts), `bench` the bench's (section speculative).
+ */
+function agreeingPair(name: string, group: ModelSpec['group'], shape: LlamaShape): [ModelSpec, ModelSpec] {
+  const common = { name, group, vocab: 'ggml-vocab-llama-spm.gguf', chatTemplate: LLAMA2_CHAT_TEMPLATE };
+  return [
+    { ...common, file: `${name}-f16.gguf`, shape, silentLayersFrom: 1 },
+    { ...common, file: `${name}-draft-f16.gguf`, shape: { ...shape, nLayer: 1 } },
+  ];
+}
+
+/**
+ * The agreeing pairs: the tiny one (512 wide, 4 blocks, 3 of them silent; narrower, the tied embeddings dominate and
+ * greedy output only repeats the prompt's last token, which any two models agree on) and the bench's (16 blocks,
+ * 15 of them silent).
+ */
+export const AGREEING_PAIRS = {
+  tiny: agreeingPair('tiny-agree', 'tiny', { ...TINY_LLAMA, nEmbd: 512, nHead: 8, nFf: 1024, nLayer: 4 }),
+  bench: agreeingPair('bench-agree', 'bench', BENCH_AGREE_SHAPE),
+};
 
 /** Every model the generator writes from random weights (not the quantized ones). */
 export const MODEL_SPECS: readonly ModelSpec[] = [
@@ -170,6 +218,8 @@ export const MODEL_SPECS: readonly ModelSpec[] = [
       poolingType: 1,
     },
   },
+  ...AGREEING_PAIRS.tiny,
+  ...AGREEING_PAIRS.bench,
 ];
 
 /** Made from the F16 bench models by the addon's quantizer. */

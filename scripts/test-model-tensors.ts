@@ -130,8 +130,11 @@ export function randomTensors(modelName: string, plans: TensorPlan[]): GgufTenso
   });
 }
 
-/** The tensors of a llama model of shape `s` with `nVocab` tokens (ggml names and shapes). */
-export function llamaTensors(s: LlamaShape, nVocab: number): TensorPlan[] {
+/**
+ * The tensors of a llama model of shape `s` with `nVocab` tokens (ggml names and shapes). Blocks from index
+ * `silentFrom` on get zero attention-output and FFN-down weights: they add nothing to the residual stream.
+ */
+export function llamaTensors(s: LlamaShape, nVocab: number, silentFrom = s.nLayer): TensorPlan[] {
   const headDim = s.nEmbd / s.nHead;
   const nKv = s.nHeadKv * headDim;
   const out: TensorPlan[] = [
@@ -140,16 +143,17 @@ export function llamaTensors(s: LlamaShape, nVocab: number): TensorPlan[] {
   ];
   for (let i = 0; i < s.nLayer; i++) {
     const p = `blk.${i}.`;
+    const writes: Init = i < silentFrom ? 'normal' : 'zeros';
     out.push(
       { name: `${p}attn_norm.weight`, shape: [s.nEmbd], init: 'ones' },
       { name: `${p}attn_q.weight`, shape: [s.nEmbd, s.nHead * headDim], init: 'normal' },
       { name: `${p}attn_k.weight`, shape: [s.nEmbd, nKv], init: 'normal' },
       { name: `${p}attn_v.weight`, shape: [s.nEmbd, nKv], init: 'normal' },
-      { name: `${p}attn_output.weight`, shape: [s.nHead * headDim, s.nEmbd], init: 'normal' },
+      { name: `${p}attn_output.weight`, shape: [s.nHead * headDim, s.nEmbd], init: writes },
       { name: `${p}ffn_norm.weight`, shape: [s.nEmbd], init: 'ones' },
       { name: `${p}ffn_gate.weight`, shape: [s.nEmbd, s.nFf], init: 'normal' },
       { name: `${p}ffn_up.weight`, shape: [s.nEmbd, s.nFf], init: 'normal' },
-      { name: `${p}ffn_down.weight`, shape: [s.nFf, s.nEmbd], init: 'normal' },
+      { name: `${p}ffn_down.weight`, shape: [s.nFf, s.nEmbd], init: writes },
     );
   }
   return out; // no output.weight: tied to token_embd

@@ -37,6 +37,14 @@ export const TINY_LLAMA_SPM_LORA = join(MODELS_DIR, 'tiny-llama-spm-lora.gguf');
  */
 export const TINY_LLAMA_SPM_LORA2 = join(MODELS_DIR, 'tiny-llama-spm-lora2.gguf');
 
+/**
+ * An agreeing pair (scripts/test-model-specs.ts AGREEING_PAIRS.tiny): a 4-block llama-spm model whose blocks 1–3
+ * write nothing into the residual stream, and its 1-block draft of the same seeds; greedy decoding of either gives
+ * the same tokens.
+ */
+export const TINY_AGREE = join(MODELS_DIR, 'tiny-agree-f16.gguf');
+export const TINY_AGREE_DRAFT = join(MODELS_DIR, 'tiny-agree-draft-f16.gguf');
+
 const ALL = [
   TINY_LLAMA_SPM,
   TINY_QWEN2,
@@ -47,6 +55,8 @@ const ALL = [
   TINY_MMPROJ,
   TINY_LLAMA_SPM_LORA,
   TINY_LLAMA_SPM_LORA2,
+  TINY_AGREE,
+  TINY_AGREE_DRAFT,
 ];
 
 /**
