@@ -19,6 +19,7 @@ import {
   CHANGED,
   COPY_PROMPT,
   daemonFigures,
+  gainRows,
   peerFigures,
   type Figures,
   type SpeculativeContext,
@@ -182,21 +183,6 @@ export async function apiWorkloadRows(ctx: SpeculativeContext): Promise<void> {
       1,
       'ratio',
     );
-    ctx.row(
-      `    ÷ no speculation`,
-      ngramOurs.rate / plainOurs.rate,
-      ngramTheirs.map((f, p) => f.rate / plainTheirs[p].rate),
-      '×',
-      2,
-      'none',
-    );
-    ctx.row(
-      `    drafted tokens accepted (n/a: none drafted)`,
-      ngramOurs.acceptance,
-      ngramTheirs.map((f) => f.acceptance),
-      '%',
-      0,
-      'none',
-    );
+    gainRows(ctx, '    ', { spec: ngramOurs, plain: plainOurs }, { spec: ngramTheirs, plain: plainTheirs });
   });
 }

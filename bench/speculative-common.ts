@@ -161,3 +161,31 @@ export async function peerFigures(
   }
   return out;
 }
+
+/**
+ * The two rows under a speculative variant's tok/s row: its rate ÷ the same side's rate without speculation, and
+ * the share of drafted tokens accepted (%, NaN = none drafted), for the daemon (`ours`) and each peer (`theirs`).
+ */
+export function gainRows(
+  ctx: Pick<SpeculativeContext, 'row'>,
+  indent: string,
+  ours: { spec: Figures; plain: Figures },
+  theirs: { spec: Figures[]; plain: Figures[] },
+): void {
+  ctx.row(
+    `${indent}÷ no speculation`,
+    ours.spec.rate / ours.plain.rate,
+    theirs.spec.map((f, p) => f.rate / theirs.plain[p].rate),
+    '×',
+    2,
+    'none',
+  );
+  ctx.row(
+    `${indent}drafted tokens accepted (n/a: none drafted)`,
+    ours.spec.acceptance,
+    theirs.spec.map((f) => f.acceptance),
+    '%',
+    0,
+    'none',
+  );
+}

@@ -9,7 +9,14 @@
  */
 import { execFileSync } from 'node:child_process';
 import { stopServer } from './servers';
-import { daemonFigures, peerFigures, type Figures, type SpeculativeContext, type Variant } from './speculative-common';
+import {
+  daemonFigures,
+  gainRows,
+  peerFigures,
+  type Figures,
+  type SpeculativeContext,
+  type Variant,
+} from './speculative-common';
 
 /** The draft lengths measured on both sides (tokens per draft at most). */
 const DRAFT_LENGTHS = [4, 8, 16];
@@ -82,39 +89,9 @@ export async function agreeingPairRows(ctx: SpeculativeContext): Promise<void> {
     1,
     'ratio',
   );
-  ctx.row(
-    `    ÷ no speculation`,
-    draftOurs.rate / plainOurs.rate,
-    draftTheirs.map((f, p) => f.rate / plainTheirs[p].rate),
-    '×',
-    2,
-    'none',
-  );
-  ctx.row(
-    `    drafted tokens accepted (n/a: none drafted)`,
-    draftOurs.acceptance,
-    draftTheirs.map((f) => f.acceptance),
-    '%',
-    0,
-    'none',
-  );
+  gainRows(ctx, '    ', { spec: draftOurs, plain: plainOurs }, { spec: draftTheirs, plain: plainTheirs });
   const ngramOurs = ours[ours.length - 1];
   const ngramTheirs = theirs[theirs.length - 1];
   ctx.row(`  ${v.ngram.label}, tok/s`, ngramOurs.rate, rates(ngramTheirs), 'tok/s', 1, 'ratio');
-  ctx.row(
-    `    ÷ no speculation`,
-    ngramOurs.rate / plainOurs.rate,
-    ngramTheirs.map((f, p) => f.rate / plainTheirs[p].rate),
-    '×',
-    2,
-    'none',
-  );
-  ctx.row(
-    `    drafted tokens accepted (n/a: none drafted)`,
-    ngramOurs.acceptance,
-    ngramTheirs.map((f) => f.acceptance),
-    '%',
-    0,
-    'none',
-  );
+  gainRows(ctx, '    ', { spec: ngramOurs, plain: plainOurs }, { spec: ngramTheirs, plain: plainTheirs });
 }
