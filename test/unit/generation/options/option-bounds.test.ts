@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { InvalidRequestError } from '../../../../src/common/errors';
 import { decodeOptions, formatParams, OPTION_TABLE, OptionMap } from '../../../../src/common/options';
-import { EffectiveOptions, resolveOptions } from '../../../../src/generation/options/options';
+import { EffectiveOptions, MAX_DRAFT, resolveOptions } from '../../../../src/generation/options/options';
 import { INT32_MAX, MAX_CONTEXT_CELLS } from '../../../../src/generation/options/option-rules';
 import { batchParams, embeddingSizes, threadParams, totalCells } from '../../../../src/runner/context-params';
 import type { RunnerSpec } from '../../../../src/runner';
@@ -52,7 +52,9 @@ function assertInEngineRanges(
     sampling.stop.every((s) => typeof s === 'string' && s !== ''),
     `${what}: stop`,
   );
-  if (e.draft) assert.ok(e.draft.nMax >= 1 && e.draft.nMax <= 32 && Number.isInteger(e.draft.nMax), `${what}: draft`);
+  if (e.draft) {
+    assert.ok(e.draft.nMax >= 1 && e.draft.nMax <= MAX_DRAFT && Number.isInteger(e.draft.nMax), `${what}: draft`);
+  }
 }
 
 const PARALLEL = [
