@@ -256,6 +256,10 @@ class Engine {
   // to its cache and pending token: at most kCatchUpChunk tokens of catch-up per call (engine step) over all slots; a
   // slot not caught up drafts nothing this time. A failed draft decode clears the draft context (drafts stay empty).
   void DraftWithModel(const std::vector<Slot*>& slots, const std::vector<int32_t>& want);
+  // Measures draft_token_ns_ before the first draft: single-token decodes of the draft context over the next tokens
+  // of `slot`'s catch-up (work a later draft keeps), their median. A draft that cannot pay even when always
+  // accepted (the model as its own draft) is thus never drafted, and never catches the prompt up.
+  void MeasureDraftCost(Slot& slot);
   void ResetDraftContext();
   // After the decode of `pending` + `draft`: samples each position in turn and keeps the drafted tokens the target
   // sampled too; the first other token becomes the new `pending` and the rest of the draft leaves the KV cache.

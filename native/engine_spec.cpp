@@ -27,6 +27,9 @@ constexpr double kPairTrials = 8.0;
 // Most tokens of draft-context catch-up per engine step (over all slots), so that a long prompt's catch-up never
 // stalls the other slots' steps for long.
 constexpr int32_t kCatchUpChunk = 256;
+// Single-token draft decodes that measure a draft model's cost before its first draft (their median counts: the
+// first decode of a fresh context also sets its graph up).
+constexpr int32_t kMeasureDecodes = 3;
 
 // Index of the largest of `n` logits.
 llama_token Argmax(const float* logits, int32_t n) {
@@ -62,10 +65,11 @@ int32_t Engine::GateDraft(Slot& slot, int32_t max_len, int32_t base, int32_t slo
       gate.wait = pair_backoff_ > 0 ? pair_backoff_ / 2 : 0;  // the pair's probes failed: not at once
     }
   }
-  // A draft model's cost is measured by its first draft (a short one), whatever it is: its size says little of its
-  // speed (a small model on a GPU is not proportionally faster), and the model as its own draft must learn that it
-  // costs a target step per token.
-  if (model && draft_token_ns_ <= 0) return std::min(max_len, kProbeModel);
+  // A draft model's cost is measured, not guessed from its size (a small model on a GPU is not proportionally
+  // faster): by single-token decodes of the draft context before its first draft, so that the model as its own draft
+  // learns that it costs a target step per token without first catching a whole prompt up.
+  if (model && draft_token_ns_ <= 0) MeasureDraftCost(slot);
+  if (model && draft_token_ns_ <= 0) return 0;  // the measuring decode failed: no draft this step
   const double draft_ns = model ? draft_token_ns_ : 0.0;
   const double p = gate.acceptance.Rate(kPriorRate, kPriorWeight);
   const DraftChoice choice = ChooseDraft(step_costs_, p, max_len, base, slots, draft_ns);
@@ -132,6 +136,41 @@ void Engine::RecordStepCost(Clock::duration elapsed) {
     if (slot->state != Slot::State::kGenerate) return;
   }
   step_costs_.Record(batch_.n_tokens, Nanoseconds(elapsed));
+}
+
+void Engine::MeasureDraftCost(Slot& slot) {
+  size_t keep = slot.CommonPrefix(slot.draft_cache);
+  if (keep < slot.draft_cache.size()) {
+    if (!llama_memory_seq_rm(draft_memory_, slot.seq_id, static_cast<llama_pos>(keep), -1)) {
+      ResetDraftContext();
+      keep = 0;
+    }
+    slot.draft_cache.resize(keep);
+  }
+  std::vector<double> times;
+  for (int32_t k = 0; k < kMeasureDecodes && slot.draft_cache.size() < slot.cache.size(); ++k) {
+    const size_t pos = slot.draft_cache.size();
+    draft_batch_.n_tokens = 1;
+    draft_batch_.token[0] = slot.cache[pos];
+    draft_batch_.pos[0] = static_cast<llama_pos>(pos);
+    draft_batch_.n_seq_id[0] = 1;
+    draft_batch_.seq_id[0][0] = slot.seq_id;
+    draft_batch_.logits[0] = 1;  // a drafted token's decode computes its logits too
+    const Clock::time_point started = Clock::now();
+    const int32_t rc = llama_decode(draft_ctx_, draft_batch_);
+    aborting_.store(false);
+    if (rc != 0) {
+      ResetDraftContext();
+      return;
+    }
+    llama_synchronize(draft_ctx_);  // a GPU decode may still run
+    const double ns = static_cast<double>(Nanoseconds(Clock::now() - started));
+    slot.draft_cache.push_back(slot.cache[pos]);
+    times.push_back(ns);
+  }
+  if (times.empty()) return;
+  std::sort(times.begin(), times.end());
+  draft_token_ns_ = times[times.size() / 2];
 }
 
 void Engine::ResetDraftContext() {
