@@ -3,6 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { InMemoryModelEvents, MODEL_EVENTS } from '../../src/observability/model-events';
 import { GracefulShutdownService } from '../../src/operations/shutdown/graceful-shutdown.service';
 import { EventCollector } from '../utils/event-stream';
 import { FakeBinding } from '../utils/fake-binding';
@@ -52,8 +53,25 @@ describe('model events per principal (FakeBinding, keys file)', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('needs a key like every route', async () => {
+  it('needs a key like every route; is in the OpenAPI document and the HTTP metrics; a client that leaves is gone', async () => {
     assert.equal((await fetch(`${t.baseUrl}/api/events`)).status, 401);
+    const bus = t.app.get<InMemoryModelEvents>(MODEL_EVENTS);
+    const controller = new AbortController();
+    const res = await fetch(`${t.baseUrl}/api/events`, { headers: auth(USER), signal: controller.signal });
+    assert.equal(res.status, 200);
+    await res.body!.getReader().read();
+    assert.equal(bus.openStreams, 1);
+    controller.abort();
+    const deadline = Date.now() + 5000;
+    while (bus.openStreams > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(bus.openStreams, 0, 'the stream was unsubscribed when the client left');
+
+    const doc = (await (await fetch(`${t.baseUrl}/openapi.json`, { headers: auth(ADMIN) })).json()) as {
+      paths: Record<string, { get?: { responses: Record<string, { content?: Record<string, unknown> }> } }>;
+    };
+    assert.ok(doc.paths['/api/events']?.get?.responses['200']?.content?.['text/event-stream']);
+    const metrics = await (await fetch(`${t.baseUrl}/metrics`, { headers: auth(ADMIN) })).text();
+    assert.match(metrics, /llamad_http_requests_total\{[^}]*route="\/api\/events"[^}]*\} \d+/);
   });
 
   it('a user sees loads of its models only and no one else’s create; another admin sees everything', async () => {
