@@ -120,6 +120,15 @@ export {
   type UsageStore,
 } from './operations';
 export { REQUEST_HOOKS, type RequestHooksValue } from './observability';
+export {
+  InMemoryModelEvents,
+  MODEL_EVENTS,
+  type ModelEvent,
+  type ModelEventInput,
+  type ModelEvents,
+  type ModelEventType,
+  type UnloadReason,
+} from './observability';
 export type { GenerationEndInfo, GenerationInfo, GenerationKind, RequestHooks } from './observability';
 export { NATIVE_BINDING, type NativeBindingLoader } from './native/native.tokens';
 export { loadBinding, findAddon, findAddonPath, loadedAddon } from './native/load-binding';

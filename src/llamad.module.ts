@@ -14,6 +14,7 @@ import {
   AppController,
   ChatController,
   EmbedController,
+  EventsController,
   GenerateController,
   PsController,
   BlobsController,
@@ -41,7 +42,14 @@ import { MODEL_STORE } from './models/model-store';
 import { ModelsModule } from './models/models.module';
 import { loadBinding } from './native/load-binding';
 import { NATIVE_BINDING, NativeBindingLoader } from './native/native.tokens';
-import { GenerationHooksModule, GenerationHooksRegistry, REQUEST_HOOKS, RequestHooksValue } from './observability';
+import {
+  GenerationHooksModule,
+  GenerationHooksRegistry,
+  InMemoryModelEvents,
+  MODEL_EVENTS,
+  REQUEST_HOOKS,
+  RequestHooksValue,
+} from './observability';
 import {
   InMemoryUsageStore,
   OPERATIONS_CONTROLLERS,
@@ -107,7 +115,7 @@ export interface LlamadModuleExtras {
   requestGate?: boolean;
   /**
    * Providers that replace the defaults of the extension tokens: AUTHORIZER, TENANT_POLICY_SOURCE, MODEL_STORE,
-   * RUNNER_FACTORY, MEMORY_PROBE, TEMPLATE_RENDERER, REQUEST_HOOKS, NATIVE_BINDING, RESPONSES_STORE, USAGE_STORE,
+   * RUNNER_FACTORY, MEMORY_PROBE, TEMPLATE_RENDERER, REQUEST_HOOKS, MODEL_EVENTS, NATIVE_BINDING, RESPONSES_STORE, USAGE_STORE,
    * RATE_LIMIT_STORE, REDIS_CLIENT, TOKEN_BUDGET (docs/library.md). They may inject DaemonConfig and whatever the
    * modules in `imports` export.
    */
@@ -132,6 +140,7 @@ const SURFACE_CONTROLLERS: Record<LlamadSurface, Type<unknown>[]> = {
     ChatController,
     EmbedController,
     PsController,
+    EventsController,
     ModelsController,
     BlobsController,
     RegistryController,
@@ -270,6 +279,7 @@ const CORE_TOKENS: unknown[] = [
   MEMORY_PROBE,
   TEMPLATE_RENDERER,
   REQUEST_HOOKS,
+  MODEL_EVENTS,
   RESPONSES_STORE,
   USAGE_STORE,
   REDIS_CLIENT,
@@ -354,6 +364,8 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
       { provide: MEMORY_PROBE, useClass: SystemMemoryProbe },
       { provide: TEMPLATE_RENDERER, useClass: GoTemplateRenderer },
       { provide: REQUEST_HOOKS, useValue: [] },
+      // Model lifecycle events for GET /api/events (load, unload, pull, push, create), in this process's memory.
+      { provide: MODEL_EVENTS, useFactory: () => new InMemoryModelEvents() },
       {
         // In this process's memory, or with LLAMAD_REDIS_URL in Redis on the same connection as the tenant limits, so
         // that replicas continue each other's responses (docs/deploy.md "Several replicas").

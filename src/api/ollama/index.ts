@@ -2,6 +2,7 @@ export * from './app.controller';
 export * from './blobs.controller';
 export * from './chat.controller';
 export * from './embed.controller';
+export * from './events.controller';
 export * from './generate.controller';
 export * from './models.controller';
 export * from './models.mapper';

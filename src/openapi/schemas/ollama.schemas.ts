@@ -1,4 +1,18 @@
-import { anyObject, arr, bool, int, JsonSchema, lit, nullable, num, obj, oneOfStr, ref, str } from './json-schema';
+import {
+  anyObject,
+  arr,
+  bool,
+  int,
+  JsonSchema,
+  lit,
+  nullable,
+  num,
+  obj,
+  oneOfStr,
+  ref,
+  sseEvent,
+  str,
+} from './json-schema';
 
 // Response shapes of the native (Ollama) API: src/api/ollama/dto/generation-response.dto.ts,
 // src/api/ollama/dto/model-responses.dto.ts, src/api/ollama/ps.controller.ts, src/registry/registry.types.ts
@@ -195,6 +209,8 @@ export const OLLAMA_SCHEMAS: Record<string, JsonSchema> = {
               ),
               'Beyond Ollama: where the bytes of `size` live, largest first. Absent when not measured.',
             ),
+            loading: bool('Beyond Ollama: true on the row of a model still loading (absent once loaded).'),
+            load_progress: num('Beyond Ollama: load progress in [0, 1] of a model still loading.'),
           },
           ['name', 'model', 'size', 'digest', 'details', 'expires_at', 'size_vram', 'context_length'],
         ),
@@ -214,4 +230,32 @@ export const OLLAMA_SCHEMAS: Record<string, JsonSchema> = {
     { description: 'One progress record of /api/create, /api/pull or /api/push.' },
   ),
   StatusResponse: obj({ status: lit('success') }, ['status']),
+  ModelEvent: sseEvent(
+    obj(
+      {
+        model: str('The model, as /api/ps names it (`tiny:latest`).'),
+        time: { type: 'string', format: 'date-time', description: 'RFC 3339 UTC.' },
+        progress: num('`load.progress`: load progress in [0, 1] (llama.cpp), at most one event per 1 %.'),
+        duration_ns: int(`\`load.ready\`: the load, ${NS}.`),
+        error: str('`load.failed`: the error, as a request waiting for the load gets it.'),
+        reason: oneOfStr('expired', 'evicted', 'requested', 'shutdown', 'failed'),
+        status: str('`pull.progress`, `push.progress`, `create.step`: as the NDJSON records of those routes.'),
+        digest: str(),
+        total: int('Bytes.'),
+        completed: int('Bytes.'),
+      },
+      ['model', 'time'],
+    ),
+    'One model lifecycle event (beyond Ollama): `id: <epoch>-<seq>`, `event: <type>`, `data: <JSON>`.',
+    oneOfStr(
+      'load.start',
+      'load.progress',
+      'load.ready',
+      'load.failed',
+      'unload',
+      'pull.progress',
+      'push.progress',
+      'create.step',
+    ),
+  ),
 };

@@ -1,10 +1,10 @@
-import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import type { Server } from 'node:http';
 import { ServerBusyError } from '../../common/errors';
 import { DaemonConfig } from '../../config';
 import { SchedulerService } from '../../scheduler';
-import { HttpObservation, SHUTTING_DOWN_MESSAGE } from '../../observability';
+import { HttpObservation, MODEL_EVENTS, ModelEvents, SHUTTING_DOWN_MESSAGE } from '../../observability';
 
 /** How long streams ended at the timeout get to write their last frame and close, ms. */
 export const FINAL_FRAME_GRACE_MS = 5_000;
@@ -27,7 +27,7 @@ export interface DrainResult {
  * the start) while still accepting requests for LLAMAD_DRAIN_DELAY (default 0), so that a load balancer that checks
  * `/ready` takes the replica out without a failed request (issue 34, docs/deploy.md "Several replicas"); then it stops
  * accepting — the listening socket closes, idle keep-alive connections are dropped and requests that still arrive on
- * open ones get 503 `server is shutting down` — and lets the requests in flight, streams included, finish for up to
+ * open ones get 503 `server is shutting down`; open `GET /api/events` streams end — and lets the requests in flight, streams included, finish for up to
  * LLAMAD_SHUTDOWN_TIMEOUT; then ends the rest through the scheduler (each stream writes its dialect's final error
  * frame) and waits briefly for them to close. The caller then closes the application, which unloads the models
  * (SchedulerService.onApplicationShutdown).
@@ -46,6 +46,7 @@ export class GracefulShutdownService implements BeforeApplicationShutdown {
     private readonly scheduler: SchedulerService,
     private readonly observation: HttpObservation,
     private readonly adapterHost: HttpAdapterHost,
+    @Optional() @Inject(MODEL_EVENTS) private readonly events?: ModelEvents,
   ) {}
 
   /**
@@ -86,6 +87,7 @@ export class GracefulShutdownService implements BeforeApplicationShutdown {
     }
     this.observation.draining = true;
     this.stopListening();
+    this.events?.end(); // open GET /api/events streams end now: they never finish by themselves
     const busy = () => this.observation.inFlight + this.scheduler.inFlightCount();
     const inFlightAtStart = this.observation.inFlight;
     if (busy() > 0) {
