@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import type { Readable } from 'node:stream';
 import type { Observable } from 'rxjs';
 import { BlobsService } from './blobs.service';
@@ -12,6 +12,7 @@ import type { ModelName } from './model-name';
 import { configDetails, ModelResolverService } from './model-resolver.service';
 import { ModelInfo, ModelShowService } from './model-show.service';
 import type { ModelDetails, ResolvedModel } from './model.types';
+import { MODEL_EVENTS, ModelEvents, publishProgress } from '../observability/model-events';
 
 // The catalogue's types and constants, importable from here as before the service was split by job.
 export * from './model-create.types';
@@ -37,6 +38,7 @@ export class ModelsService {
     private readonly lifecycle: ModelLifecycleService,
     private readonly planner: ModelCreatePlanner,
     private readonly executor: ModelCreateExecutor,
+    @Optional() @Inject(MODEL_EVENTS) private readonly events?: ModelEvents,
   ) {}
 
   /** `details` of tags/show from a config (§3.6): parent_model is always empty for local GGUF models. */
@@ -101,8 +103,14 @@ export class ModelsService {
     return this.planner.prepareCreate(cmd, requester);
   }
 
-  /** Runs a validated create (cold); see ModelCreateExecutor.create. */
+  /**
+   * Runs a validated create (cold); see ModelCreateExecutor.create. Each record's status is also published as a
+   * `create.step` model event of the subscribing request's principal (GET /api/events).
+   */
   create(plan: CreatePlan): Observable<CreateProgress> {
-    return this.executor.create(plan);
+    const model = plan.name.toShortString();
+    return publishProgress(this.events, 'create.step', model, this.executor.create(plan), (p) => ({
+      status: p.status,
+    }));
   }
 }

@@ -1,6 +1,6 @@
 import type { OnApplicationShutdown } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
-import { concat, defer, EMPTY, from, Observable, Subject, takeUntil, tap } from 'rxjs';
+import { concat, defer, EMPTY, finalize, from, Observable, Subject, takeUntil, tap } from 'rxjs';
 import { currentRequestContext } from './request-context';
 
 /**
@@ -97,6 +97,7 @@ export class InMemoryModelEvents implements ModelEvents, OnApplicationShutdown {
   private readonly live = new Subject<ModelEvent>();
   private readonly ended = new Subject<void>();
   private isEnded = false;
+  private open = 0;
 
   /** @param now the clock, ms (tests). */
   constructor(private readonly now: () => number = Date.now) {}
@@ -118,8 +119,14 @@ export class InMemoryModelEvents implements ModelEvents, OnApplicationShutdown {
       const replay = last && last.epoch === this.epoch ? this.ring.filter((e) => e.seq > last.seq) : [];
       // The snapshot and the subscription happen in one synchronous turn: no event falls between them.
       const live$ = this.live.pipe(takeUntil(this.ended));
-      return concat(from(replay), live$);
+      this.open++;
+      return concat(from(replay), live$).pipe(finalize(() => this.open--));
     });
+  }
+
+  /** Streams subscribed now (diagnostics, tests: a client that left must not keep one). */
+  get openStreams(): number {
+    return this.open;
   }
 
   end(): void {

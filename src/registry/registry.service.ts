@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { readFile } from 'node:fs/promises';
 import { Observable } from 'rxjs';
 import { InvalidRequestError, ModelNotFoundError, RegistryError } from '../common/errors';
@@ -27,6 +27,7 @@ import {
   uploadsUrl,
 } from './registry-reference';
 import { RegistryProgress } from './registry.types';
+import { MODEL_EVENTS, ModelEvents, ModelEventType, publishProgress } from '../observability/model-events';
 
 /** A validated pull, ready to run. */
 export interface PullPlan {
@@ -63,7 +64,10 @@ export class RegistryService {
   private readonly files: RegistryFiles;
   private readonly inFlight = new Map<string, InFlight>();
 
-  constructor(@Inject(MODEL_STORE) private readonly store: ModelStore) {
+  constructor(
+    @Inject(MODEL_STORE) private readonly store: ModelStore,
+    @Optional() @Inject(MODEL_EVENTS) private readonly events?: ModelEvents,
+  ) {
     this.files = new RegistryFiles(store);
   }
 
@@ -103,7 +107,7 @@ export class RegistryService {
    * MissingLayerError (500) when another process removed a blob before the manifest was written.
    */
   pull(plan: PullPlan): Observable<RegistryProgress> {
-    return this.run(async (emit, signal) => {
+    return this.run('pull.progress', plan.ref, async (emit, signal) => {
       const { ref } = plan;
       emit({ status: 'pulling manifest' });
       const session = new RegistrySession(await lookupCredentials(ref.host));
@@ -180,7 +184,7 @@ export class RegistryService {
    * Errors: `unauthorized: access denied`; `<operation>: <status> <reason>[: <registry error>]` from the registry.
    */
   push(plan: PushPlan): Observable<RegistryProgress> {
-    return this.run(async (emit, signal) => {
+    return this.run('push.progress', plan.ref, async (emit, signal) => {
       const { ref, local } = plan;
       emit({ status: 'retrieving manifest' });
       const bytes = await readFile(local.path);
@@ -219,12 +223,15 @@ export class RegistryService {
 
   /**
    * Runs `work` on subscribe with an AbortSignal that fires on unsubscribe. Failures that are not DaemonErrors
-   * (file-system errors name server paths) become InternalError `<action>: <errno text>`.
+   * (file-system errors name server paths) become InternalError `<action>: <errno text>`. Each record is also
+   * published as a `type` model event of the subscribing request's principal (GET /api/events).
    */
   private run(
+    type: ModelEventType,
+    ref: RegistryReference,
     work: (emit: (p: RegistryProgress) => void, signal: AbortSignal) => Promise<void>,
   ): Observable<RegistryProgress> {
-    return new Observable<RegistryProgress>((subscriber) => {
+    const progress$ = new Observable<RegistryProgress>((subscriber) => {
       const controller = new AbortController();
       work((p) => subscriber.next(p), controller.signal).then(
         () => subscriber.complete(),
@@ -232,6 +239,7 @@ export class RegistryService {
       );
       return () => controller.abort();
     });
+    return publishProgress(this.events, type, ref.name.toShortString(), progress$, (p) => ({ ...p }));
   }
 
   /**

@@ -20,7 +20,7 @@ export class LlamaRunnerFactory implements RunnerFactory {
       throw new ModelLoadError((err as Error).message, { cause: err });
     }
     const started = Date.now();
-    const runner = await LlamaRunner.load(binding, spec, options.threads);
+    const runner = await LlamaRunner.load(binding, spec, options.threads, options.onProgress);
     this.logger.log(
       `loaded ${spec.modelPath} (num_ctx ${spec.numCtx}${spec.kvUnified ? ' shared by' : ' ×'} ${spec.numParallel} ` +
         `slots) in ${Date.now() - started} ms`,

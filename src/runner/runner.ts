@@ -376,6 +376,11 @@ export interface RunnerCreateOptions {
   modelName?: string;
   /** Threads to start with when spec.numThread is 0 (the scheduler's share of the cores; absent: all of them). */
   threads?: number;
+  /**
+   * Load progress in [0, 1] (llama.cpp's load progress callback; from a runner process at most once per 1 %), called
+   * on the JS thread while the load runs. A retried load (the SIGILL rule) starts again from 0.
+   */
+  onProgress?: (progress: number) => void;
 }
 
 /**

@@ -5,12 +5,14 @@ import { DaemonConfig } from '../config';
 import { ModelLifecycleService } from '../models';
 import { FairGate, slotGatePermits } from './fair-queue';
 import { LoadCapacity } from './load-capacity';
-import type { LoadedRunner } from './loaded-runner';
+import { LoadEvents, LoadingRunnerInfo } from './load-events';
+import { LoadedRunner, loadedRunnerInfo } from './loaded-runner';
 import { LoadQueue } from './load-queue';
 import { MEMORY_PROBE, MemoryProbe, SystemMemoryProbe } from './memory.estimator';
 import { RamCacheBudget } from './ram-cache-budget';
 import { RpcEndpoints } from './rpc-endpoints';
 import { Runner, RunnerDeath, RUNNER_FACTORY, RunnerFactory, RunnerSpec } from '../runner';
+import { MODEL_EVENTS, ModelEvents, UnloadReason } from '../observability/model-events';
 
 import {
   AcquireRequest,
@@ -84,13 +86,17 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   /** Splits the cores between the runners decoding at the same time (thread-split.ts). */
   private readonly threads = new ThreadBalancer();
   private readonly ramCache = new RamCacheBudget(this.config.cacheRamMiB * 2 ** 20);
+  /** Load and unload events (GET /api/events) and the loads in flight (/api/ps). */
+  private readonly loads: LoadEvents;
 
   constructor(
     private readonly config: DaemonConfig,
     @Inject(RUNNER_FACTORY) private readonly factory: RunnerFactory,
     @Optional() @Inject(MEMORY_PROBE) memory?: MemoryProbe,
     @Optional() private readonly lifecycle?: ModelLifecycleService,
+    @Optional() @Inject(MODEL_EVENTS) events?: ModelEvents,
   ) {
+    this.loads = new LoadEvents(events);
     this.memory = memory ?? new SystemMemoryProbe();
     this.capacity = new LoadCapacity(this.runners, this.memory, () => this.config.maxLoadedModels);
     this.queue = new LoadQueue<LoadedRunner>(
@@ -173,7 +179,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     if (existing) {
       // §7.2 needsReload (or already expiring): drain and close the old runner first.
       this.logger.log(`reloading ${key}: load options changed`);
-      this.expireEntry(existing);
+      this.expireEntry(existing, 'evicted');
       await existing.gone;
     }
     const check = () => {
@@ -181,7 +187,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     };
     const evict = async (victim: LoadedRunner, reason: string) => {
       this.logger.log(`evicting ${victim.key}: ${reason}`);
-      this.expireEntry(victim);
+      this.expireEntry(victim, 'evicted');
       await victim.gone;
     };
     check();
@@ -208,7 +214,10 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     const cache = this.ramCache.reserve(spec); // runner.spec.cacheRamBytes: given back by unload()
     try {
       const threads = this.threads.forLoad(this.runners.values());
-      runner = await this.factory.create(cache.spec, { modelName: name, threads });
+      const loading = { spec, name, sizeBytes: needed, keepAliveMs: this.config.keepAliveMs };
+      runner = await this.loads.track(loading, (onProgress) =>
+        this.factory.create(cache.spec, { modelName: name, threads, onProgress }),
+      );
       this.threads.loaded(runner, threads);
     } catch (err) {
       this.ramCache.release(cache.bytes);
@@ -329,27 +338,17 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
    */
   expire(modelPath: string): void {
     const entry = this.runners.get(modelPath);
-    if (entry) this.expireEntry(entry);
+    if (entry) this.expireEntry(entry, 'requested');
   }
 
   /** Loaded runners (for /api/ps), in no particular order. */
   loaded(): LoadedRunnerInfo[] {
-    return [...this.runners.values()].map((e) => {
-      const measured = e.runner.memory?.();
-      const usage = e.runner.usage?.();
-      return {
-        spec: e.runner.spec,
-        refCount: e.refCount,
-        expiresAt: e.expiresAt,
-        keepAliveMs: e.keepAliveMs,
-        sizeBytes: measured?.totalBytes ?? e.sizeBytes,
-        sizeVramBytes: measured?.vramBytes ?? 0,
-        ...(measured ? { devices: measured.devices } : {}),
-        ...(usage ? { usage: { ...usage, queuedTasks: usage.queuedTasks + e.gate.waiting } } : {}),
-        expired: e.expired,
-        ...(e.name !== undefined && e.name !== e.key ? { name: e.name } : {}),
-      };
-    });
+    return loadedRunnerInfo(this.runners.values());
+  }
+
+  /** Models still loading (for /api/ps: beyond Ollama), oldest first. */
+  loading(): LoadingRunnerInfo[] {
+    return this.loads.loading();
   }
 
   /**
@@ -380,7 +379,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     this.shuttingDown = true;
     this.queue.rejectAll(new ServerBusyError('server is shutting down'));
     const entries = [...this.runners.values()];
-    for (const entry of entries) this.unload(entry);
+    for (const entry of entries) this.unload(entry, 'shutdown');
     await Promise.allSettled(entries.map((e) => e.gone));
   }
 
@@ -409,7 +408,8 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** Forces keep-alive 0: unloads now when idle, else when the last request releases it. */
-  private expireEntry(entry: LoadedRunner): void {
+  private expireEntry(entry: LoadedRunner, reason: UnloadReason): void {
+    entry.unloadReason ??= reason;
     entry.expired = true;
     entry.keepAliveMs = 0;
     if (entry.refCount === 0) this.unload(entry);
@@ -419,6 +419,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     const broken = entry.runner.broken?.();
     if (broken && !entry.expired) {
       this.logger.warn(`unloading ${entry.key}: ${broken}`);
+      entry.unloadReason ??= 'failed';
       entry.expired = true;
       entry.keepAliveMs = 0;
     }
@@ -469,12 +470,13 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
     this.logger.warn(`unloading ${entry.key}: llama runner process has terminated: ${death.reason}`);
     this.crashed.add(entry.key);
     this.runnerEvents.next({ kind: 'crash', model: entry.name, cause: death.cause });
-    this.unload(entry);
+    this.unload(entry, 'failed');
   }
 
-  private unload(entry: LoadedRunner): void {
+  private unload(entry: LoadedRunner, reason?: UnloadReason): void {
     if (entry.unloading) return;
     entry.unloading = true;
+    this.loads.unloaded(entry.name, reason ?? entry.unloadReason ?? 'expired');
     entry.expired = true;
     this.clearTimer(entry);
     if (this.runners.get(entry.key) === entry) this.runners.delete(entry.key);

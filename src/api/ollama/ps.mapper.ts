@@ -2,6 +2,16 @@ import { ModelsService, seesEveryModel } from '../../models';
 import { LoadedRunnerInfo, SchedulerService } from '../../scheduler';
 import type { ProcessModelWire, ProcessResponseWire } from './dto/ps-response.dto';
 
+/** `details` of a runner whose weights no manifest names any more. */
+const NO_DETAILS = {
+  parent_model: '',
+  format: 'gguf',
+  family: '',
+  families: null,
+  parameter_size: '',
+  quantization_level: '',
+};
+
 /** Go's time.Now().Add(math.MaxInt64): about 292 years ahead — what Ollama shows for keep-alive forever. */
 const FOREVER_MS = Number(2n ** 63n - 1n) / 1e6;
 
@@ -10,7 +20,7 @@ const FOREVER_MS = Number(2n ** 63n - 1n) / 1e6;
  * unload) now + keep-alive (0 → now); forever → ~292 years ahead.
  * @param now epoch ms.
  */
-export function expiresAt(runner: LoadedRunnerInfo, now: number): Date {
+export function expiresAt(runner: Pick<LoadedRunnerInfo, 'expiresAt' | 'keepAliveMs'>, now: number): Date {
   if (runner.expiresAt) return runner.expiresAt;
   if (runner.keepAliveMs === Infinity) return new Date(now + FOREVER_MS);
   return new Date(now + Math.max(0, runner.keepAliveMs));
@@ -20,7 +30,9 @@ export function expiresAt(runner: LoadedRunnerInfo, now: number): Date {
  * The body of GET /api/ps (§3.7): the loaded runners (size and size_vram measured from the backend buffers where the
  * runner reports them), longest remaining time first, named by the manifest that
  * references their weights (else by blob path); `{"models": []}` when none. A caller limited to a model list sees
- * only runners whose weights a model of its list references.
+ * only runners whose weights a model of its list references. Beyond Ollama, models still loading follow, with
+ * `loading: true` and `load_progress` in [0, 1] (their `size` is the load's memory estimate, `size_vram` 0,
+ * `expires_at` the keep-alive they will start with).
  */
 export async function listProcessModels(
   scheduler: SchedulerService,
@@ -40,14 +52,7 @@ export async function listProcessModels(
       model: name,
       size: runner.sizeBytes,
       digest: model?.digest ?? '',
-      details: model?.details ?? {
-        parent_model: '',
-        format: 'gguf',
-        family: '',
-        families: null,
-        parameter_size: '',
-        quantization_level: '',
-      },
+      details: model?.details ?? NO_DETAILS,
       expires_at: expires.toISOString(),
       size_vram: runner.sizeVramBytes,
       context_length: runner.spec.numCtx,
@@ -77,6 +82,23 @@ export async function listProcessModels(
             },
           }
         : {}),
+    });
+  }
+  for (const loading of scheduler.loading()) {
+    const model = await catalog.findByWeights(loading.spec.modelPath).catch(() => null);
+    if (!model && !seesEveryModel()) continue;
+    const name = model?.name ?? loading.spec.modelPath;
+    models.push({
+      name,
+      model: name,
+      size: loading.sizeBytes,
+      digest: model?.digest ?? '',
+      details: model?.details ?? NO_DETAILS,
+      expires_at: expiresAt(loading, now).toISOString(),
+      size_vram: 0,
+      context_length: loading.spec.numCtx,
+      loading: true,
+      load_progress: loading.progress,
     });
   }
   return { models };

@@ -103,6 +103,7 @@ export class ProcessRunnerFactory implements RunnerFactory {
         ...(fault ? { fault } : {}),
         label,
         ...(options.threads !== undefined ? { threads: options.threads } : {}),
+        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
         ...(extraBufferTypes ? {} : { extraBufferTypes: false }),
         binding: this.loadBinding,
         log: (line) => log.log(line),

@@ -89,6 +89,8 @@ export interface ProcessRunnerOptions {
   extraBufferTypes?: boolean;
   /** The addon the child loads, exactly that file (the daemon's loadedAddon()); absent: the child searches itself. */
   addon?: AddonCandidate;
+  /** Load progress in [0, 1] as the child reports it (RunnerCreateOptions.onProgress). */
+  onProgress?: (progress: number) => void;
 }
 
 /** How a runner process ended: exit code or signal, its last stderr lines, and whether the OOM killer killed it. */
@@ -215,7 +217,10 @@ export class ProcessRunner implements Runner {
       const onMessage = (message: ChildMessage) => {
         if (message.t === 'loaded') resolve(message);
         else if (message.t === 'loadFailed') reject(fromWireError(message.error));
-        else if (message.t === 'loadProgress') stall?.progress(message.progress);
+        else if (message.t === 'loadProgress') {
+          stall?.progress(message.progress);
+          options.onProgress?.(message.progress);
+        }
       };
       child.on('message', onMessage);
       void exited.then(({ code, signal, lines, oomKilled }) =>

@@ -27,6 +27,10 @@ export interface ProcessModelWire {
    * Beyond Ollama: the runner's slots and KV cache now. Absent when the runner does not report them.
    */
   parallel?: ProcessParallelWire;
+  /** Beyond Ollama (which lists loaded models only): true on the row of a model still loading. */
+  loading?: true;
+  /** Beyond Ollama: load progress in [0, 1] of a model still loading (llama.cpp's load progress callback). */
+  load_progress?: number;
 }
 
 /** ProcessModelWire.parallel (beyond Ollama): slots and KV cache cells of a loaded model. */

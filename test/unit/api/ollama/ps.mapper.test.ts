@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import type { ListedModel, ModelsService } from '../../../../src/models';
 import { expiresAt, listProcessModels } from '../../../../src/api/ollama/ps.mapper';
 import type { LoadedRunnerInfo, SchedulerService } from '../../../../src/scheduler/scheduler.service';
+import type { LoadingRunnerInfo } from '../../../../src/scheduler/load-events';
 import { spec } from '../../../utils/fake-runner';
 
 const NOW = Date.UTC(2026, 0, 1);
@@ -19,8 +20,8 @@ function runner(path: string, over: Partial<LoadedRunnerInfo> = {}): LoadedRunne
   };
 }
 
-function controller(loaded: LoadedRunnerInfo[]) {
-  const scheduler = { loaded: () => loaded } as unknown as SchedulerService;
+function controller(loaded: LoadedRunnerInfo[], loading: LoadingRunnerInfo[] = []) {
+  const scheduler = { loaded: () => loaded, loading: () => loading } as unknown as SchedulerService;
   const models = {
     findByWeights: (p: string): Promise<ListedModel | null> =>
       Promise.resolve(
@@ -46,6 +47,43 @@ function controller(loaded: LoadedRunnerInfo[]) {
 }
 
 describe('listProcessModels (GET /api/ps)', () => {
+  it('lists models still loading after the loaded ones, with loading and load_progress (beyond Ollama)', async () => {
+    const loading: LoadingRunnerInfo = {
+      spec: spec({ modelPath: '/b/4', numCtx: 2048 }),
+      name: 'm4:latest',
+      progress: 0.42,
+      sizeBytes: 999,
+      keepAliveMs: 300_000,
+    };
+    const before = Date.now();
+    const { models } = await controller([runner('/b/1')], [loading]).ps.ps();
+    assert.deepEqual(
+      models.map((m) => [m.name, m.loading, m.load_progress]),
+      [
+        ['m1:latest', undefined, undefined],
+        ['m4:latest', true, 0.42],
+      ],
+    );
+    assert.ok(!('loading' in models[0]) && !('load_progress' in models[0]), 'a loaded row keeps Ollama’s fields only');
+    const row = models[1];
+    assert.deepEqual(
+      { ...row, expires_at: undefined, details: undefined },
+      {
+        name: 'm4:latest',
+        model: 'm4:latest',
+        size: 999,
+        digest: 'd4',
+        details: undefined,
+        expires_at: undefined,
+        size_vram: 0,
+        context_length: 2048,
+        loading: true,
+        load_progress: 0.42,
+      },
+    );
+    assert.ok(Date.parse(row.expires_at) >= before + 300_000);
+  });
+
   it('answers {models: []} when nothing is loaded', async () => {
     assert.deepEqual(await controller([]).ps.ps(), { models: [] });
   });
