@@ -36,9 +36,14 @@ export class Spinner implements WaitIndicator {
     this.timer.unref();
   }
 
-  /** Sets the text before the frame (drawn at the next tick); `''` for none. */
+  /**
+   * Sets the text before the frame; `''` for none. Drawn at once (Ollama draws on its ticks only): a load shorter
+   * than a tick still shows its percentage.
+   */
   setMessage(message: string): void {
+    if (message === this.message) return;
     this.message = message;
+    this.draw();
   }
 
   /** Stops the ticker and clears the line (cursor shown again). */

@@ -141,6 +141,34 @@ describe('llamad run: load progress on the spinner (real daemon)', { skip: addon
     assert.ok(out.text.endsWith('\n\n'));
   });
 
+  it('a real load: the one-shot run shows the percentages the daemon publishes while the model loads', async () => {
+    await postJson(`${t.baseUrl}/api/generate`, { model: 'tiny', keep_alive: 0 }).then((r) => r.text());
+    const published: number[] = [];
+    const seen = events.stream().subscribe((e) => {
+      if (e.type === 'load.progress' && typeof e.data?.progress === 'number') published.push(e.data.progress);
+    });
+    try {
+      const out = new Capture(true);
+      const err = new Capture(true);
+      const s = new Session(connect({ OLLAMA_HOST: t.baseUrl }), 'tiny', {}, out, err);
+      await s.load('tiny');
+      s.options = { num_predict: 2 };
+      await s.generate('hello');
+      assert.ok(published.length > 0, 'the load published progress');
+      const shown = [...err.text.matchAll(/loading model (\d+)% /g)].map((m) => Number(m[1]));
+      assert.ok(shown.length > 0, `a percentage was drawn: ${JSON.stringify(err.text.slice(0, 300))}`);
+      for (const pct of shown) {
+        assert.ok(
+          published.some((p) => Math.floor(p * 100) === pct),
+          `${pct}% is one of the published ${published}`,
+        );
+      }
+      assert.ok(err.text.endsWith(CLEARED));
+    } finally {
+      seen.unsubscribe();
+    }
+  });
+
   it('stderr not a terminal: no spinner and no event stream opened', async () => {
     const proxy = await withoutEvents(t.baseUrl);
     try {
