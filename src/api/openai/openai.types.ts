@@ -197,7 +197,7 @@ export interface OpenAIModel {
   parent?: string;
   /**
    * Beyond OpenAI and Ollama (OpenRouter's name; LM Studio issue 2139): the context one request can use, tokens —
-   * the loaded runner's num_ctx per slot (as /api/ps `context_length`) when loaded, else the num_ctx a load would use
+   * the loaded (or loading) runner's num_ctx per slot (as /api/ps `context_length`), else the num_ctx a load would use
    * now (generation/context-length.service.ts). Omitted only when the model cannot be resolved.
    */
   context_length?: number;
