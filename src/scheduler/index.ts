@@ -5,3 +5,4 @@ export * from './memory.estimator';
 export * from './leased-job';
 export * from './ram-cache-budget';
 export * from './fair-queue';
+export * from './load-events';
