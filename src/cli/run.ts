@@ -16,7 +16,8 @@ async function readAll(input: NodeJS.ReadableStream): Promise<string> {
 /**
  * `llamad run MODEL [PROMPT...]`: pulls MODEL first when the server does not have it (as Ollama), then a one-shot answer for a prompt argument and/or piped stdin (stdin first, as
  * Ollama), else the REPL (also on a non-TTY stdin with --interactive, for scripting). Embedding models print the
- * JSON vector.
+ * JSON vector. While the model loads and until the first output, a spinner runs on a terminal stderr (with the load
+ * percentage from /api/events; Session.startWaiting).
  */
 export async function runCommand(
   conn: Connection,
@@ -72,12 +73,19 @@ export async function runCommand(
     }
     return;
   }
-  // Preload (an empty generate, with `think` so an unsupported value fails here), as cmd/cmd.go `loadOrUnloadModel`.
-  await conn.client.generate({
-    model,
-    prompt: '',
-    ...(opts.keepalive ? { keep_alive: opts.keepalive } : {}),
-    ...(s.think !== undefined ? { think: s.think } : {}),
-  } as Parameters<typeof conn.client.generate>[0] & { stream?: false });
+  // Preload (an empty generate, with `think` so an unsupported value fails here), as cmd/cmd.go `loadOrUnloadModel`,
+  // under its spinner (with the load's percentage from /api/events where the server has it).
+  const waiting = s.startWaiting();
+  try {
+    await waiting.ready;
+    await conn.client.generate({
+      model,
+      prompt: '',
+      ...(opts.keepalive ? { keep_alive: opts.keepalive } : {}),
+      ...(s.think !== undefined ? { think: s.think } : {}),
+    } as Parameters<typeof conn.client.generate>[0] & { stream?: false });
+  } finally {
+    waiting.indicator?.stop();
+  }
   await repl(s, input);
 }

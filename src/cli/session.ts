@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { ChatResponse, GenerateResponse, Message, ShowResponse } from 'ollama';
 import { CliError, isAbortError } from './errors';
+import { startLoadIndicator, WaitIndicator } from './load-progress';
 import { metricsSummary } from './format';
 import { Connection } from './host';
 
@@ -167,6 +168,11 @@ export class Session {
   keepAlive?: string;
   info!: ShowResponse;
   current?: { abort(): void };
+  /**
+   * Starts the indicator shown while a request waits for its first output (the model may be loading): Ollama's
+   * spinner on a terminal, with the load's percentage from /api/events (load-progress.ts); nothing otherwise.
+   */
+  startWaiting: () => { indicator?: WaitIndicator; ready: Promise<void> };
 
   constructor(
     readonly conn: Connection,
@@ -182,6 +188,7 @@ export class Session {
     this.hideThinking = Boolean(opts.hidethinking);
     this.wordWrap = !opts.nowordwrap;
     this.keepAlive = opts.keepalive;
+    this.startWaiting = () => startLoadIndicator(this.conn, this.model, this.err);
   }
 
   get capabilities(): string[] {
@@ -233,27 +240,31 @@ export class Session {
   /** One-shot: POST /api/generate, streamed. */
   async generate(rawPrompt: string): Promise<void> {
     const { prompt, images } = this.imagesFor(rawPrompt);
-    const stream = await this.conn.client.generate({
-      model: this.model,
-      prompt,
-      images,
-      stream: true,
-      ...(this.system !== undefined ? { system: this.system } : {}),
-      ...(this.format ? { format: requestFormat(this.format) } : {}),
-      ...(this.think !== undefined ? { think: this.think } : {}),
-      ...(this.keepAlive !== undefined ? { keep_alive: this.keepAlive } : {}),
-      options: this.options,
-    } as Parameters<typeof this.conn.client.generate>[0] & { stream: true });
-    this.current = stream;
+    const waiting = this.startWaiting();
     const p = this.thinkingPrinter();
     let last: GenerateResponse | undefined;
     try {
+      await waiting.ready;
+      const stream = await this.conn.client.generate({
+        model: this.model,
+        prompt,
+        images,
+        stream: true,
+        ...(this.system !== undefined ? { system: this.system } : {}),
+        ...(this.format ? { format: requestFormat(this.format) } : {}),
+        ...(this.think !== undefined ? { think: this.think } : {}),
+        ...(this.keepAlive !== undefined ? { keep_alive: this.keepAlive } : {}),
+        options: this.options,
+      } as Parameters<typeof this.conn.client.generate>[0] & { stream: true });
+      this.current = stream;
       for await (const part of stream) {
+        waiting.indicator?.stop();
         p.thinking(part.thinking);
         p.content(part.response ?? '');
         last = part;
       }
     } finally {
+      waiting.indicator?.stop();
       p.flush();
       this.current = undefined;
     }
@@ -274,7 +285,9 @@ export class Session {
     const p = this.thinkingPrinter();
     let content = '';
     let last: ChatResponse | undefined;
+    const waiting = this.startWaiting();
     try {
+      await waiting.ready;
       const stream = await this.conn.client.chat({
         model: this.model,
         messages,
@@ -286,6 +299,7 @@ export class Session {
       } as Parameters<typeof this.conn.client.chat>[0] & { stream: true });
       this.current = stream;
       for await (const part of stream) {
+        waiting.indicator?.stop();
         p.thinking(part.message.thinking);
         p.content(part.message.content ?? '');
         content += part.message.content ?? '';
@@ -298,6 +312,7 @@ export class Session {
       }
       throw err;
     } finally {
+      waiting.indicator?.stop();
       p.flush();
       this.current = undefined;
     }

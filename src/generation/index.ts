@@ -4,6 +4,7 @@ export * from './generate.service';
 export * from './chat.service';
 export * from './embed.service';
 export * from './completion.service';
+export * from './context-length.service';
 export * from './tokenize.service';
 export * from './rerank.service';
 export * from './options';

@@ -3,6 +3,7 @@ import { CommonModule } from '../common/common.module';
 import { GenerationHooksModule } from '../observability/generation-hooks.module';
 import { ChatService } from './chat.service';
 import { CompletionService } from './completion.service';
+import { ContextLengthService } from './context-length.service';
 import { EmbedService } from './embed.service';
 import { GenerateService } from './generate.service';
 import { PromptService } from './prompt';
@@ -27,7 +28,16 @@ import { TokenizeService } from './tokenize.service';
     EmbedService,
     TokenizeService,
     RerankService,
+    ContextLengthService,
   ],
-  exports: [SchedulerService, GenerateService, ChatService, EmbedService, TokenizeService, RerankService],
+  exports: [
+    SchedulerService,
+    GenerateService,
+    ChatService,
+    EmbedService,
+    TokenizeService,
+    RerankService,
+    ContextLengthService,
+  ],
 })
 export class InferenceModule {}

@@ -1,5 +1,6 @@
 import { InvalidRequestError } from '../../common/errors';
 import { decodeOptions } from '../../common/options';
+import { parseCompatKeepAlive } from '../../common/time';
 import { ChatCommand, ChatMessage, ToolCall, ToolDefinition } from '../../generation';
 
 /**
@@ -202,12 +203,13 @@ export function applyToolChoice(
 /**
  * A POST /v1/messages (or count_tokens) body → ChatCommand. `max_tokens` → num_predict, `temperature` / `top_p` /
  * `top_k` → options (no defaults injected), `stop_sequences` → stop, `system` → a leading system message,
- * `tool_choice` → toolChoice (applyToolChoice); `metadata` is accepted and ignored. The prompt is never cut
+ * `tool_choice` → toolChoice (applyToolChoice), `keep_alive` (beyond Anthropic and Ollama: the native routes' form,
+ * parseCompatKeepAlive) → keepAliveMs; `metadata` is accepted and ignored. The prompt is never cut
  * (`growContext`: a prompt longer than the loaded context reloads the model with a larger one, up to the trained
  * context, else 400; count_tokens then counts against the same runner).
  * @param requireMaxTokens false for count_tokens (which has no max_tokens).
  * @throws InvalidRequestError (400 invalid_request_error): `model is required`, `max_tokens is required and must be
- *   positive`, `messages is required`, and the block/option errors above.
+ *   positive`, `messages is required`, parseCompatKeepAlive's (`param: "keep_alive"`), and the block/option errors above.
  */
 export function fromMessagesRequest(body: unknown, startedAt: bigint, requireMaxTokens = true): ChatCommand {
   if (body === undefined || body === null || body === '') throw new InvalidRequestError('missing request body');
@@ -238,6 +240,7 @@ export function fromMessagesRequest(body: unknown, startedAt: bigint, requireMax
     stop: body.stop_sequences,
   });
   const { tools, toolChoice } = applyToolChoice(toToolDefinitions(body.tools), body.tool_choice);
+  const keepAliveMs = parseCompatKeepAlive(body.keep_alive);
   return {
     model: body.model,
     messages,
@@ -246,6 +249,7 @@ export function fromMessagesRequest(body: unknown, startedAt: bigint, requireMax
     options,
     think: decodeAnthropicThink(body),
     growContext: true,
+    ...(keepAliveMs !== undefined ? { keepAliveMs } : {}),
     startedAt,
   };
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { InvalidRequestError } from '../../common/errors';
 import { decodeOptions } from '../../common/options';
+import { parseCompatKeepAlive } from '../../common/time';
 import type {
   ChatCommand,
   ChatMessage,
@@ -294,8 +295,10 @@ export function wantsUsage(req: { stream_options?: { include_usage?: unknown } |
  * is never cut (`growContext`: a prompt longer than the loaded context reloads the model with a larger one, up to the
  * trained context, else 400; beyond Ollama, which truncates).
  * @param startedAt process.hrtime.bigint() at handler start.
- * `lora` (beyond OpenAI and Ollama: llama-server's per-request adapters) is validated as on the native routes.
- * @throws InvalidRequestError (see decodeMessages, decodeResponseFormat, decodeStop, decodeReasoningEffort, decodeLora;
+ * `lora` (beyond OpenAI and Ollama: llama-server's per-request adapters) is validated as on the native routes;
+ * `keep_alive` (beyond OpenAI and Ollama's compat layer) is decoded as on the native routes (parseCompatKeepAlive, §4.2).
+ * @throws InvalidRequestError (see decodeMessages, decodeResponseFormat, decodeStop, decodeReasoningEffort, decodeLora,
+ *   parseCompatKeepAlive (`param: "keep_alive"`);
  *   `top_logprobs must be between 0 and 20`; option type errors).
  */
 export function fromOpenAIChatRequest(body: unknown, startedAt: bigint): ChatCommand {
@@ -309,6 +312,7 @@ export function fromOpenAIChatRequest(body: unknown, startedAt: bigint): ChatCom
   const think = decodeReasoningEffort(effort);
   const { tools, toolChoice } = decodeTools(req.tools, req.tool_choice);
   const lora = decodeLora(req.lora);
+  const keepAliveMs = parseCompatKeepAlive(req.keep_alive);
   return {
     model: modelOf(req.model),
     messages: decodeMessages(req.messages),
@@ -324,6 +328,7 @@ export function fromOpenAIChatRequest(body: unknown, startedAt: bigint): ChatCom
     ),
     growContext: true,
     ...(lora ? { lora } : {}),
+    ...(keepAliveMs !== undefined ? { keepAliveMs } : {}),
     startedAt,
   };
 }
@@ -379,8 +384,9 @@ export function decodeCompletionPrompt(value: unknown): CompletionPrompt[] {
  * in choice-index order; every command shares the other fields. Token prompts carry `promptTokens` (the model
  * detokenizes them, then they are used like text). `logprobs: n` (n > 0) asks for n alternatives per token. The
  * prompt is never cut (`growContext`, as chat).
- * `lora` as on /v1/chat/completions.
- * @throws InvalidRequestError the prompt errors above, `suffix must be a string`, stop/option/`lora` errors.
+ * `lora` and `keep_alive` as on /v1/chat/completions.
+ * @throws InvalidRequestError the prompt errors above, `suffix must be a string`, stop/option/`lora`/`keep_alive`
+ *   errors.
  */
 export function fromOpenAICompletionRequest(body: unknown, startedAt: bigint): GenerateCommand[] {
   if (!isObject(body)) throw new InvalidRequestError('invalid request body');
@@ -391,6 +397,7 @@ export function fromOpenAICompletionRequest(body: unknown, startedAt: bigint): G
   }
   const n = req.logprobs;
   const lora = decodeLora(req.lora);
+  const keepAliveMs = parseCompatKeepAlive(req.keep_alive);
   const base: Omit<GenerateCommand, 'prompt'> = {
     model: modelOf(req.model),
     suffix: (req.suffix as string | null | undefined) || undefined,
@@ -399,6 +406,7 @@ export function fromOpenAICompletionRequest(body: unknown, startedAt: bigint): G
     options: samplingOptions(req, checkTokenLimit(req.max_tokens, 'max_tokens')),
     growContext: true,
     ...(lora ? { lora } : {}),
+    ...(keepAliveMs !== undefined ? { keepAliveMs } : {}),
     startedAt,
   };
   return prompts.map((p) =>
@@ -414,8 +422,9 @@ export interface DecodedEmbeddingRequest {
 
 /**
  * `POST /v1/embeddings` body → EmbedCommand (§12.4): `input` a string (`""` embeds one empty text) or a non-empty
- * array of strings; `encoding_format` float (default) or base64; `dimensions` > 0 cuts and re-normalizes.
- * @throws InvalidRequestError `invalid input`,
+ * array of strings; `encoding_format` float (default) or base64; `dimensions` > 0 cuts and re-normalizes;
+ * `keep_alive` as on /v1/chat/completions.
+ * @throws InvalidRequestError `invalid input`, parseCompatKeepAlive's errors,
  *   `Invalid value for 'encoding_format' = <v>. Supported values: ['float', 'base64'].`, `dimensions` errors.
  */
 export function fromOpenAIEmbeddingRequest(body: unknown, startedAt: bigint): DecodedEmbeddingRequest {
@@ -437,6 +446,7 @@ export function fromOpenAIEmbeddingRequest(body: unknown, startedAt: bigint): De
   if (dims !== undefined && dims !== null && (typeof dims !== 'number' || !Number.isInteger(dims) || dims < 0)) {
     throw new InvalidRequestError('dimensions must be a non-negative integer', 'dimensions');
   }
+  const keepAliveMs = parseCompatKeepAlive(req.keep_alive);
   return {
     command: {
       model: modelOf(req.model),
@@ -444,6 +454,7 @@ export function fromOpenAIEmbeddingRequest(body: unknown, startedAt: bigint): De
       truncate: true,
       dimensions: (dims as number | null | undefined) ?? undefined,
       options: {},
+      ...(keepAliveMs !== undefined ? { keepAliveMs } : {}),
       startedAt,
     },
     encoding: enc,

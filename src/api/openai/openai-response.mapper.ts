@@ -1,6 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { map, merge, Observable, OperatorFunction } from 'rxjs';
-import type { EmbedResult, GenerationEvent, GenerationMetrics, Logprob, ToolCall } from '../../generation';
+import type {
+  EmbedResult,
+  GenerationEvent,
+  GenerationMetrics,
+  Logprob,
+  ModelContextLength,
+  ToolCall,
+} from '../../generation';
 import { MediaType, ModelName, type ListedModel, type ResolvedModel } from '../../models';
 import { newToolCallId } from './openai-request.mapper';
 import {
@@ -315,6 +322,19 @@ export function toCompletionChunks(
       },
     });
   });
+}
+
+/**
+ * A model's context sizes → the `/v1/models` fields (beyond OpenAI and Ollama): `context_length` = the context a
+ * request gets (loaded runner's num_ctx per slot, else the default a load would use), `max_context_length` = the
+ * trained context (omitted when unknown). Names: OpenRouter's `context_length` (what coding agents read to size their
+ * compaction) and LM Studio's `max_context_length` (its REST API's maximum).
+ */
+export function toContextFields(ctx: ModelContextLength): Pick<OpenAIModel, 'context_length' | 'max_context_length'> {
+  return {
+    context_length: ctx.contextLength,
+    ...(ctx.maxContextLength !== undefined ? { max_context_length: ctx.maxContextLength } : {}),
+  };
 }
 
 /** A vector as base64 of its little-endian float32 bytes (what the SDK decodes by default). */

@@ -4,8 +4,8 @@ import { ModelNotFoundError } from '../../common/errors';
 import { clientGoneSignal, StreamResponder } from '../../common/http';
 import { LlamadRoutes, Metered } from '../../security';
 import { ApiRoute, ApiTag } from '../../openapi/api-route.decorator';
-import { ChatService, EmbedService, GenerateService } from '../../generation';
-import { ModelsService } from '../../models';
+import { ChatService, ContextLengthService, EmbedService, GenerateService } from '../../generation';
+import { ModelsService, ResolvedModel } from '../../models';
 import { OpenAIExceptionFilter, openAIErrorFrame } from './openai-error';
 import {
   fromOpenAIChatRequest,
@@ -20,6 +20,7 @@ import {
   toChatCompletion,
   toChatCompletionChunks,
   toCompletion,
+  toContextFields,
   toCompletionChunks,
   toEmbeddingResponse,
   toOpenAIModelList,
@@ -43,6 +44,7 @@ export class OpenAIController {
     private readonly embedService: EmbedService,
     private readonly models: ModelsService,
     private readonly responder: StreamResponder,
+    private readonly contexts: ContextLengthService,
   ) {}
 
   /**
@@ -134,7 +136,8 @@ export class OpenAIController {
 
   /**
    * GET /v1/models: every local model, newest first; `data` is `[]` when there are none. Models with LoRA adapters
-   * carry vLLM's `parent` (their base model) and `root` (toOpenAIModelList; beyond Ollama).
+   * carry vLLM's `parent` (their base model) and `root` (toOpenAIModelList; beyond Ollama). Every row carries
+   * `context_length` and `max_context_length` (tokens; beyond Ollama, toContextFields).
    */
   @Get('models')
   @ApiRoute({
@@ -144,10 +147,23 @@ export class OpenAIController {
     ok: { description: 'Every local model, newest first.', json: 'OpenAIModelList' },
   })
   async listModels(): Promise<OpenAIModelList> {
-    return { object: 'list', data: toOpenAIModelList(await this.models.list()) };
+    const rows = toOpenAIModelList(await this.models.list());
+    const contexts = await Promise.all(
+      rows.map((row) =>
+        this.models.resolve(row.id).then(
+          (model) => this.contextFields(model),
+          // A model whose files went away meanwhile (or are broken) is listed without the context fields.
+          () => ({}),
+        ),
+      ),
+    );
+    return { object: 'list', data: rows.map((row, i) => ({ ...row, ...contexts[i] })) };
   }
 
-  /** GET /v1/models/:model: the model with `id` as requested; 404 `model '<id>' not found` when unknown. */
+  /**
+   * GET /v1/models/:model: the model with `id` as requested, with `context_length` / `max_context_length` as in the
+   * list; 404 `model '<id>' not found` when unknown.
+   */
   @Get('models/:model')
   @ApiRoute({
     id: 'retrieveOpenAIModel',
@@ -159,6 +175,14 @@ export class OpenAIController {
   async retrieveModel(@Param('model') id: string): Promise<OpenAIModel> {
     const model = await this.models.resolve(id, () => ModelNotFoundError.notFoundMessage(id));
     const hasAdapters = model.adapterPaths.length > 0;
-    return fromResolvedModel(id, model, hasAdapters ? await this.models.list() : []);
+    return {
+      ...fromResolvedModel(id, model, hasAdapters ? await this.models.list() : []),
+      ...this.contextFields(model),
+    };
+  }
+
+  /** The context fields of a model row (ContextLengthService, read in the caller's request context). */
+  private contextFields(model: ResolvedModel): Pick<OpenAIModel, 'context_length' | 'max_context_length'> {
+    return toContextFields(this.contexts.of(model));
   }
 }

@@ -43,6 +43,12 @@ export interface OpenAIChatRequest {
   reasoning?: { effort?: unknown } | null;
   /** Beyond OpenAI: llama-server's per-request LoRA adapters (api/ollama/dto/lora-request.dto.ts decodeLora). */
   lora?: unknown;
+  /**
+   * Beyond OpenAI and Ollama's compat layer (Ollama PR 11249): how long the model stays loaded after the request, as
+   * the native routes' `keep_alive` (seconds, or a Go duration such as `"5m"`; negative = forever; 0 = unload when
+   * idle). Decoded by parseCompatKeepAlive.
+   */
+  keep_alive?: unknown;
 }
 
 /** `POST /v1/completions` request (§12.3). */
@@ -64,6 +70,8 @@ export interface OpenAICompletionRequest {
   logprobs?: unknown;
   /** Beyond OpenAI: llama-server's per-request LoRA adapters, as on chat completions. */
   lora?: unknown;
+  /** Beyond OpenAI: as on chat completions. */
+  keep_alive?: unknown;
 }
 
 /** `POST /v1/embeddings` request (§12.4). */
@@ -72,6 +80,8 @@ export interface OpenAIEmbeddingRequest {
   input?: unknown;
   encoding_format?: unknown;
   dimensions?: unknown;
+  /** Beyond OpenAI: as on chat completions. */
+  keep_alive?: unknown;
 }
 
 /**
@@ -185,6 +195,17 @@ export interface OpenAIModel {
    * model); omitted when there is none.
    */
   parent?: string;
+  /**
+   * Beyond OpenAI and Ollama (OpenRouter's name; LM Studio issue 2139): the context one request can use, tokens —
+   * the loaded (or loading) runner's num_ctx per slot (as /api/ps `context_length`), else the num_ctx a load would use
+   * now (generation/context-length.service.ts). Omitted only when the model cannot be resolved.
+   */
+  context_length?: number;
+  /**
+   * Beyond OpenAI and Ollama (LM Studio's REST API name): the model's trained context (GGUF `<arch>.context_length`),
+   * tokens — the most a load with a larger `num_ctx` can give; omitted when the GGUF does not say.
+   */
+  max_context_length?: number;
 }
 
 /** `GET /v1/models`: `data` is always an array (`[]` when empty, unlike Ollama's `null`). */

@@ -60,3 +60,18 @@ export function parseKeepAliveEnv(raw: string | undefined): KeepAliveMs {
   if (ms === undefined) return DEFAULT_KEEP_ALIVE_MS;
   return ms < 0 ? Infinity : ms;
 }
+
+/**
+ * parseKeepAlive for the compatibility routes (`/v1/*`, `/v1/messages`; beyond Ollama, whose compat layer has no
+ * keep_alive — PR 11249): the same forms and meaning, but an error names the field (`invalid keep_alive: time:
+ * invalid duration "soon"`), since OpenAI's and Anthropic's error bodies would otherwise show Go's bare text.
+ * @returns milliseconds, `Infinity` for forever, `undefined` when absent/null.
+ * @throws InvalidRequestError (`param: "keep_alive"`; 400 in each dialect's error shape).
+ */
+export function parseCompatKeepAlive(value: unknown): KeepAliveMs | undefined {
+  try {
+    return parseKeepAlive(value);
+  } catch (err) {
+    throw new InvalidRequestError(`invalid keep_alive: ${(err as Error).message}`, 'keep_alive');
+  }
+}

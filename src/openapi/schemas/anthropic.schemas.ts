@@ -1,4 +1,18 @@
-import { anyObject, arr, int, JsonSchema, lit, nullable, num, obj, oneOfStr, ref, sseEvent, str } from './json-schema';
+import {
+  anyObject,
+  arr,
+  int,
+  JsonSchema,
+  keepAliveField,
+  lit,
+  nullable,
+  num,
+  obj,
+  oneOfStr,
+  ref,
+  sseEvent,
+  str,
+} from './json-schema';
 
 // The Anthropic Messages API (src/api/anthropic/anthropic.types.ts; reference/ollama-api.md §12.8, clients.md
 // §1.3). Request bodies list the fields the request mapper reads; any other field is accepted and ignored.
@@ -24,6 +38,7 @@ const requestFields: Record<string, JsonSchema> = {
     open: true,
   }),
   output_config: obj({ effort: str('`low`, `medium`, `high`, `max`: a thinking level.') }, [], { open: true }),
+  keep_alive: keepAliveField,
 };
 
 export const ANTHROPIC_SCHEMAS: Record<string, JsonSchema> = {

@@ -68,3 +68,16 @@ export function sseEvent(data: JsonSchema, description: string, event?: JsonSche
 function withDescription(schema: JsonSchema, description?: string): JsonSchema {
   return description === undefined ? schema : { ...schema, description };
 }
+
+/**
+ * `keep_alive` on the compatibility routes (beyond OpenAI, Anthropic and Ollama's compat layer): the native routes'
+ * form (reference/ollama-api.md §4.2; common/time/keep-alive.ts parseCompatKeepAlive).
+ */
+export const keepAliveField: JsonSchema = {
+  oneOf: [{ type: 'number' }, { type: 'string' }],
+  description:
+    'Beyond OpenAI/Anthropic: how long the model stays loaded after the request, as on /api/generate: seconds ' +
+    '(number) or a Go duration (`"5m"`, `"1h30m"`); negative keeps it loaded, 0 unloads it when idle. Default ' +
+    'OLLAMA_KEEP_ALIVE (5m).',
+  example: '5m',
+};

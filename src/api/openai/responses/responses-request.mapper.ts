@@ -1,5 +1,6 @@
 import { InvalidRequestError } from '../../../common/errors';
 import { decodeOptions } from '../../../common/options';
+import { parseCompatKeepAlive } from '../../../common/time';
 import type { ChatCommand, ChatMessage, OutputFormat, ToolDefinition } from '../../../generation';
 import { checkTokenLimit } from '../openai-request.mapper';
 import { decodeInput } from './responses-input.mapper';
@@ -204,11 +205,12 @@ export interface DecodedResponsesRequest {
 /**
  * Decodes a `POST /v1/responses` body. `max_output_tokens` → num_predict; `temperature` defaults to 1.0 (as Ollama,
  * overriding the Modelfile), `top_p` is passed only when given; the prompt is never cut (`growContext`: a prompt
- * longer than the loaded context reloads the model with a larger one, else 400).
+ * longer than the loaded context reloads the model with a larger one, else 400); `keep_alive` (beyond OpenAI and
+ * Ollama's compat layer) as on the native routes (parseCompatKeepAlive, reference/ollama-api.md §4.2).
  * @param prior the stored conversation of `previous_response_id` (after `instructions`, before `input`).
  * @param startedAt process.hrtime.bigint() at handler start.
  * @throws InvalidRequestError `invalid request body`, type errors of known fields, input/tool/format/reasoning errors,
- *   `input is required` (nothing to answer), option type errors.
+ *   `input is required` (nothing to answer), option type errors, parseCompatKeepAlive's (`param: "keep_alive"`).
  */
 export function decodeResponsesRequest(
   body: unknown,
@@ -234,6 +236,7 @@ export function decodeResponsesRequest(
   const choice = applyToolChoice(tools.defs, req.tool_choice);
   const text = decodeText(req.text);
   const reasoning = decodeReasoning(req.reasoning);
+  const keepAliveMs = parseCompatKeepAlive(req.keep_alive);
   const command: ChatCommand = {
     model,
     messages,
@@ -242,6 +245,7 @@ export function decodeResponsesRequest(
     ...(reasoning.think !== undefined ? { think: reasoning.think } : {}),
     growContext: true,
     options: decodeOptions({ num_predict: maxOutput, temperature: temperature ?? 1.0, top_p: topP }),
+    ...(keepAliveMs !== undefined ? { keepAliveMs } : {}),
     startedAt,
   };
   const echo: ResponseEcho = {

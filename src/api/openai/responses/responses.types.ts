@@ -25,6 +25,8 @@ export interface ResponsesRequest {
   previous_response_id?: unknown;
   prompt_cache_key?: unknown;
   safety_identifier?: unknown;
+  /** Beyond OpenAI and Ollama's compat layer: the native routes' `keep_alive` (parseCompatKeepAlive). */
+  keep_alive?: unknown;
 }
 
 /** Status of an output item. */

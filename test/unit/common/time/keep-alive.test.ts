@@ -2,7 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { InvalidRequestError } from '../../../../src/common/errors';
 import { parseGoDuration } from '../../../../src/common/time/go-duration';
-import { DEFAULT_KEEP_ALIVE_MS, parseKeepAlive, parseKeepAliveEnv } from '../../../../src/common/time/keep-alive';
+import {
+  DEFAULT_KEEP_ALIVE_MS,
+  parseCompatKeepAlive,
+  parseKeepAlive,
+  parseKeepAliveEnv,
+} from '../../../../src/common/time/keep-alive';
 
 describe('parseGoDuration (time.ParseDuration)', () => {
   const ok: Array<[string, number]> = [
@@ -80,5 +85,30 @@ describe('parseKeepAliveEnv (OLLAMA_KEEP_ALIVE)', () => {
     assert.equal(parseKeepAliveEnv('10m'), 600_000);
     assert.equal(parseKeepAliveEnv('300'), 300_000);
     assert.equal(parseKeepAliveEnv('-1'), Infinity);
+  });
+});
+
+describe('parseCompatKeepAlive (keep_alive on the compatibility routes)', () => {
+  it('decodes like parseKeepAlive', () => {
+    assert.equal(parseCompatKeepAlive(undefined), undefined);
+    assert.equal(parseCompatKeepAlive(null), undefined);
+    assert.equal(parseCompatKeepAlive(0), 0);
+    assert.equal(parseCompatKeepAlive(90), 90_000);
+    assert.equal(parseCompatKeepAlive('5m'), 300_000);
+    assert.equal(parseCompatKeepAlive(-1), Infinity);
+    assert.equal(parseCompatKeepAlive('-1s'), Infinity);
+  });
+
+  it('names the field in its errors (param keep_alive)', () => {
+    for (const [value, message] of [
+      ['300', 'invalid keep_alive: time: missing unit in duration "300"'],
+      [false, "invalid keep_alive: Unsupported type: 'bool'"],
+      [[1], "invalid keep_alive: Unsupported type: '[]interface {}'"],
+    ] as Array<[unknown, string]>) {
+      assert.throws(
+        () => parseCompatKeepAlive(value),
+        (err: unknown) => err instanceof InvalidRequestError && err.message === message && err.param === 'keep_alive',
+      );
+    }
   });
 });
