@@ -13,7 +13,7 @@ export function LineChart({ title, unit, series }: { title: string; unit: string
   const all = series.flatMap((s) => s.points);
   const t0 = Math.min(...all.map((p) => p[0]));
   const t1 = Math.max(...all.map((p) => p[0]));
-  const max = Math.max(1e-9, ...all.map((p) => p[1]));
+  const max = Math.max(0, ...all.map((p) => p[1])) || 1;
   const x = (t: number) => PAD + ((t - t0) / Math.max(1, t1 - t0)) * (WIDTH - 2 * PAD);
   const y = (v: number) => HEIGHT - PAD / 2 - (v / max) * (HEIGHT - PAD);
   const last = series.map((s) => `${s.name} ${(s.points.at(-1)?.[1] ?? 0).toPrecision(3)} ${unit}`).join(', ');
