@@ -2,11 +2,12 @@ import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { LlamadModule, NATIVE_BINDING } from '../../src';
 import { WEB_UI_ROOT } from '../../src/ui';
@@ -86,6 +87,18 @@ describe('web UI serving (daemon)', () => {
     const escape = await fetch(`${t.baseUrl}/ui/assets/..%2f..%2fpackage.json`);
     assert.ok(escape.status === 404 || escape.status === 403, String(escape.status));
   });
+
+  it(
+    'keeps the shipped JavaScript within the budget of docs/ui.md (250,000 bytes, 80,000 gzipped)',
+    { skip: skipUnbuilt },
+    () => {
+      const scripts = readdirSync(join(WEB_UI_ROOT, 'assets')).filter((f) => f.endsWith('.js'));
+      assert.ok(scripts.length > 0);
+      const bytes = Buffer.concat(scripts.map((f) => readFileSync(join(WEB_UI_ROOT, 'assets', f))));
+      assert.ok(bytes.length <= 250_000, `${bytes.length} bytes of JavaScript`);
+      assert.ok(gzipSync(bytes, { level: 9 }).length <= 80_000, 'gzipped JavaScript over budget');
+    },
+  );
 
   it('the Origin/Host gate judges the UI routes like the API (403 for a foreign origin or a rebound host)', async () => {
     for (const path of ['/ui/', '/ui', ...(built ? [`/ui/${scriptPath()}`] : [])]) {
