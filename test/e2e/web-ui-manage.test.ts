@@ -10,6 +10,7 @@ import { browserMissing, launchChromium } from '../utils/browser';
 import { FakeBinding } from '../utils/fake-binding';
 import { ensureTestModels, TINY_LLAMA_SPM } from '../utils/models';
 import { postJson } from '../utils/ndjson';
+import { testPng } from '../utils/png';
 import { createTestApp, TestApp } from '../utils/test-app';
 
 const skip =
@@ -120,6 +121,21 @@ describe('web UI: conversations and model management', { skip }, () => {
     assert.equal(exported.conversations[0].messages.length, 4);
     await page.getByRole('button', { name: 'Delete Paris weather' }).click();
     await page.getByRole('button', { name: 'Paris weather', exact: true }).waitFor({ state: 'detached' });
+  });
+
+  it('attaches an image pasted into the message box', async () => {
+    await page.getByRole('button', { name: 'New chat' }).click();
+    await page.evaluate(`(() => {
+      const bytes = Uint8Array.from(atob('${testPng().toString('base64')}'), (c) => c.charCodeAt(0));
+      const data = new DataTransfer();
+      data.items.add(new File([bytes], 'pasted.png', { type: 'image/png' }));
+      document.getElementById('prompt').dispatchEvent(
+        new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }),
+      );
+    })()`);
+    await page.getByRole('button', { name: 'Remove image 1' }).waitFor();
+    await page.getByRole('button', { name: 'Remove image 1' }).click();
+    await page.getByRole('button', { name: 'Remove image 1' }).waitFor({ state: 'detached' });
   });
 
   it('shows details, copies, creates from a Modelfile and deletes (confirmed) on the Models page', async () => {
