@@ -2,14 +2,14 @@
  * The layers of src/ (docs/architecture.md "Layers"; ARCHITECTURE.md §14), checked by `npm run lint:deps` (part of
  * `npm run check`). Top to bottom:
  *   composition   src/main.ts, src/app.*.ts, src/llamad.module.ts, src/index.ts   (nothing imports them)
- *   surfaces      cli/, api/ (with LlamadService, Ollama's dialect as a service), openapi/, operations/
+ *   surfaces      cli/, api/ (with LlamadService, Ollama's dialect as a service), openapi/, operations/, ui/
  *   domain        generation/ → scheduler/ → runner/;  registry/ → models/ → templates/
  *   platform      native/, security/, observability/ (hooks, logs, request context)
  *   base          config/, common/
  * A file imports only from its own folder's layer or lower ones; a type two layers share lives in the lower one.
  */
 const COMPOSITION = '^src/(main|app\\.[a-z.-]+|llamad\\.module|index)\\.ts$';
-const SURFACES = '^src/(cli|api|openapi|operations)/';
+const SURFACES = '^src/(cli|api|openapi|operations|ui)/';
 const DOMAIN = '^src/(generation|scheduler|runner|registry|models|templates)/';
 const PLATFORM = '^src/(native|security|observability)/';
 

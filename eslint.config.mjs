@@ -17,7 +17,7 @@ export default tseslint.config(
   },
   ...tseslint.configs.recommended,
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', '**/*.tsx', '**/*.mts'],
     languageOptions: { parserOptions: { project: './tsconfig.json', tsconfigRootDir: import.meta.dirname } },
     rules: {
       '@typescript-eslint/no-floating-promises': [
@@ -35,5 +35,10 @@ export default tseslint.config(
       eqeqeq: ['error', 'always'],
       curly: ['error', 'multi-line'],
     },
+  },
+  {
+    // The web UI (docs/ui.md): browser code with its own tsconfig (DOM, Preact JSX), type-checked by `npm run check`.
+    files: ['ui/**/*.ts', 'ui/**/*.tsx', 'ui/**/*.mts'],
+    languageOptions: { parserOptions: { project: './ui/tsconfig.json', tsconfigRootDir: import.meta.dirname } },
   },
 );

@@ -38,7 +38,14 @@ export class AppModule {
     if (options.runnerFactory) seams.push({ provide: RUNNER_FACTORY, useValue: options.runnerFactory });
     return {
       module: AppModule,
-      imports: [LlamadModule.forRoot({ config: options.config, requestGate: false, providers: seams })],
+      imports: [
+        LlamadModule.forRoot({
+          config: options.config,
+          requestGate: false,
+          ui: options.config.ui,
+          providers: seams,
+        }),
+      ],
       providers: [
         {
           provide: APP_FILTER,

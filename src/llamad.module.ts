@@ -65,6 +65,7 @@ import { PrincipalPolicySource, TENANT_POLICY_SOURCE, TenantPolicySource } from 
 import { installRequestGate } from './security/request-gate';
 import { installUnroutedAnswer } from './security/unrouted-request';
 import { routeMarks } from './security/route-marks';
+import { installWebUi, WEB_UI_PATH } from './ui';
 import {
   admitRequest,
   createRedisClient,
@@ -114,6 +115,12 @@ export interface LlamadModuleExtras {
    */
   requestGate?: boolean;
   /**
+   * Serve the built-in web UI (docs/ui.md) at `<prefix>/ui` (after the host's global prefix), behind the same request
+   * gate; it calls the module's routes relative to that path, so it needs the `native` surface. Default false; the
+   * daemon passes DaemonConfig.ui (LLAMAD_UI, on unless `0`).
+   */
+  ui?: boolean;
+  /**
    * Providers that replace the defaults of the extension tokens: AUTHORIZER, TENANT_POLICY_SOURCE, MODEL_STORE,
    * RUNNER_FACTORY, MEMORY_PROBE, TEMPLATE_RENDERER, REQUEST_HOOKS, MODEL_EVENTS, NATIVE_BINDING, RESPONSES_STORE, USAGE_STORE,
    * RATE_LIMIT_STORE, REDIS_CLIENT, TOKEN_BUDGET (docs/library.md). They may inject DaemonConfig and whatever the
@@ -128,6 +135,7 @@ const EXTRAS_DEFAULTS: Required<Omit<LlamadModuleExtras, 'imports'>> & Pick<Llam
   surfaces: ALL_SURFACES,
   prefix: '',
   requestGate: true,
+  ui: false,
   providers: [],
   imports: undefined,
 };
@@ -160,6 +168,7 @@ interface LlamadMount {
   prefix: string;
   surfaces: readonly LlamadSurface[];
   requestGate: boolean;
+  ui: boolean;
 }
 
 /** `llm`, `/llm/` → `/llm`; `''`, `/` → `''`. */
@@ -213,6 +222,8 @@ class LlamadRequestGateInstaller implements OnModuleInit {
       );
     }
     const fastify = adapter.getInstance<FastifyInstance>();
+    const global = normalizePrefix(this.appConfig.getGlobalPrefix());
+    if (this.mount.ui) installWebUi(fastify, { path: `${global}${this.mount.prefix}${WEB_UI_PATH}` });
     // The gate first (403 before 401), then authorization; both before the body is read.
     if (this.mount.requestGate) this.installGate(fastify);
     installRequestAuthorization(fastify, {
@@ -229,6 +240,8 @@ class LlamadRequestGateInstaller implements OnModuleInit {
     const prefix = this.mount.prefix;
     // The host's global prefix (app.setGlobalPrefix, set before init) comes in front of the module's.
     const global = normalizePrefix(this.appConfig.getGlobalPrefix());
+    const ui = `${global}${prefix}${WEB_UI_PATH}`;
+    const underUi = (path: string): boolean => this.mount.ui && (path === ui || path.startsWith(`${ui}/`));
     const underModulePaths = (path: string): boolean => {
       if (global === '') return isModulePath(path, prefix);
       if (path !== global && !path.startsWith(`${global}/`)) return false;
@@ -240,7 +253,7 @@ class LlamadRequestGateInstaller implements OnModuleInit {
       // (preflights, 404s): by path.
       applies: (path, request) =>
         request.routeOptions.url !== undefined && request.method !== 'OPTIONS'
-          ? routeMarks(request).llamadRoute === true
+          ? routeMarks(request).llamadRoute === true || underUi(path)
           : underModulePaths(path),
     });
     // A request under the module's paths that matches no route: the host's not-found handler answers it before its
@@ -328,7 +341,10 @@ function assemble(definition: DynamicModule, extras: LlamadModuleExtras): Dynami
     if (!(surface in SURFACE_CONTROLLERS)) throw new Error(`LlamadModule: unknown surface ${JSON.stringify(surface)}`);
   }
   const prefix = normalizePrefix(extras.prefix);
-  const mount: LlamadMount = { prefix, surfaces, requestGate: extras.requestGate !== false };
+  if (extras.ui === true && !surfaces.includes('native')) {
+    throw new Error('LlamadModule: the web UI (`ui: true`) needs the `native` surface, whose routes it calls');
+  }
+  const mount: LlamadMount = { prefix, surfaces, requestGate: extras.requestGate !== false, ui: extras.ui === true };
   const overrides = extras.providers ?? [];
   const modelOverrides = overrides.filter((p) => MODELS_TOKENS.includes(tokenOf(p)));
   const coreOverrides = overrides.filter((p) => !MODELS_TOKENS.includes(tokenOf(p)));

@@ -259,6 +259,11 @@ export class DaemonConfig {
    * that model simulates the fault once (watchdog-env.ts RunnerFault). Empty in production.
    */
   runnerFaults: Record<string, RunnerFault> = {};
+  /**
+   * LLAMAD_UI: serve the built-in web UI at `/ui` (docs/ui.md); `0`/`false` turns it off (Go's ParseBool, as
+   * {@link parseEnvBool}). Default on. Beyond Ollama. Library hosts choose with LlamadModule's `ui` option instead.
+   */
+  ui = true;
   /** Whether logging is enabled at all (off in tests: every log line is dropped). Not an environment variable. */
   logging = true;
 }
@@ -461,5 +466,6 @@ export function loadConfig(
   config.runnerFaults = parseRunnerFaults(envVar(env, 'LLAMAD_TEST_RUNNER_FAULT'));
   config.redisUrl = parseRedisUrlEnv(envVar(env, 'LLAMAD_REDIS_URL'));
   config.metricsAddr = parseMetricsAddrEnv(envVar(env, 'LLAMAD_METRICS_ADDR'));
+  config.ui = parseEnvBool(envVar(env, 'LLAMAD_UI')) ?? true;
   return config;
 }

@@ -90,7 +90,7 @@ export function buildOpenApiDocument(app: INestApplication, prefix = ''): OpenAP
   const paths = prefix
     ? Object.fromEntries(Object.entries(document.paths).filter(([path]) => isUnder(path, prefix)))
     : document.paths;
-  document.paths = { ...paths, ...documentationPaths(prefix) };
+  document.paths = { ...paths, ...documentationPaths(prefix), ...webUiPath(app, prefix) };
   return toOpenApi31(document);
 }
 
@@ -164,6 +164,24 @@ function documentationPaths(prefix: string): OpenAPIObject['paths'] {
       },
     },
   } as OpenAPIObject['paths'];
+}
+
+/** `<prefix>/ui`, the built-in web UI's page (src/ui; docs/ui.md), when it is mounted; its assets are not listed. */
+function webUiPath(app: INestApplication, prefix: string): OpenAPIObject['paths'] {
+  const fastify = app.getHttpAdapter().getInstance() as FastifyInstance;
+  const path = `${prefix}/ui`;
+  if (!fastify.hasRoute({ method: 'GET', url: path })) return {};
+  const get = {
+    operationId: 'getWebUi',
+    summary: 'The built-in web UI (redirects to the page at `/ui/`; LLAMAD_UI=0 turns it off)',
+    tags: [ApiTag.Operations],
+    responses: {
+      200: { description: 'An HTML page.', content: { 'text/html': { schema: { type: 'string' } } } },
+      308: { description: 'To the same path with a trailing slash.' },
+      default: { description: 'Error', content: { 'application/json': { schema: ref('OllamaError') } } },
+    },
+  };
+  return { [path]: { get } } as OpenAPIObject['paths'];
 }
 
 /**

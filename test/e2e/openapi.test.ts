@@ -121,6 +121,8 @@ describe('OpenAPI document (/openapi.json, /docs)', () => {
     for (const { method, path } of routes) {
       // Swagger UI's assets (static files, its init script) are the page, not API routes.
       if (path.startsWith('/docs/')) continue;
+      // …and so are the web UI's (src/ui): only its page, GET /ui, is documented.
+      if (path.startsWith('/ui/')) continue;
       // OPTIONS is answered by the request gate; HEAD is Fastify's automatic twin of a GET unless declared alone.
       if (method === 'OPTIONS') continue;
       const p = openApiPath(path);

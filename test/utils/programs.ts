@@ -12,6 +12,7 @@ export const PROGRAM_PACKAGES = {
   'redis-server': 'redis-server',
   haproxy: 'haproxy',
   kubectl: 'kubernetes-client',
+  chromium: 'chromium',
 } as const;
 
 /** A program named in PROGRAM_PACKAGES. */

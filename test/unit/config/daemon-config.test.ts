@@ -150,6 +150,13 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({ LLAMAD_DRAIN_DELAY: '5' }).drainDelayMs, 5000);
     assert.equal(loadConfig({ LLAMAD_DRAIN_DELAY: 'soon' }).drainDelayMs, 0);
   });
+
+  it('reads LLAMAD_UI as a bool (default on; 0/false turn the web UI off)', () => {
+    assert.equal(loadConfig({}).ui, true);
+    assert.equal(loadConfig({ LLAMAD_UI: '0' }).ui, false);
+    assert.equal(loadConfig({ LLAMAD_UI: 'false' }).ui, false);
+    assert.equal(loadConfig({ LLAMAD_UI: '1' }).ui, true);
+  });
 });
 
 describe('OLLAMA_FLASH_ATTENTION and OLLAMA_KV_CACHE_TYPE', () => {
