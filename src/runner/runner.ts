@@ -359,6 +359,8 @@ export interface Runner {
   embed(inputs: number[][], signal?: AbortSignal): Promise<Float32Array[]>;
   /** Cancels running generations and frees the model (and its contexts). Idempotent. */
   close(): Promise<void>;
+  /** The runner process's OS process id (the process runner; absent for a runner inside the daemon's process). */
+  readonly pid?: number;
   /** Slots and KV cells in use (optional: fakes may leave it out; the scheduler then estimates from requests). */
   usage?(): RunnerUsage;
   /** Measured memory (optional: without it /api/ps shows the scheduler's estimate and `size_vram` 0). */

@@ -49,6 +49,7 @@ export function loadedRunnerInfo(entries: Iterable<LoadedRunner>): LoadedRunnerI
       ...(measured ? { devices: measured.devices } : {}),
       ...(usage ? { usage: { ...usage, queuedTasks: usage.queuedTasks + e.gate.waiting } } : {}),
       expired: e.expired,
+      ...(e.runner.pid !== undefined ? { pid: e.runner.pid } : {}),
       ...(e.name !== undefined && e.name !== e.key ? { name: e.name } : {}),
     };
   });

@@ -131,6 +131,8 @@ export interface LoadedRunnerInfo {
   usage?: RunnerUsage;
   /** Whether it is marked to unload once idle. */
   expired: boolean;
+  /** The runner process's OS process id (Runner.pid); absent for an in-process runner. */
+  pid?: number;
 }
 
 /**

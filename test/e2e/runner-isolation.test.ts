@@ -109,6 +109,12 @@ describe('runner processes isolate a model that aborts llama.cpp', { skip: addon
     await gotFirst;
     const runners = runnersOf(process.pid);
     assert.equal(runners.length, 1, `one runner process (good), found ${runners.join(', ')}`);
+    // /api/ps names the runner process (beyond Ollama: `pid`), as the web UI's Running page shows it.
+    const loaded = (await (await fetch(`${t.baseUrl}/api/ps`)).json()) as { models: { pid?: number }[] };
+    assert.deepEqual(
+      loaded.models.map((m) => m.pid),
+      [runners[0]],
+    );
     process.kill(runners[0], 'SIGKILL');
     const all = await records;
     assert.deepEqual(all.at(-1), { error: 'llama runner process has terminated: signal: killed' });

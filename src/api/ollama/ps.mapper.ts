@@ -56,6 +56,7 @@ export async function listProcessModels(
       expires_at: expires.toISOString(),
       size_vram: runner.sizeVramBytes,
       context_length: runner.spec.numCtx,
+      ...(runner.pid !== undefined ? { pid: runner.pid } : {}),
       ...(runner.devices
         ? {
             devices: runner.devices.map((d) => ({

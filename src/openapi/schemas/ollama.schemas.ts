@@ -209,6 +209,9 @@ export const OLLAMA_SCHEMAS: Record<string, JsonSchema> = {
               ),
               'Beyond Ollama: where the bytes of `size` live, largest first. Absent when not measured.',
             ),
+            pid: int(
+              'Beyond Ollama: the OS process id of the model’s runner process (absent for an in-process runner).',
+            ),
             loading: bool('Beyond Ollama: true on the row of a model still loading (absent once loaded).'),
             load_progress: num('Beyond Ollama: load progress in [0, 1] of a model still loading.'),
           },

@@ -9,6 +9,11 @@ interface RunningModel {
   size_vram: number;
   expires_at: string;
   context_length: number;
+  /** The runner process's id (beyond Ollama; absent for an in-process runner). */
+  pid?: number;
+  /** A model still loading (beyond Ollama), with its progress in [0, 1]. */
+  loading?: boolean;
+  load_progress?: number;
   parallel?: {
     slots: number;
     slots_busy: number;
@@ -90,6 +95,7 @@ export function RunningPage() {
               <th scope="col">KV cells used</th>
               <th scope="col">Prompt cache entries</th>
               <th scope="col">Expires in</th>
+              <th scope="col">Runner pid</th>
               <th scope="col">Actions</th>
             </tr>
           </thead>
@@ -105,7 +111,8 @@ export function RunningPage() {
                 <td>{m.parallel ? `${m.parallel.slots_busy} / ${m.parallel.slots}` : ''}</td>
                 <td>{m.parallel ? `${m.parallel.kv_cells_used} / ${m.parallel.kv_cells}` : ''}</td>
                 <td>{m.parallel?.ram_cache ? m.parallel.ram_cache.entries : '—'}</td>
-                <td>{untilText(m.expires_at)}</td>
+                <td>{m.loading ? `loading ${Math.round((m.load_progress ?? 0) * 100)} %` : untilText(m.expires_at)}</td>
+                <td>{m.pid ?? '—'}</td>
                 <td>
                   <button type="button" onClick={() => void unload(m.name)}>
                     Unload<span class="visually-hidden"> {m.name}</span>

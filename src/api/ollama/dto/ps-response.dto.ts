@@ -27,6 +27,8 @@ export interface ProcessModelWire {
    * Beyond Ollama: the runner's slots and KV cache now. Absent when the runner does not report them.
    */
   parallel?: ProcessParallelWire;
+  /** Beyond Ollama: the OS process id of the model's runner process (absent for a runner inside the daemon). */
+  pid?: number;
   /** Beyond Ollama (which lists loaded models only): true on the row of a model still loading. */
   loading?: true;
   /** Beyond Ollama: load progress in [0, 1] of a model still loading (llama.cpp's load progress callback). */
