@@ -329,6 +329,7 @@ export class CompletionService {
       namesRunner: request.model.adapterPaths.length === 0,
     };
     return this.scheduler.withRunner(acquire, (lease) => {
+      tracker?.trace?.acquired(lease.loadDurationNs, lease.loadWindow);
       const source = request.prompt;
       if (request.loadOnly || !source) return of<GenerationEvent>({ kind: 'done', reason: 'load' });
       // The prompt is prepared asynchronously (template rendering, tokenizing and grammar conversion run off the JS
@@ -336,6 +337,7 @@ export class CompletionService {
       // never starts the generation.
       return this.preparePrompt(source, request.model, lease.runner, options).pipe(
         switchMap((prompt) => {
+          tracker?.trace?.promptReady();
           const generated: number[] = [];
           const parser = prompt.parser;
           const s = options.sampling;
@@ -346,6 +348,8 @@ export class CompletionService {
             // as used, and a compat layer never starts its stream (message_start, the 200 head) for it.
             request.observer?.onPrompt?.(prompt.tokens.length);
             tracker?.prompt(prompt.tokens.length);
+            const traced = { maxTokens: s.numPredict, temperature: s.temperature, topP: s.topP, topK: s.topK };
+            const traceparent = tracker?.trace?.generating(prompt.tokens.length, { ...traced, seed: s.seed });
             return lease.runner
               .generate({
                 tokens: prompt.tokens,
@@ -359,6 +363,7 @@ export class CompletionService {
                 ...(options.draft ? { draft: options.draft } : {}),
                 ...(scope !== undefined ? { cacheScope: scope } : {}),
                 ...(loras.length > 0 ? { loras } : {}),
+                ...(traceparent ? { traceparent } : {}),
                 sampling: {
                   temperature: s.temperature,
                   topK: s.topK,
@@ -414,6 +419,7 @@ export class CompletionService {
                     }
                     return;
                   }
+                  if (event.runner) tracker?.trace?.runnerReport(event.runner);
                   const tail = parser?.finish();
                   const metrics: GenerationMetrics = {
                     totalDurationNs: elapsedNs(request.startedAt),

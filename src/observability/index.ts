@@ -4,3 +4,4 @@ export * from './request-context';
 export * from './http-observation';
 export * from './logging';
 export * from './request-hooks.token';
+export * from './tracing';

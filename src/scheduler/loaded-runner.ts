@@ -28,4 +28,6 @@ export interface LoadedRunner {
   rpc?: RpcClaim<LoadedRunner>;
   /** The slot gate of this runner instance (fair-queue.ts): generations wait there for one of its slots. */
   gate: FairGate;
+  /** When its runner was created (the factory's load), [start, end] in `performance.now()` ms (RunnerLease.loadWindow). */
+  loadWindow?: readonly [number, number];
 }
