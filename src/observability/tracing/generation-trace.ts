@@ -9,6 +9,7 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
+  Tracer,
 } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import type { RequestContext } from '../request-context';
@@ -16,8 +17,8 @@ import * as A from './gen-ai-attributes';
 import { epochMs, RunnerWorkReport } from './runner-report';
 import { tracerProviderRegistered } from './tracing-sdk';
 
-/** The tracer of llamad's own spans (a proxy: it follows whatever provider is registered, now or later). */
-const tracer = trace.getTracer('llamad');
+/** The name of llamad's tracer (instrumentation scope). */
+export const LLAMAD_TRACER_NAME = 'llamad';
 const w3c = new W3CTraceContextPropagator();
 
 /** `gen_ai.operation.name` of a generation kind. */
@@ -66,6 +67,7 @@ export class GenerationTrace {
   private report?: RunnerWorkReport;
 
   private constructor(
+    private readonly tracer: Tracer,
     private readonly span: Span,
     private readonly model: string,
     startedAt: number,
@@ -98,17 +100,19 @@ export class GenerationTrace {
     // Set only when streaming (the conventions' rule); embeddings never stream.
     if (kind !== 'embed' && request?.stream === true) attributes[A.GEN_AI_REQUEST_STREAM] = true;
     const parent = request?.trace ?? context.active();
+    // Asked for per generation (the SDK caches it): a provider registered again later is followed.
+    const tracer = trace.getTracer(LLAMAD_TRACER_NAME);
     const span = tracer.startSpan(
       `${operation} ${model}`,
       { kind: SpanKind.INTERNAL, startTime: startedAt, attributes },
       parent,
     );
     if (!span.isRecording()) return undefined;
-    return new GenerationTrace(span, model, startedAt);
+    return new GenerationTrace(tracer, span, model, startedAt);
   }
 
   private phase(name: string, start: number, end: number, attributes?: Attributes, parent = this.ctx): Span {
-    const span = tracer.startSpan(name, { kind: SpanKind.INTERNAL, startTime: start, attributes }, parent);
+    const span = this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, startTime: start, attributes }, parent);
     span.end(Math.max(start, end));
     return span;
   }
@@ -224,7 +228,7 @@ export class GenerationTrace {
     } else {
       return;
     }
-    const runner = tracer.startSpan(
+    const runner = this.tracer.startSpan(
       A.SPAN_RUNNER,
       {
         kind: SpanKind.INTERNAL,
@@ -237,7 +241,7 @@ export class GenerationTrace {
     const evalEnd = first ?? end;
     this.phase(A.SPAN_PROMPT_EVAL, start, evalEnd, undefined, inner);
     if (first !== undefined) {
-      const decode = tracer.startSpan(A.SPAN_DECODE, { kind: SpanKind.INTERNAL, startTime: first }, inner);
+      const decode = this.tracer.startSpan(A.SPAN_DECODE, { kind: SpanKind.INTERNAL, startTime: first }, inner);
       decode.addEvent(A.GEN_AI_FIRST_TOKEN_EVENT, first);
       decode.end(Math.max(first, end));
     }
