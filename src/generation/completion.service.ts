@@ -89,6 +89,13 @@ export const GROWN_CONTEXT_REPLY_TOKENS = 1024;
 /** Grown contexts are rounded up to a multiple of this many tokens. */
 export const GROWN_CONTEXT_STEP = 1024;
 
+/** The prompt's messages as traces record them with the content opt-in (generate: its system and prompt). */
+function messagesOf(source: PromptSource): Array<{ role: string; content: string }> {
+  if (source.kind === 'chat') return source.cmd.messages;
+  const { system, prompt } = source.cmd;
+  return [...(system ? [{ role: 'system', content: system }] : []), { role: 'user', content: prompt }];
+}
+
 /** Nanoseconds since `startedAt`. */
 export function elapsedNs(startedAt: bigint): number {
   return Number(process.hrtime.bigint() - startedAt);
@@ -182,8 +189,11 @@ export class CompletionService {
     if (request.loadOnly || !kind) return this.attempts(request);
     return new Observable<GenerationEvent>((subscriber) => {
       const tracker = this.hooks.begin(request.model.shortName, kind, request.startedAt);
+      if (this.config.tracing.captureContent && request.prompt)
+        tracker.trace?.captureContent(messagesOf(request.prompt));
       const inner = this.attempts(request, tracker).subscribe({
         next: (event) => {
+          if (event.kind === 'delta' && event.text) tracker.trace?.outputText(event.text);
           if (event.kind === 'done' && event.metrics) tracker.finish(event.metrics, event.reason);
           subscriber.next(event);
         },

@@ -211,3 +211,61 @@ describe('traces off', { skip: addon.skip }, () => {
     },
   );
 });
+
+describe('traces with the content opt-in, in-process runner', { skip: addon.skip }, () => {
+  const store = mkdtempSync(join(tmpdir(), 'llamad-tracing-content-'));
+  const receiver = new OtlpReceiver();
+  before(async () => {
+    ensureTestModels();
+    await receiver.start();
+  });
+  after(async () => {
+    await receiver.stop();
+    rmSync(store, { recursive: true, force: true });
+  });
+
+  it(
+    'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true records the messages; LLAMAD_RUNNER=inprocess runs the runner side in the daemon',
+    { timeout: 120_000 },
+    async () => {
+      const daemon = await startTraced(store, receiver, {
+        OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: 'true',
+        LLAMAD_RUNNER: 'inprocess',
+        OTEL_SERVICE_NAME: 'llamad-test',
+      });
+      try {
+        const [traceparent, traceId] = newTraceparent();
+        const body = await chat(daemon.base, traceparent);
+        const spans = await receiver.waitFor(traceId, (s) =>
+          ['POST /v1/chat/completions', 'llamad.decode'].every((n) => s.some((x) => x.name === n)),
+        );
+        const gen = byName(spans, 'chat t:latest');
+        assert.equal(gen.resource['service.name'], 'llamad-test');
+        const input = JSON.parse(String(gen.attributes['gen_ai.input.messages'])) as unknown;
+        assert.deepEqual(input, [{ role: 'user', parts: [{ type: 'text', content: `Repeat after me: ${SECRET}` }] }]);
+        const output = JSON.parse(String(gen.attributes['gen_ai.output.messages'])) as Array<{
+          role: string;
+          parts: Array<{ content: string }>;
+        }>;
+        assert.equal(output[0].role, 'assistant');
+        // The reply's text is what the stream carried.
+        const streamed = body
+          .split('\n')
+          .filter((l) => l.startsWith('data: {'))
+          .map(
+            (l) =>
+              (JSON.parse(l.slice(6)) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta
+                .content ?? '',
+          )
+          .join('');
+        assert.equal(output[0].parts[0].content, streamed);
+        const runner = byName(spans, 'llamad.runner.generate');
+        assert.equal(runner.attributes['llamad.runner.kind'], 'inprocess');
+        assert.equal(runner.attributes['llamad.runner.pid'], daemon.child.pid);
+        assert.equal(runner.parentSpanId, gen.spanId);
+      } finally {
+        await daemon.kill();
+      }
+    },
+  );
+});

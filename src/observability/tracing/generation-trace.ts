@@ -65,6 +65,8 @@ export class GenerationTrace {
   private generateAt?: number;
   private firstTokenAt?: number;
   private report?: RunnerWorkReport;
+  /** The reply's text so far, only with the content opt-in ({@link captureContent}). */
+  private output?: string;
 
   private constructor(
     private readonly tracer: Tracer,
@@ -177,6 +179,22 @@ export class GenerationTrace {
   }
 
   /**
+   * The content opt-in (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, TracingSettings.captureContent):
+   * records the prompt's messages as `gen_ai.input.messages` (the conventions' JSON: role and text parts) and from now
+   * on collects the reply for `gen_ai.output.messages`. Never called by default: spans then carry no text.
+   */
+  captureContent(messages: ReadonlyArray<{ role: string; content: string }>): void {
+    const input = messages.map((m) => ({ role: m.role, parts: [{ type: 'text', content: m.content }] }));
+    this.span.setAttribute(A.GEN_AI_INPUT_MESSAGES, JSON.stringify(input));
+    this.output = '';
+  }
+
+  /** A piece of the reply (kept only after {@link captureContent}). */
+  outputText(text: string): void {
+    if (this.output !== undefined) this.output += text;
+  }
+
+  /**
    * The generation ended: records the runner's side (when it ran), the usage and finish attributes, and ends the
    * inference span (status error on a failure; a cancellation is `llamad.cancelled`, not an error).
    */
@@ -196,6 +214,11 @@ export class GenerationTrace {
       attributes[A.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = info.timeToFirstTokenMs / 1000;
     }
     if (info.doneReason) attributes[A.GEN_AI_RESPONSE_FINISH_REASONS] = [info.doneReason];
+    if (this.output !== undefined) {
+      const parts = [{ type: 'text', content: this.output }];
+      const message = { role: 'assistant', parts, finish_reason: info.doneReason ?? 'error' };
+      attributes[A.GEN_AI_OUTPUT_MESSAGES] = JSON.stringify([message]);
+    }
     if (info.error === 'cancelled') attributes[A.LLAMAD_CANCELLED] = true;
     else if (info.error !== undefined) {
       attributes[A.ERROR_TYPE] = '_OTHER';
