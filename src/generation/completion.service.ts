@@ -189,8 +189,8 @@ export class CompletionService {
     if (request.loadOnly || !kind) return this.attempts(request);
     return new Observable<GenerationEvent>((subscriber) => {
       const tracker = this.hooks.begin(request.model.shortName, kind, request.startedAt);
-      if (this.config.tracing.captureContent && request.prompt)
-        tracker.trace?.captureContent(messagesOf(request.prompt));
+      const content = this.config.tracing.captureContent ? request.prompt : undefined;
+      if (content) tracker.trace?.captureContent(messagesOf(content));
       const inner = this.attempts(request, tracker).subscribe({
         next: (event) => {
           if (event.kind === 'delta' && event.text) tracker.trace?.outputText(event.text);
