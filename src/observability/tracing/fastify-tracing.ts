@@ -1,4 +1,4 @@
-import type { Span } from '@opentelemetry/api';
+import { type Span, SpanStatusCode } from '@opentelemetry/api';
 import { ATTR_HTTP_RESPONSE_STATUS_CODE } from '@opentelemetry/semantic-conventions';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { contextOf } from '../http-observation';
@@ -21,8 +21,9 @@ export function httpSpanName(method: string, route: string | undefined): string 
  * - the span's context is kept on the request's RequestContext (`trace`), the parent of the generation spans (the
  *   request body is read between the hooks, which loses the async context);
  * - the body's `stream` (or its dialect's default) is noted on the RequestContext for `gen_ai.request.stream`;
- * - a response written by llamad's StreamResponder (a hijacked reply: no `onSend`, where the plugin ends its span)
- *   ends the span when the response closes, with its status (499 when the client left first).
+ * - a response written by llamad's StreamResponder (a hijacked reply: no `onSend`, where the plugin ends its span and
+ *   marks a 5xx as an error) gets status ERROR on a 5xx; one whose connection closed before it finished (no
+ *   `onResponse` either) ends its span then, with 499.
  * Install right after the HTTP observation hooks (src/app.factory.ts) and before any route; awaits the plugin's
  * registration. Call only when a tracer provider is registered (tracing-sdk.ts), since it costs a span per request.
  */
@@ -34,6 +35,13 @@ export async function installFastifyTracing(fastify: FastifyInstance): Promise<v
     instrumentHandler: false,
     requestHook: (span: Span, request: FastifyRequest) =>
       span.updateName(httpSpanName(request.method, request.routeOptions.url)),
+  });
+  // Before the plugin's own onResponse hook (which ends the span of a hijacked reply with its status code, and no error
+  // status): a 5xx is an error on a server span (HTTP semantic conventions), as the plugin's onSend path does.
+  fastify.addHook('onResponse', (request, reply, done) => {
+    const span = request.opentelemetry?.().span;
+    if (span && reply.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+    done();
   });
   await fastify.register(instrumentation.plugin());
   fastify.addHook('onRequest', (request, reply, done) => {
@@ -47,6 +55,7 @@ export async function installFastifyTracing(fastify: FastifyInstance): Promise<v
         if (request.opentelemetry().span !== span) return;
         const status = reply.raw.writableFinished ? reply.raw.statusCode : 499;
         span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
+        if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
         span.end();
       });
     }

@@ -39,6 +39,11 @@ describe('HTTP server spans (@fastify/otel through installFastifyTracing)', () =
       reply.raw.write('{"n":1}\n');
       setTimeout(() => reply.raw.end('{"n":2}\n'), 20);
     });
+    app.post('/api/fail', (_request, reply) => {
+      reply.hijack();
+      reply.raw.writeHead(500, { 'content-type': 'application/json' });
+      reply.raw.end('{"error":"boom"}');
+    });
     await app.listen({ port: 0, host: '127.0.0.1' });
     base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   });
@@ -81,6 +86,24 @@ describe('HTTP server spans (@fastify/otel through installFastifyTracing)', () =
     assert.equal(span.name, 'POST /api/stream/:id');
     assert.equal(span.attributes['http.response.status_code'], 200);
     assert.deepEqual(seen.at(-1), [true, true], 'Ollama routes stream by default');
+  });
+
+  it('a hijacked 5xx reply ends its span with status ERROR', async () => {
+    const traceId = '1af7651916cd43dd8448eb211c80319d';
+    const res = await fetch(`${base}/api/fail`, {
+      method: 'POST',
+      headers: { traceparent: `00-${traceId}-c7ad6b7169203331-01` },
+    });
+    assert.equal(res.status, 500);
+    await res.text();
+    let span;
+    for (let i = 0; i < 50 && !span; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      span = exporter.getFinishedSpans().find((s) => s.spanContext().traceId === traceId);
+    }
+    assert.ok(span);
+    assert.equal(span.attributes['http.response.status_code'], 500);
+    assert.equal(span.status.code, 2);
   });
 
   it('helpers: span names and the stream flag', () => {
