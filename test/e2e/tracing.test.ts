@@ -186,7 +186,7 @@ describe('traces of the real daemon (OTLP http/json)', { skip: addon.skip }, () 
   );
 });
 
-describe('traces off', { skip: addon.skip }, () => {
+describe('traces at shutdown, and off', { skip: addon.skip }, () => {
   const store = mkdtempSync(join(tmpdir(), 'llamad-tracing-off-'));
   const receiver = new OtlpReceiver();
   before(async () => {
@@ -196,6 +196,25 @@ describe('traces off', { skip: addon.skip }, () => {
   after(async () => {
     await receiver.stop();
     rmSync(store, { recursive: true, force: true });
+  });
+
+  it('SIGTERM flushes the spans still buffered before the process exits', { timeout: 120_000 }, async () => {
+    const daemon = await startTraced(store, receiver, { OTEL_BSP_SCHEDULE_DELAY: '600000' });
+    try {
+      const [traceparent, traceId] = newTraceparent();
+      await chat(daemon.base, traceparent);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(receiver.trace(traceId).length, 0, 'nothing exported yet (a 10 min batch delay)');
+      daemon.child.kill('SIGTERM');
+      assert.deepEqual(await daemon.exited, { code: 0, signal: null });
+      const names = receiver.trace(traceId).map((x) => x.name);
+      for (const name of ['POST /v1/chat/completions', 'chat t:latest', 'llamad.decode']) {
+        assert.ok(names.includes(name), `${name} in ${names.join(', ')}`);
+      }
+    } finally {
+      await daemon.kill();
+    }
+    receiver.spans.length = 0;
   });
 
   it(
