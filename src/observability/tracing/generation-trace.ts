@@ -200,7 +200,7 @@ export class GenerationTrace {
    */
   end(info: TracedEnd): void {
     const now = epochMs();
-    this.recordRunnerSide(now);
+    this.recordRunnerSide(now, info.doneReason !== undefined);
     const span = this.span;
     const attributes: Attributes = {
       [A.GEN_AI_USAGE_INPUT_TOKENS]: info.promptTokens,
@@ -228,36 +228,39 @@ export class GenerationTrace {
     span.end(now);
   }
 
-  /** `llamad.runner.generate` with `llamad.prompt_eval` and `llamad.decode` under it, when a generation ran. */
-  private recordRunnerSide(now: number): void {
+  /**
+   * `llamad.runner.generate` with `llamad.prompt_eval` and `llamad.decode` under it, when a generation was submitted:
+   * from the runner process's report (`llamad.runner.kind` `process`, its pid), else from the times the daemon saw —
+   * an in-process runner's finished generation (`inprocess`, the daemon's pid), or a generation that failed or was
+   * cancelled before any report (no kind, no pid: it may have run in either).
+   */
+  private recordRunnerSide(now: number, finished: boolean): void {
     const report = this.report;
     let parent = this.ctx;
     let start: number;
     let first: number | undefined;
     let end: number;
-    let pid: number;
-    let kind: string;
+    const attributes: Attributes = {};
     if (report) {
       // The runner process's own times, under the span its echoed traceparent names.
       parent = w3c.extract(ROOT_CONTEXT, { traceparent: report.traceparent }, defaultTextMapGetter);
-      ({ receivedAt: start, firstTokenAt: first, endedAt: end, pid } = report);
-      kind = 'process';
+      ({ receivedAt: start, firstTokenAt: first, endedAt: end } = report);
+      attributes[A.LLAMAD_RUNNER_PID] = report.pid;
+      attributes[A.LLAMAD_RUNNER_KIND] = 'process';
     } else if (this.generateAt !== undefined) {
       start = this.generateAt;
       first = this.firstTokenAt;
       end = now;
-      pid = process.pid;
-      kind = 'inprocess';
+      if (finished) {
+        attributes[A.LLAMAD_RUNNER_PID] = process.pid;
+        attributes[A.LLAMAD_RUNNER_KIND] = 'inprocess';
+      }
     } else {
       return;
     }
     const runner = this.tracer.startSpan(
       A.SPAN_RUNNER,
-      {
-        kind: SpanKind.INTERNAL,
-        startTime: start,
-        attributes: { [A.LLAMAD_RUNNER_PID]: pid, [A.LLAMAD_RUNNER_KIND]: kind },
-      },
+      { kind: SpanKind.INTERNAL, startTime: start, attributes },
       parent,
     );
     const inner = trace.setSpan(ROOT_CONTEXT, runner);

@@ -176,6 +176,19 @@ describe('generation spans (GenerationTracker.trace)', () => {
     assert.equal(cancelled.attributes['llamad.cancelled'], true);
   });
 
+  it('a generation that fails after it was submitted, without a runner report: its runner side has no kind nor pid', async () => {
+    const { exporter, provider } = register();
+    const tracker = new GenerationHooksRegistry().begin('m:latest', 'chat', process.hrtime.bigint());
+    tracker.trace!.acquired(1e6);
+    tracker.trace!.promptReady();
+    tracker.trace!.generating(5, SAMPLING);
+    tracker.fail(new Error('llama runner process has terminated: signal: killed'));
+    await provider.forceFlush();
+    const runner = named(exporter.getFinishedSpans(), 'llamad.runner.generate');
+    assert.deepEqual(runner.attributes, {});
+    assert.equal(named(exporter.getFinishedSpans(), 'chat m:latest').status.code, 2);
+  });
+
   it('a span the sampler drops: no trace object, nothing recorded', async () => {
     const { exporter, provider } = register(new AlwaysOffSampler());
     const tracker = new GenerationHooksRegistry().begin('m:latest', 'chat', process.hrtime.bigint());
