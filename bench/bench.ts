@@ -21,7 +21,8 @@
  *   (issue 33's fair queuing: tenant B's TTFT behind tenant A's 32 queued requests, A's throughput, bench/fairness.ts)
  *   and lora (issue 34: two adapters of one base vs one alone; 4 adapters over one base vs 4 separate loads, bench/lora.ts)
  *   and gaps (time between tokens at `--streams`: process runner, in-process runner and llama-server taking turns,
- *   bench/token-gaps.ts)
+ *   bench/token-gaps.ts) and tracing (OpenTelemetry traces 100 % sampled vs off: decode tok/s, request latency,
+ *   bench/tracing.ts)
  * Backend: LLAMAD_BACKEND (cpu|cuda|...) as for the addon build; on a GPU build both servers offload every layer.
  * What is measured and why: docs/benchmarks.md.
  */
@@ -77,6 +78,7 @@ import {
 } from './settings';
 import { speculative } from './speculative';
 import { tokenGaps } from './token-gaps';
+import { tracingCost } from './tracing';
 import { fmt } from './stats';
 
 async function main(): Promise<void> {
@@ -108,6 +110,10 @@ async function main(): Promise<void> {
       log('event loop: token gaps of a stream while other requests work');
       await eventLoop(s);
     }
+    if (s.sections.has('tracing')) {
+      log('tracing: OpenTelemetry traces on (100 % sampled) vs off');
+      await tracingCost(s);
+    }
     const cpu = cpus()[0]?.model ?? 'unknown CPU';
     const header = [
       `Run ${new Date().toISOString()} · backend ${s.backend} · ${cpu} · ${availableParallelism()} logical CPUs · ` +
@@ -122,7 +128,7 @@ async function main(): Promise<void> {
   }
   // rpc is daemon-only too: no llama-server is built when it (with event-loop) is all that was asked for.
   const peers = [...s.sections].every((x) =>
-    ['rpc', 'event-loop', 'runner', 'prebuilt', 'kv-cache', 'prompt-cache', 'fairness'].includes(x),
+    ['rpc', 'event-loop', 'runner', 'prebuilt', 'kv-cache', 'prompt-cache', 'fairness', 'tracing'].includes(x),
   )
     ? []
     : buildPeers(s);
@@ -212,6 +218,10 @@ async function main(): Promise<void> {
   if (s.sections.has('event-loop')) {
     log('event loop: token gaps of a stream while other requests work');
     await eventLoop(s);
+  }
+  if (s.sections.has('tracing')) {
+    log('tracing: OpenTelemetry traces on (100 % sampled) vs off');
+    await tracingCost(s);
   }
   if (s.sections.has('gaps')) {
     log(`time between tokens at ${s.streams.join(', ')} streams: process runner, in-process runner, llama-server`);

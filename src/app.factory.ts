@@ -7,7 +7,9 @@ import {
   createNestLogger,
   createRootLogger,
   fastifyRequestIdOptions,
+  installFastifyTracing,
   installHttpObservation,
+  TracingHandle,
 } from './observability';
 import { setupOpenApi } from './openapi';
 import { installRequestGate, installUnroutedAnswer } from './security';
@@ -19,6 +21,11 @@ export const BODY_LIMIT_BYTES = 100 * 1024 * 1024;
 export interface CreateAppExtras {
   /** Where the JSON log lines go instead of stdout (tests capture them); logs even when `config.logging` is false. */
   logDestination?: { write(line: string): void };
+  /**
+   * The process's tracing (main.ts: startTracing from the OTEL_* variables): when `active`, every request gets an HTTP
+   * server span (observability/tracing/fastify-tracing.ts) and closing the application flushes and stops the SDK.
+   */
+  tracing?: TracingHandle;
 }
 
 /**
@@ -27,7 +34,8 @@ export interface CreateAppExtras {
  * Origin/Host request gate first among the checks on every route (§1.2, §1.3; docs/security.md), a request that
  * matches no route answered 404/405 before its body is read, every body parsed as
  * JSON whatever its content type (nesting depth limited), trailing slashes ignored, Nest's logs through pino (JSON
- * lines, pretty on a terminal, LLAMAD_LOG_LEVEL; silent when `config.logging` is false). Signals are main.ts's
+ * lines, pretty on a terminal, LLAMAD_LOG_LEVEL; silent when `config.logging` is false), an OpenTelemetry span per
+ * request when `extras.tracing` is active. Signals are main.ts's
  * (installShutdownSignals: drain, close, exit 0); `app.close()` unloads the models. Shared by main.ts and the e2e
  * tests; the caller listens.
  */
@@ -49,6 +57,12 @@ export async function createApp(options: AppOptions, extras: CreateAppExtras = {
       })
     : undefined;
   installHttpObservation(adapter.getInstance(), rootLogger ? { logger: createHttpLogger(rootLogger) } : {});
+  const tracing = extras.tracing;
+  if (tracing?.active) {
+    await installFastifyTracing(adapter.getInstance());
+    // The last hook of app.close() (after the models are unloaded and the requests ended): spans still buffered go out.
+    adapter.getInstance().addHook('onClose', () => tracing.shutdown());
+  }
   installRequestGate(adapter.getInstance(), { origins: options.config.origins });
   // Unknown routes and wrong methods: 404/405 before the body is read (src/security/unrouted-request.ts).
   installUnroutedAnswer(adapter.getInstance());

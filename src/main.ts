@@ -4,6 +4,7 @@ import { createApp } from './app.factory';
 import { kvCacheSettings, loadConfig } from './config';
 import { ModelLoadError } from './common/errors';
 import { findAddon, loadBinding } from './native';
+import { startTracing } from './observability';
 import { installShutdownSignals } from './operations';
 import { ramCacheShareBytes } from './scheduler';
 import { isLoopbackAddress } from './security';
@@ -32,7 +33,13 @@ async function bootstrap(): Promise<void> {
   process.on('unhandledRejection', (reason) => die('unhandled rejection', reason));
   process.on('uncaughtException', (err) => die('uncaught exception', err));
 
-  const app = await createApp({ config });
+  // Before the HTTP server exists: the OTEL_* variables may start the OpenTelemetry SDK (docs/observability.md
+  // "Traces"); without them nothing is loaded or started.
+  const tracing = await startTracing(config.tracing);
+  const app = await createApp({ config }, { tracing });
+  if (tracing.note) logger.warn(`tracing: ${tracing.note}`);
+  else if (config.tracing.warning) logger.warn(`tracing: ${config.tracing.warning}`);
+  if (tracing.started) logger.log(`tracing: exporting spans (${config.tracing.exporter}, ${config.tracing.protocol})`);
   // Before anything listens (and after createApp, which installs the configured log format): an addon of another
   // llamad version or ABI ends the start-up with its one line.
   checkAddon(logger);

@@ -7,6 +7,7 @@ import { DEFAULT_KEEP_ALIVE_MS, KeepAliveMs, parseGoDuration, parseKeepAliveEnv 
 import { CacheScopeMode, parseCacheScopeEnv } from './cache-scope-env';
 import { parseRedisUrlEnv } from './redis-url-env';
 import { MetricsAddress, parseMetricsAddrEnv } from './metrics-addr-env';
+import { parseTracingEnv, tracingDisabled, TracingSettings } from './otel-env';
 import {
   DEFAULT_LOAD_TIMEOUT_MS,
   DEFAULT_RUNNER_HEARTBEAT_TIMEOUT_MS,
@@ -264,6 +265,8 @@ export class DaemonConfig {
    * {@link parseEnvBool}). Default on. Beyond Ollama. Library hosts choose with LlamadModule's `ui` option instead.
    */
   ui = true;
+  /** The OTEL_* variables: whether the daemon exports traces, and how (otel-env.ts; docs/observability.md "Traces"). */
+  tracing: TracingSettings = tracingDisabled();
   /** Whether logging is enabled at all (off in tests: every log line is dropped). Not an environment variable. */
   logging = true;
 }
@@ -467,5 +470,6 @@ export function loadConfig(
   config.redisUrl = parseRedisUrlEnv(envVar(env, 'LLAMAD_REDIS_URL'));
   config.metricsAddr = parseMetricsAddrEnv(envVar(env, 'LLAMAD_METRICS_ADDR'));
   config.ui = parseEnvBool(envVar(env, 'LLAMAD_UI')) ?? true;
+  config.tracing = parseTracingEnv(env);
   return config;
 }

@@ -6,3 +6,4 @@ export * from './paths';
 export * from './watchdog-env';
 export * from './host-memory';
 export * from './metrics-addr-env';
+export * from './otel-env';

@@ -89,6 +89,13 @@ export const GROWN_CONTEXT_REPLY_TOKENS = 1024;
 /** Grown contexts are rounded up to a multiple of this many tokens. */
 export const GROWN_CONTEXT_STEP = 1024;
 
+/** The prompt's messages as traces record them with the content opt-in (generate: its system and prompt). */
+function messagesOf(source: PromptSource): Array<{ role: string; content: string }> {
+  if (source.kind === 'chat') return source.cmd.messages;
+  const { system, prompt } = source.cmd;
+  return [...(system ? [{ role: 'system', content: system }] : []), { role: 'user', content: prompt }];
+}
+
 /** Nanoseconds since `startedAt`. */
 export function elapsedNs(startedAt: bigint): number {
   return Number(process.hrtime.bigint() - startedAt);
@@ -182,8 +189,11 @@ export class CompletionService {
     if (request.loadOnly || !kind) return this.attempts(request);
     return new Observable<GenerationEvent>((subscriber) => {
       const tracker = this.hooks.begin(request.model.shortName, kind, request.startedAt);
+      const content = this.config.tracing.captureContent ? request.prompt : undefined;
+      if (content) tracker.trace?.captureContent(messagesOf(content));
       const inner = this.attempts(request, tracker).subscribe({
         next: (event) => {
+          if (event.kind === 'delta' && event.text) tracker.trace?.outputText(event.text);
           if (event.kind === 'done' && event.metrics) tracker.finish(event.metrics, event.reason);
           subscriber.next(event);
         },
@@ -329,6 +339,7 @@ export class CompletionService {
       namesRunner: request.model.adapterPaths.length === 0,
     };
     return this.scheduler.withRunner(acquire, (lease) => {
+      tracker?.trace?.acquired(lease.loadDurationNs, lease.loadWindow);
       const source = request.prompt;
       if (request.loadOnly || !source) return of<GenerationEvent>({ kind: 'done', reason: 'load' });
       // The prompt is prepared asynchronously (template rendering, tokenizing and grammar conversion run off the JS
@@ -336,6 +347,7 @@ export class CompletionService {
       // never starts the generation.
       return this.preparePrompt(source, request.model, lease.runner, options).pipe(
         switchMap((prompt) => {
+          tracker?.trace?.promptReady();
           const generated: number[] = [];
           const parser = prompt.parser;
           const s = options.sampling;
@@ -346,6 +358,8 @@ export class CompletionService {
             // as used, and a compat layer never starts its stream (message_start, the 200 head) for it.
             request.observer?.onPrompt?.(prompt.tokens.length);
             tracker?.prompt(prompt.tokens.length);
+            const traced = { maxTokens: s.numPredict, temperature: s.temperature, topP: s.topP, topK: s.topK };
+            const traceparent = tracker?.trace?.generating(prompt.tokens.length, { ...traced, seed: s.seed });
             return lease.runner
               .generate({
                 tokens: prompt.tokens,
@@ -359,6 +373,7 @@ export class CompletionService {
                 ...(options.draft ? { draft: options.draft } : {}),
                 ...(scope !== undefined ? { cacheScope: scope } : {}),
                 ...(loras.length > 0 ? { loras } : {}),
+                ...(traceparent ? { traceparent } : {}),
                 sampling: {
                   temperature: s.temperature,
                   topK: s.topK,
@@ -414,6 +429,7 @@ export class CompletionService {
                     }
                     return;
                   }
+                  if (event.runner) tracker?.trace?.runnerReport(event.runner);
                   const tail = parser?.finish();
                   const metrics: GenerationMetrics = {
                     totalDurationNs: elapsedNs(request.startedAt),

@@ -1,5 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { currentRequestContext, RequestContext } from './request-context';
+import { GenerationTrace } from './tracing/generation-trace';
+import { epochMs } from './tracing/runner-report';
 
 /** What ran: `/api/generate` (and the compat completions), `/api/chat` (and the compat chat routes), embeddings. */
 export type GenerationKind = 'generate' | 'chat' | 'embed';
@@ -94,6 +96,8 @@ export class GenerationTracker {
     private readonly startedAtNs: bigint,
     private readonly observers: readonly InterTokenObserver[],
     private readonly context: RequestContext | undefined,
+    /** The generation's spans, when it is traced (a tracer provider is registered and it is sampled). */
+    readonly trace?: GenerationTrace,
   ) {}
 
   /** The prompt is built: its size in tokens. */
@@ -106,6 +110,7 @@ export class GenerationTracker {
     const now = performance.now();
     if (++this.completionTokens === 1) {
       this.timeToFirstTokenMs = Number(process.hrtime.bigint() - this.startedAtNs) / 1e6;
+      this.trace?.firstToken();
       this.registry.emitFirstToken(this.info, this.timeToFirstTokenMs);
     } else {
       const gap = (now - this.lastTokenAt) / 1000;
@@ -159,6 +164,7 @@ export class GenerationTracker {
       ...(this.timeToFirstTokenMs !== undefined ? { timeToFirstTokenMs: this.timeToFirstTokenMs } : {}),
     };
     this.context?.addGeneration(info);
+    this.trace?.end(info);
     this.registry.emitEnd(info);
   }
 }
@@ -197,8 +203,9 @@ export class GenerationHooksRegistry {
   }
 
   /**
-   * Starts tracking one generation: emits `onGenerationStart` and returns its tracker. The request id comes from the
-   * current HTTP request's context, when there is one.
+   * Starts tracking one generation: emits `onGenerationStart` and returns its tracker, with the generation's spans
+   * when it is traced (tracing/generation-trace.ts). The request id comes from the current HTTP request's context,
+   * when there is one.
    * @param model the model's short name.
    * @param startedAtNs `process.hrtime.bigint()` at handler start.
    */
@@ -214,7 +221,8 @@ export class GenerationHooksRegistry {
     const factories = this.observerFactories;
     const observers = factories.length === 0 ? NO_OBSERVERS : factories.map((f) => f(model));
     this.emitStart(info);
-    return new GenerationTracker(this, info, startedAtNs, observers, context);
+    const trace = GenerationTrace.start(kind, model, epochMs() - elapsedMs, context);
+    return new GenerationTracker(this, info, startedAtNs, observers, context, trace);
   }
 
   /** Calls every `onGenerationStart`. */

@@ -5,3 +5,4 @@ export * from './http-observation';
 export * from './logging';
 export * from './request-hooks.token';
 export * from './model-events';
+export * from './tracing';

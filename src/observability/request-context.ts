@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
+import type { Context as TraceContext } from '@opentelemetry/api';
 import type { TenantPolicy } from '../security/tenant-policy';
 
 /** Header that carries the request id, in both directions (kept when a client sends one, generated otherwise). */
@@ -79,6 +80,16 @@ export class RequestContext {
    * Undefined when it was not refused.
    */
   refusal?: string;
+  /**
+   * The OpenTelemetry context of the request's HTTP server span (set by the tracing hooks when tracing is on,
+   * observability/tracing/fastify-tracing.ts): the parent of its generation spans. Undefined when tracing is off.
+   */
+  trace?: TraceContext;
+  /**
+   * Whether the request asked for a streamed reply (its body's `stream`, else the dialect's default: true on `/api/`,
+   * false on the compatibility routes); set by the tracing hooks only (`gen_ai.request.stream`).
+   */
+  stream?: boolean;
 
   /**
    * @param id the request id (see {@link requestIdFrom}).

@@ -1,5 +1,6 @@
 import { Observable } from 'rxjs';
 import type { NativeChatRender, NativeChatRequest, NativeSamplingParams } from '../../binding';
+import type { RunnerWorkReport } from '../observability/tracing/runner-report';
 
 /**
  * The runner seam (Ollama's `llm.LlamaServer`, ARCHITECTURE.md §4): one loaded model with its slots. The scheduler
@@ -142,6 +143,12 @@ export interface RunnerRequest {
    * A missing or mismatched adapter file fails the request (InvalidRequestError).
    */
   loras?: RunnerLora[];
+  /**
+   * The W3C `traceparent` of the generation's span when the request is traced (observability/tracing): a runner
+   * process then reports its side of the work with the `done` event (`runner`), which the daemon records under this
+   * span. Absent = not traced; the in-process runner ignores it.
+   */
+  traceparent?: string;
 }
 
 /** One LoRA adapter of a request (binding.d.ts NativeLoraAdapter plus a name for the metrics). */
@@ -193,6 +200,8 @@ export type RunnerEvent =
       /** The stop string that matched, when generation ended on one. */
       stopString?: string;
       timings: RunnerTimings;
+      /** A runner process's report of its side of a traced generation (RunnerRequest.traceparent set). */
+      runner?: RunnerWorkReport;
     };
 
 /** A chat message for the model's own chat template. */

@@ -32,6 +32,8 @@ export interface LoadedRunner {
   rpc?: RpcClaim<LoadedRunner>;
   /** The slot gate of this runner instance (fair-queue.ts): generations wait there for one of its slots. */
   gate: FairGate;
+  /** When its runner was created (the factory's load), [start, end] in `performance.now()` ms (RunnerLease.loadWindow). */
+  loadWindow?: readonly [number, number];
 }
 
 /** The /api/ps view of loaded runners (SchedulerService.loaded), in the map's order. */

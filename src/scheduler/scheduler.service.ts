@@ -156,6 +156,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       runner: entry.runner,
       slots: entry.gate,
       loadDurationNs: Math.max(1, Number(process.hrtime.bigint() - started)),
+      loadWindow: entry.loadWindow,
       release: () => {
         if (released) return;
         released = true;
@@ -211,6 +212,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
   /** Starts the runner of a load that has room (its estimate reserved) and adds it to the loaded runners. */
   private async start(spec: RunnerSpec, key: string, name: string, needed: number): Promise<LoadedRunner> {
     let runner: Runner;
+    const loadStart = performance.now();
     const cache = this.ramCache.reserve(spec); // runner.spec.cacheRamBytes: given back by unload()
     try {
       const threads = this.threads.forLoad(this.runners.values());
@@ -246,6 +248,7 @@ export class SchedulerService implements OnModuleInit, OnApplicationShutdown {
       unloading: false,
       name,
       gate: new FairGate(slotGatePermits(runner.spec.numParallel)),
+      loadWindow: [loadStart, performance.now()],
     };
     this.runners.set(key, entry);
     runner.onDeath?.((death) => this.onDeath(entry, death));

@@ -20,6 +20,11 @@ export interface RunnerLease {
   slots: FairGate;
   /** Time spent waiting for the scheduler and the load, ns (Ollama's load_duration). */
   loadDurationNs: number;
+  /**
+   * When the runner was loaded, [start, end] in `performance.now()` ms (the spans of a traced request: a load that
+   * ended during this request's wait is its `llamad.model.load`).
+   */
+  loadWindow?: readonly [number, number];
   release(): void;
 }
 

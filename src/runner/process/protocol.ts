@@ -74,6 +74,10 @@ export type ParentMessage =
     }
   /** Runner.setThreads: the daemon split the cores anew (another runner started or stopped decoding). */
   | { t: 'threads'; threads: number }
+  /**
+   * A generation; `request.traceparent` (W3C) when it is traced: the child then adds its report of the work to the
+   * `done` event (RunnerEvent `runner`), which the daemon records as the spans of the runner's side.
+   */
   | { t: 'generate'; id: number; request: RunnerRequest }
   | ({ t: 'call'; id: number } & RunnerCall)
   /** Cancels a generation or an embed job by its id (unsubscribe, AbortSignal). */

@@ -14,7 +14,8 @@
  * - The process exits at once when its parent goes away (IPC 'disconnect'; a ppid check every second as a fallback),
  *   so a daemon killed with SIGKILL leaves no runner behind. SIGINT, SIGTERM and SIGHUP are ignored: the daemon
  *   decides when its runners end (after draining on its own SIGTERM).
- * Imports only runner/, native/ and common/ (never Nest modules of higher layers).
+ * - A generation whose request carries a `traceparent` gets this process's times on its `done` event (tracedWork).
+ * Imports only runner/, native/, common/ and the tracing report type (never Nest modules of higher layers).
  */
 import type { Subscription } from 'rxjs';
 import type { NativeBinding } from '../../../binding';
@@ -22,7 +23,9 @@ import type { RunnerFault } from '../../config';
 import { ModelLoadError } from '../../common/errors';
 import { loadBinding } from '../../native';
 import type { AddonCandidate } from '../../native/addon-candidates';
+import { epochMs, type RunnerWorkReport } from '../../observability/tracing/runner-report';
 import { LlamaRunner } from '../llama.runner';
+import type { RunnerEvent } from '../runner';
 import type { ChildMessage, GenerationRecord, ParentMessage, RunnerCall, RunnerSnapshot } from './protocol';
 import { toWireError } from './protocol';
 
@@ -49,6 +52,29 @@ function testSigillAtLoad(extraBufferTypes: boolean): boolean {
   process.stderr.write(`runner-child: LLAMAD_TEST_RUNNER_SIGILL=${mode}: raising SIGILL\n`);
   process.kill(process.pid, 'SIGILL');
   return true;
+}
+
+/**
+ * For a traced generation (a `traceparent` in its request): a function that notes when the first token came and adds
+ * this process's report of the work ({@link RunnerWorkReport}: pid, when the message came, first token, end; epoch
+ * ms) to the `done` event, which the daemon records as spans under that traceparent (observability/tracing). No
+ * OpenTelemetry SDK runs in a runner process: one killed mid-way loses no buffered spans, a host application's tracer
+ * provider (in the daemon's process only) records them too, and the sampling decision is the daemon's. Untraced:
+ * undefined, nothing is measured.
+ */
+function tracedWork(traceparent: string | undefined): ((event: RunnerEvent) => RunnerEvent) | undefined {
+  if (!traceparent) return undefined;
+  const receivedAt = epochMs();
+  let firstTokenAt: number | undefined;
+  return (event) => {
+    if (event.kind === 'token') {
+      firstTokenAt ??= epochMs();
+      return event;
+    }
+    const runner: RunnerWorkReport = { traceparent, pid: process.pid, receivedAt, endedAt: epochMs() };
+    if (firstTokenAt !== undefined) runner.firstTokenAt = firstTokenAt;
+    return { ...event, runner };
+  };
 }
 
 /** Serves one runner over the IPC channel until told to close or the parent goes away. */
@@ -153,9 +179,11 @@ class RunnerChild {
       this.push({ id, error: { name: 'InternalError', message: 'the runner is not loaded' } });
       return;
     }
+    const report = tracedWork(message.request.traceparent);
     const subscription = runner.generate(message.request).subscribe({
       next: (event) => {
         if (this.stalledAt !== undefined) return;
+        if (report) event = report(event);
         this.push({ id, event });
         if (this.fault === 'stall') this.stalledAt = this.progress();
       },
