@@ -489,6 +489,8 @@ export interface NativeTimings {
   draftN?: number;
   /** Of `draftN`, the tokens the model sampled too (each saved a decode step). */
   draftAcceptedN?: number;
+  /** The slot (0-based, its KV sequence id) that ran the task; absent when it never got one. */
+  slot?: number;
 }
 
 /** Why a task ended: EOG token, stop string, nPredict/context limit, or cancel(). */

@@ -38,6 +38,7 @@ void Engine::StartTask(std::unique_ptr<Task> task) {
     slot->n_generated = 0;
     slot->output_index = -1;
     slot->timings = Timings();
+    slot->timings.slot = slot->seq_id;
     slot->timings.prompt_total = static_cast<int32_t>(prompt.size());
     slot->timings.prompt_n = static_cast<int32_t>(prompt.size());
     slot->prompt_started = false;
@@ -78,6 +79,7 @@ void Engine::StartTask(std::unique_ptr<Task> task) {
   slot.n_generated = 0;
   slot.output_index = -1;
   slot.timings = Timings();
+  slot.timings.slot = slot.seq_id;
   slot.timings.prompt_total = static_cast<int32_t>(prompt.size());
   slot.timings.prompt_n = static_cast<int32_t>(prompt.size() - keep);
   slot.prompt_started = false;

@@ -63,6 +63,7 @@ Napi::Object EngineEventToJs(Napi::Env env, const EngineEvent& event) {
       timings.Set("promptNs", static_cast<double>(event.timings.prompt_ns));
       timings.Set("predictedN", event.timings.predicted_n);
       timings.Set("predictedNs", static_cast<double>(event.timings.predicted_ns));
+      if (event.timings.slot >= 0) timings.Set("slot", event.timings.slot);
       if (event.timings.draft_n > 0) {
         timings.Set("draftN", event.timings.draft_n);
         timings.Set("draftAcceptedN", event.timings.draft_accepted_n);

@@ -112,6 +112,7 @@ struct Timings {
   int64_t predicted_ns = 0;      // first sampled token to last
   int32_t draft_n = 0;           // tokens drafted and verified (speculative decoding)
   int32_t draft_accepted_n = 0;  // of those, tokens the target sampled too (each saved one decode step)
+  int32_t slot = -1;             // the slot (its sequence id) that ran the task; -1: none (failed before one)
 };
 
 // A queued or running task. `cancelled` is the only field touched by more than one thread.

@@ -430,6 +430,7 @@ export class CompletionService {
                     return;
                   }
                   if (event.runner) tracker?.trace?.runnerReport(event.runner);
+                  if (event.timings.slot !== undefined) tracker?.trace?.slot(event.timings.slot);
                   const tail = parser?.finish();
                   const metrics: GenerationMetrics = {
                     totalDurationNs: elapsedNs(request.startedAt),

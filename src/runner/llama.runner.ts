@@ -267,6 +267,7 @@ export class LlamaRunner implements Runner {
                 promptEvalDurationNs: event.timings.promptNs,
                 evalCount: event.timings.predictedN,
                 evalDurationNs: event.timings.predictedNs,
+                ...(event.timings.slot !== undefined ? { slot: event.timings.slot } : {}),
               },
             });
             subscriber.complete();

@@ -185,6 +185,8 @@ export interface RunnerTimings {
   /** Tokens generated. */
   evalCount: number;
   evalDurationNs: number;
+  /** The runner's slot (0-based) that ran the generation, when the runner reports it (traces: `llamad.slot`). */
+  slot?: number;
 }
 
 /**

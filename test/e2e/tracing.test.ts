@@ -140,6 +140,10 @@ describe('traces of the real daemon (OTLP http/json)', { skip: addon.skip }, () 
       assert.equal(typeof pid, 'number');
       assert.notEqual(pid, daemon.child.pid);
       assert.equal(runner.attributes['llamad.runner.kind'], 'process');
+      // The engine's slot that ran it (one request on an idle runner: a slot of its numParallel).
+      const slotId = gen.attributes['llamad.slot'];
+      assert.equal(typeof slotId, 'number');
+      assert.ok((slotId as number) >= 0);
       assert.deepEqual(
         decode.events.map((e) => e.name),
         ['gen_ai.first_token'],

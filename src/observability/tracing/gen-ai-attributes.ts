@@ -38,6 +38,7 @@ export const LLAMAD_PRINCIPAL = 'llamad.principal';
 export const LLAMAD_CACHED_TOKENS = 'llamad.usage.cached_tokens';
 export const LLAMAD_PROMPT_EVAL_TOKENS = 'llamad.usage.prompt_eval_tokens';
 export const LLAMAD_RUNNER_PID = 'llamad.runner.pid';
+export const LLAMAD_SLOT = 'llamad.slot';
 export const LLAMAD_RUNNER_KIND = 'llamad.runner.kind';
 export const LLAMAD_MODEL_LOADED = 'llamad.model.loaded';
 export const LLAMAD_PROMPT_TOKENS = 'llamad.prompt.tokens';

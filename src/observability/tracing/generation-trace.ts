@@ -173,6 +173,11 @@ export class GenerationTrace {
     this.firstTokenAt ??= epochMs();
   }
 
+  /** The runner's slot (0-based) that ran the generation (`llamad.slot` on the inference span). */
+  slot(slot: number): void {
+    this.span.setAttribute(A.LLAMAD_SLOT, slot);
+  }
+
   /** The runner process's report of its side (comes with its `done` event, before {@link end}). */
   runnerReport(report: RunnerWorkReport): void {
     this.report = report;
