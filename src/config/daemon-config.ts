@@ -265,6 +265,13 @@ export class DaemonConfig {
    * {@link parseEnvBool}). Default on. Beyond Ollama. Library hosts choose with LlamadModule's `ui` option instead.
    */
   ui = true;
+  /**
+   * LLAMAD_DRAFT_FIXED: speculative decoding drafts `draft_num_predict` tokens (n-gram: as many as the match gives, up
+   * to that) at every step, as llama-server does, instead of letting the engine's cost model decide per step whether
+   * a draft pays (docs/native.md "Cost model"). For measurements and for hardware whose timings mislead the cost
+   * model; it can make decoding slower than no speculation. Default false. Beyond Ollama.
+   */
+  draftFixed = false;
   /** The OTEL_* variables: whether the daemon exports traces, and how (otel-env.ts; docs/observability.md "Traces"). */
   tracing: TracingSettings = tracingDisabled();
   /** Whether logging is enabled at all (off in tests: every log line is dropped). Not an environment variable. */
@@ -470,6 +477,7 @@ export function loadConfig(
   config.redisUrl = parseRedisUrlEnv(envVar(env, 'LLAMAD_REDIS_URL'));
   config.metricsAddr = parseMetricsAddrEnv(envVar(env, 'LLAMAD_METRICS_ADDR'));
   config.ui = parseEnvBool(envVar(env, 'LLAMAD_UI')) ?? true;
+  config.draftFixed = parseEnvBool(envVar(env, 'LLAMAD_DRAFT_FIXED')) ?? false;
   config.tracing = parseTracingEnv(env);
   return config;
 }

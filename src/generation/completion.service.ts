@@ -143,6 +143,7 @@ export class CompletionService {
       flashAttention: kv.flashAttention,
       kvCacheType: kv.kvCacheType,
       hasDraft: model.draftPath !== undefined,
+      draftFixed: this.config.draftFixed,
       vision: model.projectorPaths.length > 0,
       parallel,
     };

@@ -85,10 +85,15 @@ export interface RunnerSpec extends LoadOptions {
  * `draft_ngram`). The output is what it would be without it; only the speed differs.
  */
 export interface RunnerDraft {
-  /** Tokens proposed per step, 1..32 (more are capped). */
+  /** Tokens proposed per step, 1..64 (more are capped). */
   nMax: number;
   /** N-gram lookup instead of the draft model (the only way without one). */
   ngram?: boolean;
+  /**
+   * Draft nMax tokens (n-gram: what the match gives, up to nMax) at every step, without the engine's cost model
+   * (LLAMAD_DRAFT_FIXED; NativeDraftParams.fixed).
+   */
+  fixed?: boolean;
 }
 
 /**

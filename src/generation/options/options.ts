@@ -68,6 +68,8 @@ export interface OptionDefaults {
   kvCacheType?: LoadOptions['kvCacheType'];
   /** Whether the model has a draft layer: then requests draft with it (`draft_num_predict`, default 4). */
   hasDraft?: boolean;
+  /** LLAMAD_DRAFT_FIXED: drafts skip the engine's cost model (RunnerDraft.fixed). */
+  draftFixed?: boolean;
   /** Whether the model has a vision projector: num_ctx is at least 2048 then (Ollama's scheduler, §7.2). */
   vision?: boolean;
   /**
@@ -169,18 +171,19 @@ export function resolveOptions(request: OptionMap, modelParams: OptionMap, defau
     frequencyPenalty: clampFloat32(num(merged.frequency_penalty, 0)),
     stop: Array.isArray(stop) ? stop.filter((s) => typeof s === 'string' && s !== '') : [],
   };
-  return { load, sampling, ...draftOptions(merged, defaults.hasDraft === true) };
+  return { load, sampling, ...draftOptions(merged, defaults.hasDraft === true, defaults.draftFixed === true) };
 }
 
 /**
  * Speculative decoding of a request (request > Modelfile > default): `draft_ngram` true drafts by prompt lookup
  * (DEFAULT_NGRAM_DRAFT tokens, beyond Ollama), else a model with a draft drafts with it (DEFAULT_DRAFT_NUM_PREDICT,
- * Ollama's default); `draft_num_predict` <= 0 turns it off (Ollama's `DraftNumPredict <= 0`).
+ * Ollama's default); `draft_num_predict` <= 0 turns it off (Ollama's `DraftNumPredict <= 0`). `fixed`
+ * (LLAMAD_DRAFT_FIXED) drafts that many at every step, without the cost model.
  */
-function draftOptions(merged: OptionMap, hasDraft: boolean): { draft?: RunnerDraft } {
+function draftOptions(merged: OptionMap, hasDraft: boolean, fixed: boolean): { draft?: RunnerDraft } {
   const ngram = merged.draft_ngram === true;
   if (!ngram && !hasDraft) return {};
   const nMax = Math.trunc(num(merged.draft_num_predict, ngram ? DEFAULT_NGRAM_DRAFT : DEFAULT_DRAFT_NUM_PREDICT));
   if (nMax <= 0) return {};
-  return { draft: { nMax: Math.min(nMax, MAX_DRAFT), ...(ngram ? { ngram } : {}) } };
+  return { draft: { nMax: Math.min(nMax, MAX_DRAFT), ...(ngram ? { ngram } : {}), ...(fixed ? { fixed } : {}) } };
 }

@@ -157,6 +157,13 @@ describe('loadConfig', () => {
     assert.equal(loadConfig({ LLAMAD_UI: 'false' }).ui, false);
     assert.equal(loadConfig({ LLAMAD_UI: '1' }).ui, true);
   });
+
+  it('reads LLAMAD_DRAFT_FIXED as a bool (default off: the cost model decides)', () => {
+    assert.equal(loadConfig({}).draftFixed, false);
+    assert.equal(loadConfig({ LLAMAD_DRAFT_FIXED: '1' }).draftFixed, true);
+    assert.equal(loadConfig({ LLAMAD_DRAFT_FIXED: 'true' }).draftFixed, true);
+    assert.equal(loadConfig({ LLAMAD_DRAFT_FIXED: '0' }).draftFixed, false);
+  });
 });
 
 describe('OLLAMA_FLASH_ATTENTION and OLLAMA_KV_CACHE_TYPE', () => {

@@ -113,4 +113,19 @@ describe('resolveOptions: draft_num_predict and draft_ngram (speculative decodin
     });
     assert.equal(resolveOptions({ draft_ngram: false }, { draft_ngram: true }, defaults).draft, undefined);
   });
+
+  it('LLAMAD_DRAFT_FIXED (draftFixed) marks every draft fixed; never without a draft', () => {
+    const fixed = { ...defaults, draftFixed: true };
+    assert.deepEqual(resolveOptions({}, {}, { ...fixed, hasDraft: true }).draft, {
+      nMax: DEFAULT_DRAFT_NUM_PREDICT,
+      fixed: true,
+    });
+    assert.deepEqual(resolveOptions({ draft_ngram: true, draft_num_predict: 8 }, {}, fixed).draft, {
+      nMax: 8,
+      ngram: true,
+      fixed: true,
+    });
+    assert.equal(resolveOptions({}, {}, fixed).draft, undefined);
+    assert.equal(resolveOptions({ draft_num_predict: 0 }, {}, { ...fixed, hasDraft: true }).draft, undefined);
+  });
 });
