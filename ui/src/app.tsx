@@ -4,6 +4,7 @@ import { ChatPage } from './pages/chat';
 import { MetricsPage } from './pages/metrics';
 import { ModelsPage } from './pages/models';
 import { RunningPage } from './pages/running';
+import { ErrorNotice } from './notices';
 
 const PAGES = [
   { id: 'chat', label: 'Chat', Page: ChatPage },
@@ -55,11 +56,7 @@ function Login({ onDone, refused }: { onDone: () => void; refused: boolean }) {
         <button type="submit" disabled={busy}>
           Sign in
         </button>
-        {error !== '' && (
-          <p role="alert" class="error">
-            {error}
-          </p>
-        )}
+        <ErrorNotice error={error} />
         <p class="hint">The key stays in this tab only (sessionStorage) and is sent as a bearer token.</p>
       </form>
     </main>

@@ -14,10 +14,20 @@ for (const [name, language] of Object.entries({ bash, cpp, javascript, json, pyt
   hljs.registerLanguage(name, language);
 }
 
+let lastCostMs = 0;
+
 /** Markdown to HTML that is safe to insert: marked (GitHub flavour), then DOMPurify (no script, no handlers). */
 export function renderMarkdown(text: string): string {
+  const started = performance.now();
   const html = marked.parse(text, { async: false, gfm: true, breaks: true });
-  return DOMPurify.sanitize(html, { USE_PROFILES: { html: true } });
+  const safe = DOMPurify.sanitize(html, { USE_PROFILES: { html: true } });
+  lastCostMs = performance.now() - started;
+  return safe;
+}
+
+/** How long the last {@link renderMarkdown} took, ms (it grows with the text: a streaming answer's re-renders pace by it). */
+export function markdownCostMs(): number {
+  return lastCostMs;
 }
 
 /** A message's Markdown, sanitized, with its code blocks highlighted once the text stops changing. */

@@ -11,7 +11,14 @@ import {
   saveConversation,
   ToolCall,
 } from '../conversations';
+import { markdownCostMs } from '../markdown';
 import { chatRequest, MessageView, readImage, SettingsView } from './chat-parts';
+import { ErrorNotice } from '../notices';
+
+/** Most often the page re-renders a streaming answer, ms. */
+const RENDER_INTERVAL_MS = 100;
+/** A re-render of the streaming answer waits at least this many times what the last Markdown render took. */
+const RENDER_COST_FACTOR = 4;
 
 /** A streamed /api/chat record (reference/ollama-api.md §3.3). */
 interface ChatRecord {
@@ -40,6 +47,13 @@ export function ChatPage() {
   const [draft, setDraft] = useState('');
   const [images, setImages] = useState<string[]>([]);
   const [streaming, setStreaming] = useState(false);
+  const messagesRef = useRef<HTMLDivElement>(null);
+  // The answer being written stays in view: the message list scrolls inside its own box (the composer with Stop
+  // keeps its place) and follows the stream to its end.
+  useEffect(() => {
+    const box = messagesRef.current;
+    if (streaming && box) box.scrollTop = box.scrollHeight;
+  });
   const [error, setError] = useState('');
   const [renaming, setRenaming] = useState(false);
   const abort = useRef<AbortController | null>(null);
@@ -78,10 +92,21 @@ export function ChatPage() {
     setStreaming(true);
     const controller = new AbortController();
     abort.current = controller;
-    const update = (change: Partial<Message>) => {
-      Object.assign(answer, change);
+    // Records are folded into `answer` as they come; the page re-renders (Markdown of the whole answer so far) at most
+    // every RENDER_INTERVAL_MS, and never sooner than RENDER_COST_FACTOR × the last render's time after it, so that a
+    // fast model's long stream cannot keep the page's main thread busy (Stop and the rest of the page stay
+    // responsive); at once for the last record.
+    let pending: ReturnType<typeof setTimeout> | undefined;
+    const flush = () => {
+      if (pending !== undefined) clearTimeout(pending);
+      pending = undefined;
       conversation = { ...conversation, messages: [...history, { ...answer }] };
       setCurrent(conversation);
+    };
+    const update = (change: Partial<Message>, now = false) => {
+      Object.assign(answer, change);
+      if (now) flush();
+      else pending ??= setTimeout(flush, Math.max(RENDER_INTERVAL_MS, RENDER_COST_FACTOR * markdownCostMs()));
     };
     try {
       await streamNdjson<ChatRecord>(
@@ -102,14 +127,15 @@ export function ChatPage() {
               ...(record.done_reason ? { done_reason: record.done_reason } : {}),
             };
           }
-          update(change);
+          update(change, record.done === true);
         },
         controller.signal,
       );
     } catch (e) {
-      if (controller.signal.aborted) update({ stats: undefined, content: `${answer.content}\n\n*(stopped)*` });
+      if (controller.signal.aborted) update({ stats: undefined, content: `${answer.content}\n\n*(stopped)*` }, true);
       else setError(e instanceof Error ? e.message : String(e));
     } finally {
+      if (pending !== undefined) flush();
       abort.current = null;
       setStreaming(false);
       await persist(conversation).catch((e: unknown) => setError(String(e)));
@@ -227,16 +253,12 @@ export function ChatPage() {
           )}
         </div>
         <SettingsView settings={current.settings} onChange={(settings) => setCurrent({ ...current, settings })} />
-        <div class="messages" role="log" aria-live="polite" aria-label="Messages">
+        <div class="messages" role="log" aria-live="polite" aria-label="Messages" ref={messagesRef}>
           {current.messages.map((m, i) => (
             <MessageView key={i} message={m} streaming={streaming && i === current.messages.length - 1} />
           ))}
         </div>
-        {error !== '' && (
-          <p role="alert" class="error">
-            {error}
-          </p>
-        )}
+        <ErrorNotice error={error} />
         <form class="composer" onSubmit={(e) => void send(e)}>
           {images.length > 0 && (
             <div class="images pending">

@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { call } from '../api';
 import { LineChart, Series } from '../chart';
 import { histogramBuckets, parsePrometheus, quantile, total } from '../prometheus';
+import { ErrorNotice } from '../notices';
 
 /** How often /metrics is read, ms. */
 const POLL_MS = 3000;
@@ -74,11 +75,7 @@ export function MetricsPage() {
     <main class="metrics">
       <h1>Metrics</h1>
       <p class="hint">From /metrics every {POLL_MS / 1000} s; time to first token over each interval.</p>
-      {error !== '' && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <ErrorNotice error={error} />
       <div class="charts">
         <LineChart
           title="Tokens generated per second"

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { formatBytes, json, listModels, ModelEntry, streamNdjson } from '../api';
+import { ErrorNotice } from '../notices';
 
 /** A record of the /api/pull and /api/create streams (reference/ollama-api.md §3.9, §3.13). */
 interface Progress {
@@ -140,11 +141,7 @@ export function ModelsPage() {
   return (
     <main class="models">
       <h1>Models</h1>
-      {error !== '' && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <ErrorNotice error={error} />
       <p role="status" class="status">
         {status}
       </p>

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { formatBytes, json } from '../api';
+import { ErrorNotice } from '../notices';
 
 /** One model of GET /api/ps (reference/ollama-api.md §3.7, with llamad's `parallel` and `devices`). */
 interface RunningModel {
@@ -70,11 +71,7 @@ export function RunningPage() {
   return (
     <main class="running">
       <h1>Running models</h1>
-      {error !== '' && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <ErrorNotice error={error} />
       <p role="status" class="status">
         {status}
       </p>
