@@ -59,11 +59,11 @@ export function installWebUi(fastify: FastifyInstance, options: WebUiOptions): v
   const root = options.root ?? WEB_UI_ROOT;
   const path = options.path.replace(/\/+$/, '');
   const indexFile = join(root, 'index.html');
-  let index: Buffer | undefined;
+  // Read once, when the routes are installed (start-up): no file-system call on the request path.
+  const index: Buffer | undefined = existsSync(indexFile) ? readFileSync(indexFile) : undefined;
   const page = (request: FastifyRequest, reply: FastifyReply): FastifyReply => {
     const [pathname, query] = splitQuery(request.url);
     if (!pathname.endsWith('/')) return reply.redirect(`${pathname}/${query}`, 308);
-    if (index === undefined && existsSync(indexFile)) index = readFileSync(indexFile);
     if (index === undefined) {
       return reply
         .code(404)
