@@ -43,19 +43,10 @@ export async function listProcessModels(
   loaded.sort((a, b) => b.expires.getTime() - a.expires.getTime());
   const models: ProcessModelWire[] = [];
   for (const { runner, expires } of loaded) {
-    const model = await catalog.findByWeights(runner.spec.modelPath).catch(() => null);
-    // A caller limited to a model list sees only the loaded models of its list (docs/security.md "Tenants").
-    if (!model && !seesEveryModel()) continue;
-    const name = model?.name ?? runner.spec.modelPath;
+    const row = await baseRow(catalog, runner, expires, runner.sizeVramBytes);
+    if (!row) continue;
     models.push({
-      name,
-      model: name,
-      size: runner.sizeBytes,
-      digest: model?.digest ?? '',
-      details: model?.details ?? NO_DETAILS,
-      expires_at: expires.toISOString(),
-      size_vram: runner.sizeVramBytes,
-      context_length: runner.spec.numCtx,
+      ...row,
       ...(runner.pid !== undefined ? { pid: runner.pid } : {}),
       ...(runner.devices
         ? {
@@ -86,21 +77,35 @@ export async function listProcessModels(
     });
   }
   for (const loading of scheduler.loading()) {
-    const model = await catalog.findByWeights(loading.spec.modelPath).catch(() => null);
-    if (!model && !seesEveryModel()) continue;
-    const name = model?.name ?? loading.spec.modelPath;
-    models.push({
-      name,
-      model: name,
-      size: loading.sizeBytes,
-      digest: model?.digest ?? '',
-      details: model?.details ?? NO_DETAILS,
-      expires_at: expiresAt(loading, now).toISOString(),
-      size_vram: 0,
-      context_length: loading.spec.numCtx,
-      loading: true,
-      load_progress: loading.progress,
-    });
+    const row = await baseRow(catalog, loading, expiresAt(loading, now), 0);
+    if (row) models.push({ ...row, loading: true, load_progress: loading.progress });
   }
   return { models };
+}
+
+/**
+ * Ollama's fields of one /api/ps row (§3.7) for a runner, loaded or loading, named by the manifest that references its
+ * weights (else by blob path); null when the caller may not see it: a caller limited to a model list sees only the
+ * runners of its list (docs/security.md "Tenants").
+ * @param sizeVram bytes in accelerator memory (0 while loading).
+ */
+async function baseRow(
+  catalog: ModelsService,
+  runner: { spec: { modelPath: string; numCtx: number }; sizeBytes: number },
+  expires: Date,
+  sizeVram: number,
+): Promise<ProcessModelWire | null> {
+  const model = await catalog.findByWeights(runner.spec.modelPath).catch(() => null);
+  if (!model && !seesEveryModel()) return null;
+  const name = model?.name ?? runner.spec.modelPath;
+  return {
+    name,
+    model: name,
+    size: runner.sizeBytes,
+    digest: model?.digest ?? '',
+    details: model?.details ?? NO_DETAILS,
+    expires_at: expires.toISOString(),
+    size_vram: sizeVram,
+    context_length: runner.spec.numCtx,
+  };
 }
