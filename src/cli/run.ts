@@ -4,7 +4,16 @@ import { Connection } from './host';
 import { repl } from './repl';
 import { RunOptions, Session } from './session';
 
-export { extractImages, inferThink, parseParameter, parseThink, requestFormat, WordWrapper } from './session';
+export {
+  AUDIO_EXTENSIONS,
+  extractImages,
+  IMAGE_EXTENSIONS,
+  inferThink,
+  parseParameter,
+  parseThink,
+  requestFormat,
+  WordWrapper,
+} from './session';
 export type { RunOptions } from './session';
 
 async function readAll(input: NodeJS.ReadableStream): Promise<string> {

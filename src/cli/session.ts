@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { extname, join } from 'node:path';
 import type { ChatResponse, GenerateResponse, Message, ShowResponse } from 'ollama';
 import { CliError, isAbortError } from './errors';
 import { startLoadIndicator, WaitIndicator } from './load-progress';
@@ -78,12 +78,25 @@ export function parseParameter(name: string, values: string[]): unknown {
   return v !== '' && Number.isFinite(n) ? n : v;
 }
 
+/** File name extensions the REPL attaches: Ollama's help names .jpg, .png, .webp images and .wav audio. */
+export const IMAGE_EXTENSIONS = ['png', 'jpg', 'jpeg', 'webp'] as const;
+/** Audio extensions attached for audio models: Ollama's .wav, and MP3/FLAC, which the engine decodes too. */
+export const AUDIO_EXTENSIONS = ['wav', 'mp3', 'flac'] as const;
+
 /**
- * Finds image file paths in a prompt (words ending .png/.jpg/.jpeg, optionally quoted, `\ ` escapes allowed) that
- * exist; returns the prompt without them and the files' bytes, as Ollama's `extractFileData`.
+ * Finds file paths in a prompt (words ending in one of `extensions`, case-insensitive, optionally quoted, `\ ` escapes
+ * allowed) that exist; returns the prompt without them and the files' bytes in prompt order, as Ollama's
+ * `extractFileData` (cmd/interactive.go). Files are sent in a message's `images`, as Ollama's CLI does for audio too:
+ * the daemon tells audio from images by their bytes.
+ * @param extensions the extensions to look for (default: images only).
  */
-export function extractImages(prompt: string): { prompt: string; images: Uint8Array[]; paths: string[] } {
-  const re = /(?:"([^"]+\.(?:png|jpe?g))"|'([^']+\.(?:png|jpe?g))'|((?:[^\s\\]|\\ )+\.(?:png|jpe?g)))/gi;
+export function extractImages(
+  prompt: string,
+  extensions: readonly string[] = IMAGE_EXTENSIONS,
+): { prompt: string; images: Uint8Array[]; paths: string[] } {
+  if (extensions.length === 0) return { prompt, images: [], paths: [] };
+  const ext = `\\.(?:${extensions.join('|')})`;
+  const re = new RegExp(`(?:"([^"]+${ext})"|'([^']+${ext})'|((?:[^\\s\\\\]|\\\\ )+${ext}))(?!\\w)`, 'gi');
   const images: Uint8Array[] = [];
   const paths: string[] = [];
   const rest = prompt.replace(re, (whole, q1?: string, q2?: string, bare?: string) => {
@@ -231,9 +244,15 @@ export class Session {
   }
 
   private imagesFor(prompt: string): { prompt: string; images?: Uint8Array[] } {
-    if (!this.capabilities.includes('vision')) return { prompt };
-    const r = extractImages(prompt);
-    for (const p of r.paths) this.out.write(`Added image '${p}'\n`);
+    const vision = this.capabilities.includes('vision');
+    const audio = this.capabilities.includes('audio');
+    const r = extractImages(prompt, [...(vision ? IMAGE_EXTENSIONS : []), ...(audio ? AUDIO_EXTENSIONS : [])]);
+    for (const p of r.paths) {
+      const kind = (AUDIO_EXTENSIONS as readonly string[]).includes(extname(p).slice(1).toLowerCase())
+        ? 'audio'
+        : 'image';
+      this.out.write(`Added ${kind} '${p}'\n`);
+    }
     return r.images.length > 0 ? { prompt: r.prompt, images: r.images } : { prompt };
   }
 

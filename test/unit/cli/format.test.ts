@@ -8,7 +8,14 @@ import { goDuration, humanBytes, humanTime, metricsSummary, processor, table } f
 import { parseOllamaHost } from '../../../src/cli/host';
 import { mergeCodexConfig } from '../../../src/cli/launch';
 import { ProgressView, timeLeft } from '../../../src/cli/progress';
-import { extractImages, parseParameter, parseThink, WordWrapper } from '../../../src/cli/run';
+import {
+  AUDIO_EXTENSIONS,
+  extractImages,
+  IMAGE_EXTENSIONS,
+  parseParameter,
+  parseThink,
+  WordWrapper,
+} from '../../../src/cli/run';
 
 describe('cli formatting (Ollama format package)', () => {
   it('humanBytes', () => {
@@ -108,6 +115,24 @@ describe('run helpers', () => {
         ['JPEG', 'PNG'],
       );
       assert.equal(got.prompt, 'compare  and  please');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('attaches audio files only when asked for audio extensions, webp images, and stops at a trailing period', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'llamad-cli-audio-'));
+    try {
+      writeFileSync(join(dir, 'talk.wav'), 'RIFF');
+      writeFileSync(join(dir, 'pic.webp'), 'WEBP');
+      writeFileSync(join(dir, 'talk.wavx'), 'x');
+      const prompt = `hear ${join(dir, 'talk.wav')}, see ${join(dir, 'pic.webp')}. not ${join(dir, 'talk.wavx')}`;
+      const imagesOnly = extractImages(prompt);
+      assert.deepEqual(imagesOnly.paths, [join(dir, 'pic.webp')]);
+      const both = extractImages(prompt, [...IMAGE_EXTENSIONS, ...AUDIO_EXTENSIONS]);
+      assert.deepEqual(both.paths, [join(dir, 'talk.wav'), join(dir, 'pic.webp')]);
+      assert.equal(both.prompt, `hear , see . not ${join(dir, 'talk.wavx')}`);
+      assert.deepEqual(extractImages(prompt, []).paths, []);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
