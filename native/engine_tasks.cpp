@@ -23,7 +23,7 @@ void Engine::StartTask(std::unique_ptr<Task> task) {
   const std::vector<llama_token>& prompt = task->params.tokens;
   if (task->params.media) {
     // Media task: the idle slot caching the least; its sequence is cleared (no KV reuse across images), and the whole
-    // prompt is evaluated by EvalMedia at the start of the next step.
+    // prompt is evaluated by EvalMediaUnit and the shared batch, one unit per step (engine_media_eval.cpp).
     Slot* slot = nullptr;
     for (Slot& s : slots_) {
       if (s.state == Slot::State::kIdle && (slot == nullptr || s.cache.size() < slot->cache.size())) slot = &s;
