@@ -381,8 +381,9 @@ export interface NativeTaskParams {
    * mtmd_helper_bitmap_init_from_buf). With `images` the prompt is given as TEXT in `prompt` instead of `tokens`; it is
    * tokenized by mtmd_tokenize (add BOS as the vocabulary says, control tokens parsed) and each file becomes the
    * projector's tokens (tiny-mmproj: 4 per image; Whisper-type audio encoders: one chunk per started 30 s).
-   * The task always starts on a cleared slot (no KV prefix reuse across media); `timings.promptN`/`promptTotal`
-   * count text plus media positions. The prompt is evaluated one unit per engine step (a text batch, one image or
+   * The task takes the idle slot whose sequence starts with the longest part of its prompt: equal text tokens and the
+   * same files (by content hash, sha256) at the same positions, within its cacheScope; that prefix is not evaluated
+   * again. `timings.promptTotal` counts text plus media positions, `promptN` those evaluated. The prompt is evaluated one unit per engine step (a text batch, one image or
    * audio chunk encode, or one batch of its embeddings), between the other slots' steps.
    * Throws LLAMA_INVALID_ARGUMENT at submit when the context has no projector (`images need a context created with a
    * projector (params.projectorPath)`, or `this model is missing data required for audio input` when an entry is

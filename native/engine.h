@@ -205,8 +205,12 @@ class Engine {
   // in between. MediaTextEnd: where the text chunk at the slot's prompt position ends (positions; that position itself
   // when a media chunk comes next: BuildBatch then leaves the slot out). EvalMediaUnit: the next unit of a slot at a
   // media chunk: its encode (mtmd_encode_chunk), or the decode of its next <= n_batch embeddings (failing only this
-  // slot on an error). ClearMediaProgress: forgets a partly evaluated media chunk (its KV beyond `cache` too).
+  // slot on an error); a complete chunk joins the slot's media_spans. ClearMediaProgress: forgets a partly evaluated
+  // media chunk (its KV beyond `cache` too).
   size_t MediaTextEnd(const Slot& slot) const;
+  // Length of the common prefix of `slot`'s sequence with media task `params` (positions): equal text tokens, and media
+  // chunks with the same content id at the same position and span (Slot::media_spans). 0 for another cache scope.
+  size_t MediaPrefix(const Slot& slot, const TaskParams& params) const;
   void EvalMediaUnit(Slot& slot);
   void ClearMediaProgress(Slot& slot);
   int32_t BuildBatch();

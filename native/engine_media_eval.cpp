@@ -6,6 +6,7 @@
 // mtmd_helper_decode_image_chunk does: M-RoPE positions (2-D for images, 1-D for audio) and non-causal attention
 // where the projector asks for them.
 #include <algorithm>
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,38 @@ size_t Engine::MediaTextEnd(const Slot& slot) const {
   const size_t c = ChunkAt(media, pos);
   const mtmd_input_chunk* chunk = mtmd_input_chunks_get(media.chunks, c);
   return mtmd_input_chunk_get_type(chunk) == MTMD_INPUT_CHUNK_TYPE_TEXT ? media.chunk_pos[c + 1] : pos;
+}
+
+size_t Engine::MediaPrefix(const Slot& slot, const TaskParams& params) const {
+  if (slot.cache_scope != params.cache_scope) return 0;
+  const MediaPrompt& media = *params.media;
+  const std::vector<llama_token>& prompt = params.tokens;
+  const size_t n = std::min(prompt.size(), slot.cache.size());
+  size_t i = 0;
+  while (i < n) {
+    if (prompt[i] != LLAMA_TOKEN_NULL) {
+      if (slot.cache[i] != prompt[i]) break;
+      ++i;
+      continue;
+    }
+    // A media chunk starts here: the slot must hold the same content at the same positions.
+    const size_t c = ChunkAt(media, i);
+    const mtmd_input_chunk* chunk = mtmd_input_chunks_get(media.chunks, c);
+    const char* id = mtmd_input_chunk_get_id(chunk);
+    const size_t n_pos = media.chunk_pos[c + 1] - media.chunk_pos[c];
+    if (media.chunk_pos[c] != i || id == nullptr || *id == '\0' || i + n_pos > n) break;
+    const auto span = std::find_if(slot.media_spans.begin(), slot.media_spans.end(), [&](const Slot::MediaSpan& s) {
+      return s.pos == i && s.n_pos == n_pos && s.id == id;
+    });
+    if (span == slot.media_spans.end()) break;
+    const auto end = slot.cache.begin() + static_cast<std::ptrdiff_t>(i + n_pos);
+    if (!std::all_of(slot.cache.begin() + static_cast<std::ptrdiff_t>(i), end,
+                     [](llama_token t) { return t == LLAMA_TOKEN_NULL; })) {
+      break;  // the span was overwritten since
+    }
+    i += n_pos;
+  }
+  return i;
 }
 
 void Engine::ClearMediaProgress(Slot& slot) {
@@ -147,6 +180,12 @@ void Engine::EvalMediaUnit(Slot& slot) {
   const size_t n_pos = static_cast<size_t>(mtmd_input_chunk_get_n_pos(chunk));
   slot.media_chunk = Slot::kNoChunk;  // complete: nothing beyond `cache` to drop
   ClearMediaProgress(slot);
+  auto& spans = slot.media_spans;
+  spans.erase(
+      std::remove_if(spans.begin(), spans.end(), [&](const Slot::MediaSpan& s) { return s.pos + s.n_pos > start; }),
+      spans.end());
+  const char* id = mtmd_input_chunk_get_id(chunk);
+  if (id != nullptr && *id != '\0') spans.push_back({start, n_pos, id});
   slot.cache.resize(start + n_pos, LLAMA_TOKEN_NULL);
   slot.n_prompt_done = slot.cache.size();
 }

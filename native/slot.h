@@ -185,6 +185,15 @@ struct Slot {
   // MediaPrompt once encoded (kNoChunk: none; a copy, since the next encode of any slot overwrites mtmd's output) and
   // how many of them are decoded into the sequence so far (those sit beyond `cache` until the chunk is complete).
   static constexpr size_t kNoChunk = static_cast<size_t>(-1);
+  // The media chunks evaluated into this sequence (prefix reuse of media prompts, Engine::MediaPrefix): where each
+  // starts, its positions and its content id (mtmd_input_chunk_get_id: the file's sha256). One counts only while
+  // `cache` still holds LLAMA_TOKEN_NULL over its whole range (a later task may have overwritten it).
+  struct MediaSpan {
+    size_t pos = 0;
+    size_t n_pos = 0;
+    std::string id;
+  };
+  std::vector<MediaSpan> media_spans;
   std::vector<float> media_embd;
   size_t media_chunk = kNoChunk;
   int32_t media_embd_done = 0;

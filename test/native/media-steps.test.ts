@@ -154,6 +154,48 @@ describe('audio files in media tasks', { skip: NO_AUDIO_MODEL }, () => {
   });
 });
 
+describe('prefix reuse of media prompts', { skip: NO_AUDIO_MODEL }, () => {
+  let model: NativeModel;
+  let ctx: NativeContext;
+
+  before(async () => {
+    model = await loadModel(TINY_LLAMA_SPM);
+    ctx = new binding.Context(model, { nCtx: 2048, nParallel: 1, nThreads: 2, projectorPath: AUDIO_MMPROJ });
+  });
+
+  after(async () => {
+    await ctx?.dispose();
+    await model?.dispose();
+  });
+
+  const timingsOf = async (prompt: string, file: Uint8Array, cacheScope?: string) =>
+    (await runTask(ctx, { tokens: EMPTY, prompt, images: [file], nPredict: 2, cacheScope })).done.timings;
+
+  it('the same clip at the same place is not evaluated again; another clip or scope is', async () => {
+    const first = await timingsOf(`${MARKER}transcribe:`, wav(2));
+    assert.equal(first.promptN, first.promptTotal);
+    // the same prompt: only its last token, for its logits
+    assert.equal((await timingsOf(`${MARKER}transcribe:`, wav(2))).promptN, 1);
+    // the same clip, other text after it: the clip and the text before it are kept
+    const otherText = await timingsOf(`${MARKER}summarize it:`, wav(2));
+    assert.ok(otherText.promptN < otherText.promptTotal - 750, JSON.stringify(otherText));
+    // another clip (same length, same prompt text): at most the text before it is kept
+    const otherClip = await timingsOf(`${MARKER}summarize it:`, wav(2, 880));
+    assert.equal(otherClip.promptTotal, otherText.promptTotal);
+    assert.ok(otherClip.promptN > 750, JSON.stringify(otherClip));
+    // another cache scope never reuses any of it
+    const scoped = await timingsOf(`${MARKER}summarize it:`, wav(2, 880), 'another scope');
+    assert.equal(scoped.promptN, scoped.promptTotal);
+  });
+
+  it('a text prompt after a media prompt reuses the text before the clip only', async () => {
+    await timingsOf(`hello ${MARKER}transcribe:`, wav(2));
+    const text = model.tokenize('hello there, how are you', true, true);
+    const done = (await runTask(ctx, { tokens: text, nPredict: 1 })).done.timings;
+    assert.ok(done.promptN < done.promptTotal, JSON.stringify(done));
+  });
+});
+
 describe('a long media prompt does not hold other slots up', { skip: NO_AUDIO_MODEL }, () => {
   let model: NativeModel;
   let ctx: NativeContext;
@@ -183,6 +225,7 @@ describe('a long media prompt does not hold other slots up', { skip: NO_AUDIO_MO
    * in the order they arrived.
    */
   function race(
+    hz: number,
     onShortToken: (longId: number) => void,
   ): Promise<{ order: NativeEvent[]; longId: number; shortId: number }> {
     return new Promise((resolve, reject) => {
@@ -197,7 +240,13 @@ describe('a long media prompt does not hold other slots up', { skip: NO_AUDIO_MO
         }
       };
       const longId = ctx.submit(
-        { tokens: EMPTY, prompt: `${MARKER}summarize:`, images: [wav(LONG_SECONDS)], nPredict: 4, sampling: GREEDY },
+        {
+          tokens: EMPTY,
+          prompt: `${MARKER}summarize:`,
+          images: [wav(LONG_SECONDS, hz)],
+          nPredict: 4,
+          sampling: GREEDY,
+        },
         onEvent,
       );
       const shortId = ctx.submit(
@@ -208,7 +257,7 @@ describe('a long media prompt does not hold other slots up', { skip: NO_AUDIO_MO
   }
 
   it('another slot streams all its tokens while a 61 s clip is evaluated', async () => {
-    const { order, longId, shortId } = await race(() => {});
+    const { order, longId, shortId } = await race(440, () => {});
     const index = (pred: (e: NativeEvent) => boolean) => order.findIndex(pred);
     const shortDone = index((e) => e.taskId === shortId && e.type === 'done');
     const longFirst = index((e) => e.taskId === longId && e.type === 'token');
@@ -221,14 +270,15 @@ describe('a long media prompt does not hold other slots up', { skip: NO_AUDIO_MO
 
   it('a media prompt is cancelled between its units', async () => {
     let cancelled = false;
-    const { order, longId } = await race((id) => {
+    // another clip: the first test's is in a slot's cache now (prefix reuse)
+    const { order, longId } = await race(660, (id) => {
       if (!cancelled) ctx.cancel(id);
       cancelled = true;
     });
     const longEvents = order.filter((e) => e.taskId === longId);
     assert.equal(longEvents.length, 1, 'no token before the cancel');
     assert.equal(longEvents[0].type === 'done' && longEvents[0].reason, 'cancelled');
-    // the slot is usable afterwards, and the same long prompt then completes
+    // the context is usable afterwards
     const ok = await runTask(ctx, { tokens: EMPTY, prompt: `${MARKER} go`, images: [wav(1)], nPredict: 2 });
     assert.equal(ok.tokens.length, 2);
   });
