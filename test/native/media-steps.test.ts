@@ -1,12 +1,15 @@
 // Media prompts in the engine: audio files decoded with a bound and clear errors (PrepareMedia), and a long media
 // prompt evaluated one unit per engine step, so that another slot's stream goes on meanwhile (EvalMediaUnit).
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { NativeContext, NativeEvent, NativeModel, NativeTaskParams } from '../../binding';
 import { MODELS_DIR, TINY_LLAMA_SPM, TINY_MMPROJ, ensureTestModels } from '../utils/models';
 import { testPng } from '../utils/png';
+import { onPath } from '../utils/programs';
 import { GREEDY, assertThrowsCode, binding, loadModel, runTask } from './native-helpers';
 
 ensureTestModels();
@@ -40,6 +43,18 @@ function wav(seconds: number, hz = 440): Uint8Array {
   out.writeUInt32LE(n * 2, 40);
   for (let i = 0; i < n; i++) out.writeInt16LE(Math.round(16383 * Math.sin((2 * Math.PI * hz * i) / RATE)), 44 + i * 2);
   return new Uint8Array(out.buffer, out.byteOffset, out.length);
+}
+
+/** `file` (a WAV) converted by sox to `format` (its own temporary directory, removed afterwards). */
+function soxConvert(file: Uint8Array, format: 'flac' | 'mp3'): Uint8Array {
+  const dir = mkdtempSync(join(tmpdir(), 'llamad-media-steps-'));
+  try {
+    writeFileSync(join(dir, 'in.wav'), file);
+    execFileSync('sox', [join(dir, 'in.wav'), join(dir, `out.${format}`)]);
+    return new Uint8Array(readFileSync(join(dir, `out.${format}`)));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** The `error` event's message of a task expected to fail in preparation (rejects when it completes). */
@@ -80,6 +95,21 @@ describe('audio files in media tasks', { skip: NO_AUDIO_MODEL }, () => {
     const again = await runTask(ctx, { tokens: EMPTY, prompt, images: [wav(2)], nPredict: 6 });
     assert.deepEqual(again.tokens, short.tokens);
   });
+
+  it(
+    'FLAC and MP3 (sox) decode like the WAV they were made from',
+    { skip: !onPath('sox') && 'sox is not installed: run "apt-get install -y sox libsox-fmt-mp3"' },
+    async () => {
+      const prompt = `${MARKER}transcribe:`;
+      const expected = (await runTask(ctx, { tokens: EMPTY, prompt, images: [wav(2)], nPredict: 1 })).done.timings;
+      for (const format of ['flac', 'mp3'] as const) {
+        const file = soxConvert(wav(2), format);
+        const done = (await runTask(ctx, { tokens: EMPTY, prompt, images: [file], nPredict: 1, cacheScope: format }))
+          .done;
+        assert.equal(done.timings.promptTotal, expected.promptTotal, format);
+      }
+    },
+  );
 
   it('a clip longer than maxAudioSeconds is refused with its length and the bound', async () => {
     const error = await errorOf(ctx, { prompt: `${MARKER} hi`, images: [wav(3.3)], maxAudioSeconds: 2 });
