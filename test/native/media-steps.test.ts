@@ -16,6 +16,8 @@ ensureTestModels();
 
 // Made by scripts/make-test-models (qwen2a: Whisper encoder, 16 kHz, 750 embeddings per 30 s chunk).
 const AUDIO_MMPROJ = join(MODELS_DIR, 'tiny-audio-mmproj.gguf');
+// Both encoders in one projector (tiny-mmproj's vision shape and tiny-audio-mmproj's audio shape).
+const OMNI_MMPROJ = join(MODELS_DIR, 'tiny-omni-mmproj.gguf');
 const NO_AUDIO_MODEL = existsSync(AUDIO_MMPROJ)
   ? undefined
   : `${AUDIO_MMPROJ} is missing: run "npm run make-test-models" (it makes tiny-audio-mmproj.gguf)`;
@@ -160,6 +162,37 @@ describe('audio files in media tasks', { skip: NO_AUDIO_MODEL }, () => {
       message: 'this model is missing data required for image input',
     });
   });
+
+  it(
+    'an image and a clip in one prompt, on a projector with both encoders',
+    { skip: !existsSync(OMNI_MMPROJ) && `${OMNI_MMPROJ} is missing` },
+    async () => {
+      const omni = new binding.Context(model, { nCtx: 1024, nThreads: 1, projectorPath: OMNI_MMPROJ });
+      try {
+        assert.deepEqual([omni.stats().projectorVision, omni.stats().projectorAudio], [true, true]);
+        const prompt = `${MARKER} and ${MARKER} describe both`;
+        const both = await runTask(omni, {
+          tokens: EMPTY,
+          prompt,
+          images: [new Uint8Array(testPng()), wav(1)],
+          nPredict: 2,
+        });
+        const imageOnly = await runTask(omni, {
+          tokens: EMPTY,
+          prompt: `${MARKER} describe`,
+          images: [new Uint8Array(testPng())],
+          nPredict: 2,
+        });
+        assert.ok(
+          both.done.timings.promptTotal > imageOnly.done.timings.promptTotal + 750,
+          JSON.stringify(both.done.timings),
+        );
+        assert.equal(both.tokens.length, 2);
+      } finally {
+        await omni.dispose();
+      }
+    },
+  );
 
   it('audio on a context without projector throws at submit, worded for audio', async () => {
     const plain = new binding.Context(model, { nCtx: 64, nThreads: 1 });
