@@ -374,18 +374,38 @@ export interface NativeTaskParams {
   /** Prompt token ids (non-empty). Ignored when `images` is given (pass an empty Int32Array). */
   tokens: Int32Array;
   /**
-   * Images (needs a context with `projectorPath`): encoded image files (PNG, JPEG, BMP, GIF, ... decoded by stb_image
-   * through mtmd_helper_bitmap_init_from_buf), one per media marker in `prompt`, in order. With `images` the prompt
-   * is given as TEXT in `prompt` instead of `tokens`; it is tokenized at submit by mtmd_tokenize (add BOS as the
-   * vocabulary says, control tokens parsed) and each image becomes the projector's image tokens (tiny-mmproj: 4).
-   * The task always starts on a cleared slot (no KV prefix reuse across images); `timings.promptN`/`promptTotal`
-   * count text plus image positions. Throws LLAMA_INVALID_ARGUMENT at submit when the context has no projector, an
-   * image cannot be decoded, the marker count differs from the image count, or the prompt does not end with text
-   * after its last image; LLAMA_EXCEED_CONTEXT when text plus images exceed the slot.
+   * Images and audio clips (needs a context with `projectorPath`): encoded files, one per media marker in `prompt`, in
+   * order. Each entry is sniffed: RIFF..WAVE, an ID3 tag or MPEG frame sync (MP3) and fLaC are audio, decoded by
+   * miniaudio to mono float PCM at the projector's sample rate (16 kHz for Whisper-type encoders; it needs a projector
+   * with an audio encoder); anything else is an image (PNG, JPEG, BMP, GIF, ... decoded by stb_image through
+   * mtmd_helper_bitmap_init_from_buf). With `images` the prompt is given as TEXT in `prompt` instead of `tokens`; it is
+   * tokenized by mtmd_tokenize (add BOS as the vocabulary says, control tokens parsed) and each file becomes the
+   * projector's tokens (tiny-mmproj: 4 per image; Whisper-type audio encoders: one chunk per started 30 s).
+   * The task takes the idle slot whose sequence starts with the longest part of its prompt: equal text tokens and the
+   * same files (by content hash, sha256) at the same positions, within its cacheScope; that prefix is not evaluated
+   * again. `timings.promptTotal` counts text plus media positions, `promptN` those evaluated. The rest is evaluated
+   * one unit per engine step (a text batch, one image or audio chunk encode, or one batch of its embeddings), between
+   * the other slots' steps, so a long clip holds other streams up for one unit at a time.
+   * Throws LLAMA_INVALID_ARGUMENT at submit when the context has no projector (message `submit: images need a context
+   * created with a projector (params.projectorPath)`, or `submit: this model is missing data required for audio
+   * input` when an entry is audio). Its `error` event is LLAMA_INVALID_ARGUMENT when an image cannot be decoded
+   * (`images[<i>] is not a decodable image (PNG, JPEG, BMP, GIF, ...)`) or the projector has no vision encoder (`this
+   * model is missing data required for image input`), an audio entry cannot be decoded (`images[<i>] is not a
+   * decodable audio file (WAV, MP3 or FLAC)`), holds no sample (`audio file is empty`), is longer than
+   * `maxAudioSeconds` (`audio is <d> s long; the limit is <m> s (LLAMAD_MAX_AUDIO_SECONDS)`, seconds with at most one
+   * decimal) or the projector has no audio encoder (`this model is missing data required for audio input`), the
+   * marker count differs from the file count, or the prompt does not end with text after its last file;
+   * LLAMA_EXCEED_CONTEXT when text plus media exceed the slot.
    */
   images?: Uint8Array[];
   /** With `images`: the prompt text, containing the media marker '<__media__>' (mtmd_default_marker) once per image. */
   prompt?: string;
+  /**
+   * Longest audio clip accepted in `images`, seconds (the daemon's LLAMAD_MAX_AUDIO_SECONDS); absent or 0 = no bound.
+   * A clip whose header gives a longer length is refused before its samples are allocated (one without a length as
+   * soon as its decoded samples pass the bound). Throws LLAMA_INVALID_ARGUMENT at submit when negative or not finite.
+   */
+  maxAudioSeconds?: number;
   /**
    * Maximum tokens to generate; -1 = until EOG or the slot's context is full (with `contextShift`: until EOG, capped at
    * 10 × the slot context, Ollama's safety cap; the task then ends with 'length').
@@ -570,6 +590,13 @@ export interface NativeContextStats {
   /** Speculative decoding since creation: tokens drafted and verified, and of those the accepted ones. */
   draftTokens: number;
   draftAccepted: number;
+  /**
+   * Whether the context's projector (params.projectorPath) has a vision encoder / an audio encoder
+   * (mtmd_support_vision / mtmd_support_audio): which `images` entries it accepts. False without a projector. Absent
+   * from addons built before they existed.
+   */
+  projectorVision?: boolean;
+  projectorAudio?: boolean;
 }
 
 /**
@@ -613,10 +640,12 @@ export interface NativeContext {
   /**
    * Queues a generation task and returns its id at once. `onEvent` is called on the JS thread for every event.
    * Throws LLAMA_INVALID_ARGUMENT (bad params, images on a context without projector), LLAMA_EXCEED_CONTEXT (prompt
-   * does not fit a slot), LLAMA_DISPOSED. A task with `images` is prepared (images decoded, prompt tokenized by mtmd)
-   * on the context's media thread, off the JS thread: its preparation errors arrive as its `error` event
-   * (LLAMA_INVALID_ARGUMENT: undecodable image, marker/image count mismatch, no text after the last image;
-   * LLAMA_EXCEED_CONTEXT: text plus image positions exceed the slot), before any `token` event.
+   * does not fit a slot), LLAMA_DISPOSED. A task with `images` is prepared (images and audio decoded, prompt tokenized
+   * by mtmd) on the context's media thread, off the JS thread: its preparation errors arrive as its `error` event
+   * (LLAMA_INVALID_ARGUMENT: undecodable image or audio, empty or too long audio, a file kind the projector has no
+   * encoder for, marker/file count mismatch, no text after the last file — the messages are listed at
+   * NativeTaskParams.images; LLAMA_EXCEED_CONTEXT: text plus media positions exceed the slot), before any `token`
+   * event.
    */
   submit(task: NativeTaskParams, onEvent: (event: NativeEvent) => void): number;
   /**

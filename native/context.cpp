@@ -391,6 +391,8 @@ Napi::Value Context::Stats(const Napi::CallbackInfo& info) {
   out.Set("nThreads", stats.n_threads);
   out.Set("draftTokens", static_cast<double>(stats.draft_tokens));
   out.Set("draftAccepted", static_cast<double>(stats.draft_accepted));
+  out.Set("projectorVision", engine_->supports_vision());
+  out.Set("projectorAudio", engine_->supports_audio());
   return out;
 }
 

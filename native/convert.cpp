@@ -197,6 +197,12 @@ TaskParams ToTaskParams(Napi::Env env, Napi::Value value) {
   } else {
     params.tokens = ToTokens(env, obj.Get("tokens"), "task.tokens");
   }
+  Napi::Value max_audio = obj.Get("maxAudioSeconds");
+  if (!IsMissing(max_audio)) {
+    const double seconds = ToNumber(env, max_audio, "task.maxAudioSeconds");
+    if (!std::isfinite(seconds) || seconds < 0) Invalid(env, "task.maxAudioSeconds must be a finite number >= 0");
+    params.max_audio_seconds = seconds;
+  }
   params.n_predict =
       static_cast<int32_t>(RequiredInt(env, obj, "nPredict", "task.", -1, std::numeric_limits<int32_t>::max()));
 

@@ -79,10 +79,8 @@ void Engine::ValidatePrompt(const TaskParams& params) const {
 
 uint32_t Engine::Submit(TaskParams params) {
   if (stop_requested_.load()) throw LlamaError(ErrorCode::kDisposed, "context is disposed");
-  if (params.has_media && mtmd_ == nullptr) {
-    throw LlamaError(ErrorCode::kInvalidArgument,
-                     "images need a context created with a projector (params.projectorPath)");
-  }
+  if (params.has_media && mtmd_ == nullptr)
+    throw LlamaError(ErrorCode::kInvalidArgument, NoProjectorMessage(params.images));
   if (!params.has_media) ValidatePrompt(params);
   if (params.n_draft < 0) throw LlamaError(ErrorCode::kInvalidArgument, "the draft length must not be negative");
   if (params.n_draft > 0 && !params.draft_ngram && draft_ctx_ == nullptr) {
@@ -341,6 +339,11 @@ int32_t Engine::BuildBatch() {
     const std::vector<llama_token>& prompt = resume ? slot.resume_tokens : slot.task->params.tokens;
     const size_t done = resume ? slot.cache.size() : slot.n_prompt_done;
     size_t take = std::min(prompt.size() - done, static_cast<size_t>(n_batch_ - batch_.n_tokens));
+    // A media prompt: the rest of its current text chunk; none at an image or audio chunk (EvalMediaUnit's work).
+    if (!resume && slot.task->params.media) {
+      take = slot.media_unit_done ? 0 : std::min(take, MediaTextEnd(slot) - done);
+    }
+    if (take == 0) continue;
     if (shared_cells_) take = std::min(take, static_cast<size_t>(slot.cell_grant));
     if (!slot.prompt_started) {
       slot.prompt_started = true;
@@ -370,12 +373,14 @@ void Engine::Step(bool stopping) {
   ApplyThreads();
   if (shared_cells_) PlanCells();
   ChooseLoraGroup();
-  // Media prompts first, one slot at a time, outside the shared batch (mtmd decodes image embeddings itself).
+  // Media prompts at an image or audio chunk: one unit each (an encode, or a decode of embeddings), outside the shared
+  // batch; their text chunks join the shared batch like any prompt.
   for (Slot& slot : slots_) {
+    slot.media_unit_done = false;
     if (slot.state == Slot::State::kPrefill && slot.task && slot.task->params.media &&
-        (!shared_cells_ || slot.cell_grant > 0) && InLoraGroup(slot)) {
+        (!shared_cells_ || slot.cell_grant > 0) && InLoraGroup(slot) && MediaTextEnd(slot) == slot.n_prompt_done) {
       ApplyLoras(slot.task.get());
-      EvalMedia(slot);
+      EvalMediaUnit(slot);
     }
   }
   PrepareDrafts();
@@ -427,7 +432,7 @@ void Engine::Step(bool stopping) {
       slot->n_prompt_done += static_cast<size_t>(slot->batch_count);
       if (slot->n_prompt_done < params.tokens.size()) continue;
       slot->timings.prompt_ns = Nanoseconds(now - slot->prompt_start);
-      slot->task->sampler->AcceptPrompt(params.tokens);
+      slot->task->sampler->AcceptPrompt(params.media ? params.media->text_tokens : params.tokens);
       if (params.n_predict == 0) {
         Finish(*slot, StopReason::kLength);
         continue;

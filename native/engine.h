@@ -55,6 +55,10 @@ struct EngineEvent {
   std::string message;
 };
 
+// The LLAMA_INVALID_ARGUMENT message of a media task on a context without projector: worded for audio when one of the
+// task's files is audio (IsAudioFile), else for images.
+std::string NoProjectorMessage(const std::vector<std::string>& files);
+
 // Identity of a task's adapter set: its adapters with non-zero scales (llama.cpp leaves zero scales out), sorted by
 // path; '' = the base weights.
 std::string LoraKey(const std::vector<TaskLora>& loras);
@@ -145,6 +149,10 @@ class Engine {
 
   // Whether a projector was given (media tasks accepted).
   bool has_projector() const { return mtmd_ != nullptr; }
+  // Whether the projector has a vision / an audio encoder (mtmd_support_vision / mtmd_support_audio); false without
+  // projector. Any thread (they read the projector's hyperparameters only).
+  bool supports_vision() const { return mtmd_ != nullptr && mtmd_support_vision(mtmd_); }
+  bool supports_audio() const { return mtmd_ != nullptr && mtmd_support_audio(mtmd_); }
 
   // Any thread. Queues an embedding job (embedding contexts): the decode thread packs the inputs into batches, one
   // sequence each, and emits one kEmbed event with a pooled vector per input (or kError). Returns the job id (> 0,
@@ -187,8 +195,24 @@ class Engine {
   void AddLogprobs(const Slot& slot, EngineEvent& event);
   void Step(bool stopping);
   void StartTask(std::unique_ptr<Task> task);
+  // Media tasks (engine_media.cpp, media thread): decodes the task's files into mtmd bitmaps and tokenizes its text
+  // (LlamaError kInvalidArgument on a file that cannot be decoded, too long audio, audio without an audio encoder,
+  // ...).
   void PrepareMedia(TaskParams& params);
-  void EvalMedia(Slot& slot);
+  // An audio file (IsAudioFile) of entry `index` as an mtmd audio bitmap named by its sha256 (owned by the caller).
+  mtmd_bitmap* DecodeAudioBitmap(const std::string& bytes, size_t index, double max_seconds);
+  // Media prompts in a slot (engine_media_eval.cpp, decode thread), one unit of work per step so that other slots go on
+  // in between. MediaTextEnd: where the text chunk at the slot's prompt position ends (positions; that position itself
+  // when a media chunk comes next: BuildBatch then leaves the slot out). EvalMediaUnit: the next unit of a slot at a
+  // media chunk: its encode (mtmd_encode_chunk), or the decode of its next <= n_batch embeddings (failing only this
+  // slot on an error); a complete chunk joins the slot's media_spans. ClearMediaProgress: forgets a partly evaluated
+  // media chunk (its KV beyond `cache` too).
+  size_t MediaTextEnd(const Slot& slot) const;
+  // Length of the common prefix of `slot`'s sequence with media task `params` (positions): equal text tokens, and media
+  // chunks with the same content id at the same position and span (Slot::media_spans). 0 for another cache scope.
+  size_t MediaPrefix(const Slot& slot, const TaskParams& params) const;
+  void EvalMediaUnit(Slot& slot);
+  void ClearMediaProgress(Slot& slot);
   int32_t BuildBatch();
   void HandleDecodeFailure(int32_t rc);
   void RepairAfterPartialDecode();
@@ -313,6 +337,12 @@ class Engine {
   size_t rotation_ = 0;
   std::string piece_buffer_;
   std::vector<llama_token> logprob_ids_;
+  // The llama_batch arrays of a media embeddings decode (EvalMediaUnit).
+  std::vector<llama_pos> media_pos_;
+  std::vector<int32_t> media_n_seq_id_;
+  std::vector<llama_seq_id*> media_seq_ids_;
+  std::vector<int8_t> media_logits_;
+  llama_seq_id media_seq_ = 0;
 
   // Shared state, guarded by mutex_.
   mutable std::mutex mutex_;

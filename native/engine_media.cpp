@@ -1,12 +1,15 @@
-// The engine's media tasks (prompts with images, mtmd): preparation on the media thread, evaluation in a slot. Engine
-// methods; PrepareMedia and RunMedia run on the media thread, EvalMedia on the decode thread.
+// The engine's media tasks (prompts with images or audio, mtmd): preparation on the media thread. Engine methods, run
+// on the media thread (their evaluation in a slot: engine_media_eval.cpp).
+#include <cstdio>
 #include <exception>
 #include <new>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "audio_decode.h"
 #include "engine.h"
+#include "hash/hash.h"
 #include "mtmd-helper.h"
 
 namespace llamad {
@@ -33,13 +36,51 @@ CaughtError DescribeCaught(std::exception_ptr error, const std::string& what) {
   }
 }
 
+// "12.5" for 12.5 s, "600" for 600 s: one decimal at most.
+std::string FormatSeconds(double seconds) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.1f", seconds);
+  std::string text(buffer);
+  if (text.size() > 2 && text.compare(text.size() - 2, 2, ".0") == 0) text.resize(text.size() - 2);
+  return text;
+}
+
 }  // namespace
 
-void Engine::PrepareMedia(TaskParams& params) {
-  if (mtmd_ == nullptr) {
-    throw LlamaError(ErrorCode::kInvalidArgument,
-                     "images need a context created with a projector (params.projectorPath)");
+std::string NoProjectorMessage(const std::vector<std::string>& files) {
+  for (const std::string& bytes : files) {
+    if (IsAudioFile(bytes)) return "this model is missing data required for audio input";
   }
+  return "images need a context created with a projector (params.projectorPath)";
+}
+
+mtmd_bitmap* Engine::DecodeAudioBitmap(const std::string& bytes, size_t index, double max_seconds) {
+  // No audio encoder in the projector (a vision-only mmproj): mtmd would not tokenize the clip.
+  const int32_t rate = mtmd_support_audio(mtmd_) ? mtmd_get_audio_sample_rate(mtmd_) : -1;
+  if (rate <= 0) throw LlamaError(ErrorCode::kInvalidArgument, "this model is missing data required for audio input");
+  DecodedAudio audio = DecodeAudio(bytes, rate, max_seconds);
+  switch (audio.status) {
+    case DecodedAudio::Status::kOk:
+      break;
+    case DecodedAudio::Status::kUndecodable:
+      throw LlamaError(ErrorCode::kInvalidArgument,
+                       "images[" + std::to_string(index) + "] is not a decodable audio file (WAV, MP3 or FLAC)");
+    case DecodedAudio::Status::kEmpty:
+      throw LlamaError(ErrorCode::kInvalidArgument, "audio file is empty");
+    case DecodedAudio::Status::kTooLong:
+      throw LlamaError(ErrorCode::kInvalidArgument, "audio is " + FormatSeconds(audio.seconds) +
+                                                        " s long; the limit is " + FormatSeconds(max_seconds) +
+                                                        " s (LLAMAD_MAX_AUDIO_SECONDS)");
+  }
+  mtmd_bitmap* bitmap = mtmd_bitmap_init_from_audio(audio.samples.size(), audio.samples.data());
+  if (bitmap == nullptr) throw std::bad_alloc();
+  // The content hash names the chunk (mtmd_input_chunk_get_id), as mtmd_helper_bitmap_init_from_buf names images.
+  mtmd_bitmap_set_id(bitmap, hash_sha256_hex(bytes.data(), bytes.size()).c_str());
+  return bitmap;
+}
+
+void Engine::PrepareMedia(TaskParams& params) {
+  if (mtmd_ == nullptr) throw LlamaError(ErrorCode::kInvalidArgument, NoProjectorMessage(params.images));
   struct BitmapList {
     std::vector<mtmd_bitmap*> items;
     ~BitmapList() {
@@ -48,6 +89,14 @@ void Engine::PrepareMedia(TaskParams& params) {
   } bitmaps;
   for (size_t i = 0; i < params.images.size(); ++i) {
     const std::string& bytes = params.images[i];
+    if (IsAudioFile(bytes)) {
+      bitmaps.items.push_back(DecodeAudioBitmap(bytes, i, params.max_audio_seconds));
+      continue;
+    }
+    // No vision encoder in the projector (an audio-only mmproj): mtmd would refuse the image in mtmd_tokenize.
+    if (!mtmd_support_vision(mtmd_)) {
+      throw LlamaError(ErrorCode::kInvalidArgument, "this model is missing data required for image input");
+    }
     mtmd_helper_bitmap_wrapper w =
         mtmd_helper_bitmap_init_from_buf(mtmd_, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
                                          false, mtmd_helper_init_opt_default());
@@ -75,6 +124,7 @@ void Engine::PrepareMedia(TaskParams& params) {
   params.tokens.clear();
   for (size_t c = 0; c < n_chunks; ++c) {
     const mtmd_input_chunk* chunk = mtmd_input_chunks_get(media->chunks, c);
+    media->chunk_pos.push_back(params.tokens.size());
     if (mtmd_input_chunk_get_type(chunk) == MTMD_INPUT_CHUNK_TYPE_TEXT) {
       size_t n = 0;
       const llama_token* tokens = mtmd_input_chunk_get_tokens_text(chunk, &n);
@@ -90,6 +140,7 @@ void Engine::PrepareMedia(TaskParams& params) {
       mtmd_input_chunk_get_n_tokens(last) == 0) {
     throw LlamaError(ErrorCode::kInvalidArgument, "the prompt must end with text after its last image");
   }
+  media->chunk_pos.push_back(params.tokens.size());
   params.media = std::move(media);
   params.images.clear();
   params.images.shrink_to_fit();
@@ -97,7 +148,7 @@ void Engine::PrepareMedia(TaskParams& params) {
 
 void Engine::RunMedia() {
   // mtmd_tokenize here runs while the decode thread may be evaluating another task's image with the same mtmd
-  // context (mtmd_helper_eval_chunks): llama-server does the same (it tokenizes multimodal prompts on its HTTP
+  // context (EvalMediaUnit: mtmd_encode_chunk): llama-server does the same (it tokenizes multimodal prompts on its HTTP
   // threads); tokenizing only reads the projector's hyperparameters and the vocabulary.
   for (;;) {
     std::unique_ptr<Task> task;
@@ -151,49 +202,6 @@ void Engine::RunMedia() {
       wake_.notify_one();
     }
   }
-}
-
-void Engine::EvalMedia(Slot& slot) {
-  const TaskParams& params = slot.task->params;
-  slot.prompt_started = true;
-  slot.prompt_start = Clock::now();
-  batch_slots_.clear();
-  batch_tasks_.assign(1, slot.task.get());  // a cancel aborts the decodes of this prompt
-  llama_pos n_past = 0;
-  const int32_t rc =
-      mtmd_helper_eval_chunks(mtmd_, ctx_, params.media->chunks, 0, slot.seq_id, n_batch_, true, &n_past);
-  aborting_.store(false);
-  batch_tasks_.clear();
-  if (rc != 0) {
-    llama_memory_seq_rm(memory_, slot.seq_id, -1, -1);
-    slot.cache.clear();
-    if (slot.task->cancelled.load() || stop_requested_.load()) {
-      Finish(slot, StopReason::kCancelled);
-    } else {
-      Fail(slot, ErrorCode::kDecodeFailed,
-           "evaluating the prompt with images failed (mtmd_helper_eval_chunks status " + std::to_string(rc) + ")");
-    }
-    return;
-  }
-  slot.cache = params.tokens;
-  slot.cache.resize(static_cast<size_t>(n_past), LLAMA_TOKEN_NULL);
-  slot.n_prompt_done = params.tokens.size();
-  slot.timings.prompt_ns = Nanoseconds(Clock::now() - slot.prompt_start);
-  slot.task->sampler->AcceptPrompt(params.media->text_tokens);
-  if (params.n_predict == 0) {
-    Finish(slot, StopReason::kLength);
-    return;
-  }
-  slot.state = Slot::State::kGenerate;
-  slot.output_index = -1;  // the last output of the last decode: the prompt's last token
-  llama_token token = LLAMA_TOKEN_NULL;
-  try {
-    token = slot.task->sampler->Sample(ctx_, -1);
-  } catch (const std::exception& e) {
-    Fail(slot, ErrorCode::kDecodeFailed, std::string("sampling failed: ") + e.what());
-    return;
-  }
-  ProcessToken(slot, token);
 }
 
 }  // namespace llamad

@@ -126,6 +126,7 @@ void Engine::ReleaseSlot(Slot& slot) {
     std::lock_guard<std::mutex> lock(mutex_);
     live_.erase(slot.task->id);
   }
+  ClearMediaProgress(slot);
   slot.task.reset();
   slot.stream.reset();
   slot.state = Slot::State::kIdle;

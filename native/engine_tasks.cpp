@@ -1,6 +1,8 @@
 // How a queued task takes a slot: the idle slot of its cache scope with the longest common prefix (and the host-RAM
-// cache), or the emptiest one for a prompt with images; and the final event of a task cancelled while queued. Engine
+// cache; for a prompt with media: text and media chunks by content id); and the final event of a task cancelled while
+// queued. Engine
 // methods, run on the decode thread.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -21,49 +23,39 @@ void Engine::EmitCancelledQueued(const Task& task) {
 
 void Engine::StartTask(std::unique_ptr<Task> task) {
   const std::vector<llama_token>& prompt = task->params.tokens;
-  if (task->params.media) {
-    // Media task: the idle slot caching the least; its sequence is cleared (no KV reuse across images), and the whole
-    // prompt is evaluated by EvalMedia at the start of the next step.
-    Slot* slot = nullptr;
-    for (Slot& s : slots_) {
-      if (s.state == Slot::State::kIdle && (slot == nullptr || s.cache.size() < slot->cache.size())) slot = &s;
-    }
-    SaveToRamCache(*slot, 0);
-    llama_memory_seq_rm(memory_, slot->seq_id, -1, -1);
-    slot->cache.clear();
-    ClaimSlotScope(*slot, task->params.cache_scope);
-    slot->n_prompt_done = 0;
-    slot->stream = std::make_unique<TextStream>(task->params.stop);
-    slot->pending = -1;
-    slot->n_generated = 0;
-    slot->output_index = -1;
-    slot->timings = Timings();
-    slot->timings.slot = slot->seq_id;
-    slot->timings.prompt_total = static_cast<int32_t>(prompt.size());
-    slot->timings.prompt_n = static_cast<int32_t>(prompt.size());
-    slot->prompt_started = false;
-    slot->start_seq = next_start_++;
-    slot->cell_grant = 0;
-    slot->resume_tokens.clear();
-    slot->task = std::move(task);
-    slot->state = Slot::State::kPrefill;
-    return;
-  }
-  // The idle slot that already holds the longest prefix of this prompt; on ties the one caching the least. The cache
-  // of a slot another scope filled counts as no prefix (and is dropped if that slot is taken): a shared prefix would
-  // show in this task's prompt counts and timings.
   const std::string& scope = task->params.cache_scope;
   Slot* best = nullptr;
   size_t best_prefix = 0;
-  for (Slot& slot : slots_) {
-    if (slot.state != Slot::State::kIdle) continue;
-    const size_t prefix = slot.cache_scope == scope ? slot.CommonPrefix(prompt) : 0;
-    if (best == nullptr || prefix > best_prefix || (prefix == best_prefix && slot.cache.size() < best->cache.size())) {
-      best = &slot;
-      best_prefix = prefix;
+  if (task->params.media) {
+    // Media task: the idle slot whose sequence starts with the longest part of this prompt, equal text tokens and the
+    // same media chunks (content ids) at the same positions (MediaPrefix); on ties the one caching the least. The rest
+    // of the prompt is evaluated by EvalMediaUnit and the shared batch, one unit per step (engine_media_eval.cpp).
+    // No host-RAM cache: it never keeps sequences with media.
+    for (Slot& slot : slots_) {
+      if (slot.state != Slot::State::kIdle) continue;
+      const size_t prefix = MediaPrefix(slot, task->params);
+      if (best == nullptr || prefix > best_prefix ||
+          (prefix == best_prefix && slot.cache.size() < best->cache.size())) {
+        best = &slot;
+        best_prefix = prefix;
+      }
     }
+    SaveToRamCache(*best, std::min(best_prefix, prompt.size() - 1));
+  } else {
+    // The idle slot that already holds the longest prefix of this prompt; on ties the one caching the least. The cache
+    // of a slot another scope filled counts as no prefix (and is dropped if that slot is taken): a shared prefix would
+    // show in this task's prompt counts and timings.
+    for (Slot& slot : slots_) {
+      if (slot.state != Slot::State::kIdle) continue;
+      const size_t prefix = slot.cache_scope == scope ? slot.CommonPrefix(prompt) : 0;
+      if (best == nullptr || prefix > best_prefix ||
+          (prefix == best_prefix && slot.cache.size() < best->cache.size())) {
+        best = &slot;
+        best_prefix = prefix;
+      }
+    }
+    best_prefix = ReuseRamCache(best, prompt, best_prefix, scope);  // may restore a kept sequence, into another slot
   }
-  best_prefix = ReuseRamCache(best, prompt, best_prefix, scope);  // may restore a kept sequence, into another slot
   Slot& slot = *best;  // Run() only starts as many tasks as there are idle slots
   // Keep the common prefix, but always evaluate at least the last prompt token to get its logits.
   size_t keep = std::min(best_prefix, prompt.size() - 1);
@@ -72,6 +64,11 @@ void Engine::StartTask(std::unique_ptr<Task> task) {
     keep = 0;
   }
   slot.cache.resize(keep);
+  // Media chunks the sequence no longer holds in full.
+  auto& spans = slot.media_spans;
+  spans.erase(
+      std::remove_if(spans.begin(), spans.end(), [&](const Slot::MediaSpan& m) { return m.pos + m.n_pos > keep; }),
+      spans.end());
   ClaimSlotScope(slot, scope);
   slot.n_prompt_done = keep;
   slot.stream = std::make_unique<TextStream>(task->params.stop);

@@ -24,8 +24,9 @@ inline int64_t Nanoseconds(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
 }
 
-// A multimodal prompt tokenized by mtmd_tokenize: text and image chunks, evaluated with mtmd_helper_eval_chunks.
-// Owns the chunks (freed with the object). Built on the JS thread at submit, read only by the decode thread.
+// A multimodal prompt tokenized by mtmd_tokenize: text, image and audio chunks, evaluated by the engine one unit of
+// work per step (engine_media_eval.cpp). Owns the chunks (freed with the object). Built on the media thread, then read
+// only by the decode thread.
 struct MediaPrompt {
   MediaPrompt() = default;
   ~MediaPrompt() {
@@ -36,6 +37,8 @@ struct MediaPrompt {
 
   mtmd_input_chunks* chunks = nullptr;
   std::vector<llama_token> text_tokens;  // the text chunks' tokens in order (penalty history)
+  // Position (index into TaskParams::tokens) where each chunk starts, plus the total as a last entry.
+  std::vector<size_t> chunk_pos;
 };
 
 // A LoRA adapter loaded over a model (Model::LoadLora). Shared by the model's registry, the tasks that apply it and
@@ -59,11 +62,14 @@ struct TaskParams {
   // LLAMA_TOKEN_NULL at image positions (so prefix matching never reuses across images), filled by Engine::Submit.
   std::vector<llama_token> tokens;
   // Media task (binding.d.ts NativeTaskParams.prompt/images): the prompt text with mtmd media markers and the encoded
-  // image files (PNG/JPEG/... bytes), one per marker. `media` is set by Engine::Submit from them.
+  // image or audio files (PNG/JPEG/... or WAV/MP3/FLAC bytes), one per marker. `media` is set from them on the media
+  // thread (Engine::PrepareMedia).
   bool has_media = false;
   std::string media_text;
   std::vector<std::string> images;
   std::shared_ptr<MediaPrompt> media;
+  // Longest audio file accepted, seconds (binding.d.ts NativeTaskParams.maxAudioSeconds); 0 = no bound.
+  double max_audio_seconds = 0;
   // Max tokens to generate; negative: until EOG or the slot context is full (with context_shift: until EOG, capped at
   // 10 x the slot context, Ollama's safety cap).
   int32_t n_predict = -1;
@@ -174,6 +180,24 @@ struct Slot {
   std::vector<llama_token> draft_cache;
   // The task's acceptance record and probe schedule (engine_spec.cpp PrepareDrafts); reset when a task starts.
   DraftGate spec;
+
+  // Media prompt progress (media tasks, engine_media_eval.cpp): the embeddings of chunk `media_chunk` of the task's
+  // MediaPrompt once encoded (kNoChunk: none; a copy, since the next encode of any slot overwrites mtmd's output) and
+  // how many of them are decoded into the sequence so far (those sit beyond `cache` until the chunk is complete).
+  static constexpr size_t kNoChunk = static_cast<size_t>(-1);
+  // The media chunks evaluated into this sequence (prefix reuse of media prompts, Engine::MediaPrefix): where each
+  // starts, its positions and its content id (mtmd_input_chunk_get_id: the file's sha256). One counts only while
+  // `cache` still holds LLAMA_TOKEN_NULL over its whole range (a later task may have overwritten it).
+  struct MediaSpan {
+    size_t pos = 0;
+    size_t n_pos = 0;
+    std::string id;
+  };
+  std::vector<MediaSpan> media_spans;
+  std::vector<float> media_embd;
+  size_t media_chunk = kNoChunk;
+  int32_t media_embd_done = 0;
+  bool media_unit_done = false;  // this step did its unit already (BuildBatch then leaves the slot out)
 
   Timings timings;
   bool prompt_started = false;

@@ -51,11 +51,13 @@ describe('vision (mtmd projector)', () => {
   it('a task with one image completes, with the image tokens counted in the prompt', async () => {
     const text = 'describe the picture:';
     const plain = model.tokenize(text, true, true);
+    // cache scopes of their own: nothing of the earlier tasks' prompts (the same image) is reused
     const withImage = await runTask(ctx, {
       tokens: EMPTY,
       prompt: `${MARKER}\n${text}`,
       images: [new Uint8Array(testPng())],
       nPredict: 8,
+      cacheScope: 'first',
     });
     assert.equal(withImage.done.reason, 'length');
     assert.equal(withImage.tokens.length, 8);
@@ -67,6 +69,7 @@ describe('vision (mtmd projector)', () => {
       prompt: `${MARKER}\n${text}`,
       images: [new Uint8Array(testPng())],
       nPredict: 8,
+      cacheScope: 'again',
     });
     assert.deepEqual(again.tokens, withImage.tokens);
     const textOnly = await runTask(ctx, { tokens: plain, nPredict: 4 });
