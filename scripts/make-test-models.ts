@@ -19,6 +19,7 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { REPO_ROOT } from '../src/config';
+import { TINY_AUDIO_MMPROJ, TINY_OMNI_MMPROJ, makeAudioProjector, makeOmniProjector } from './test-model-audio';
 import { BENCH_1B_LORAS, TINY_LLAMA_SPM_LORAS, TINY_MMPROJ, makeLora, makeProjector } from './test-model-extras';
 import { makeModel, makeQuantized } from './test-model-files';
 import { BENCH_QUANTIZED, MODEL_SPECS, type ModelSpec } from './test-model-specs';
@@ -68,6 +69,8 @@ async function main(): Promise<void> {
     const known = new Set([
       ...MODEL_SPECS.map((s) => s.file),
       TINY_MMPROJ.file,
+      TINY_AUDIO_MMPROJ.file,
+      TINY_OMNI_MMPROJ.file,
       ...TINY_LLAMA_SPM_LORAS.map((l) => l.file),
       ...BENCH_1B_LORAS.map((l) => l.file),
       ...BENCH_QUANTIZED.map((q) => q.file),
@@ -83,6 +86,14 @@ async function main(): Promise<void> {
   if (wanted(TINY_MMPROJ.file, 'tiny')) {
     mkdirSync(dirs.tiny, { recursive: true });
     await makeProjector(dirs.tiny, opts.force);
+  }
+  for (const [file, make] of [
+    [TINY_AUDIO_MMPROJ.file, makeAudioProjector],
+    [TINY_OMNI_MMPROJ.file, makeOmniProjector],
+  ] as const) {
+    if (!wanted(file, 'tiny')) continue;
+    mkdirSync(dirs.tiny, { recursive: true });
+    await make(dirs.tiny, opts.force);
   }
   for (const lora of TINY_LLAMA_SPM_LORAS) {
     if (!wanted(lora.file, 'tiny')) continue;
