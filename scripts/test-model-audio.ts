@@ -18,7 +18,7 @@ import { GgufValueType } from '../src/models/gguf';
 import { writeGguf, type GgufKv } from './gguf-writer';
 import { TINY_MMPROJ, projectorTensors, visionKvs } from './test-model-extras';
 import { isUpToDate, report, sha256, writeStamp } from './test-model-files';
-import { FILE_TYPE_F16, GENERATOR_VERSION, TINY_LLAMA, WEIGHT_STD } from './test-model-specs';
+import { BENCH_1B_SHAPE, FILE_TYPE_F16, GENERATOR_VERSION, TINY_LLAMA, WEIGHT_STD } from './test-model-specs';
 import { elementCount, f32, randomTensors, u32, type TensorPlan } from './test-model-tensors';
 
 /** Shape of a random Whisper-encoder + linear ("qwen2a") audio projector. */
@@ -48,6 +48,24 @@ export const TINY_AUDIO_MMPROJ = {
     nLayer: 2,
     nPositions: 1500,
     nEmbdText: TINY_LLAMA.nEmbd,
+  } satisfies AudioProjectorShape,
+};
+
+/**
+ * bench-audio-mmproj.gguf: an audio projector of bench-1b (output 2048 wide) with a Whisper-base-sized encoder (512
+ * wide, 8 heads, 6 blocks, 80 mel bins; about 22 M parameters, 44 MB in F16), for the bench's `audio` section.
+ */
+export const BENCH_AUDIO_MMPROJ = {
+  file: 'bench-audio-mmproj.gguf',
+  name: 'bench-audio-mmproj',
+  shape: {
+    nMel: 80,
+    nEmbd: 512,
+    nHead: 8,
+    nFf: 2048,
+    nLayer: 6,
+    nPositions: 1500,
+    nEmbdText: BENCH_1B_SHAPE.nEmbd,
   } satisfies AudioProjectorShape,
 };
 
@@ -148,12 +166,15 @@ async function writeProjector(
 }
 
 /**
- * Writes tiny-audio-mmproj.gguf (clip.projector_type "qwen2a", audio encoder only, N(0, WEIGHT_STD) F16 matrices),
- * or reuses it when its stamp matches.
+ * Writes an audio-only projector (clip.projector_type "qwen2a", N(0, WEIGHT_STD) F16 matrices): tiny-audio-mmproj.gguf
+ * or `spec` (e.g. BENCH_AUDIO_MMPROJ), or reuses it when its stamp matches.
  * @returns the file's path
  */
-export async function makeAudioProjector(dir: string, force: boolean): Promise<string> {
-  const spec = TINY_AUDIO_MMPROJ;
+export async function makeAudioProjector(
+  dir: string,
+  force: boolean,
+  spec: typeof TINY_AUDIO_MMPROJ = TINY_AUDIO_MMPROJ,
+): Promise<string> {
   const kvs: GgufKv[] = [
     ...generalKvs(spec.name),
     { key: 'clip.projector_type', type: GgufValueType.STRING, value: 'qwen2a' },

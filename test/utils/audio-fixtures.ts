@@ -92,3 +92,27 @@ export function tone(seconds: number, format: AudioFormat = 'wav', hz = 440): Pr
 export function whisperChunks(seconds: number): number {
   return Math.floor((Math.floor((seconds * 16000) / 160) + 3001) / 3000);
 }
+
+/**
+ * Duration in seconds of a PCM WAV file (RIFF/WAVE with `fmt ` and `data` chunks): data bytes ÷ (sample rate ×
+ * channels × bytes per sample).
+ * @throws Error when `wav` is not a PCM WAV file
+ */
+export function wavSeconds(wav: Buffer): number {
+  if (wav.toString('latin1', 0, 4) !== 'RIFF' || wav.toString('latin1', 8, 12) !== 'WAVE') throw new Error('not a WAV');
+  let rate = 0;
+  let frameBytes = 0;
+  for (let at = 12; at + 8 <= wav.length; ) {
+    const id = wav.toString('latin1', at, at + 4);
+    const size = wav.readUInt32LE(at + 4);
+    if (id === 'fmt ') {
+      rate = wav.readUInt32LE(at + 12);
+      frameBytes = wav.readUInt16LE(at + 20); // block align: channels × bytes per sample
+    } else if (id === 'data' && rate > 0 && frameBytes > 0) {
+      // a size past the end (a WAV written while streaming) counts what the file holds
+      return Math.min(size, wav.length - at - 8) / (rate * frameBytes);
+    }
+    at += 8 + size + (size & 1);
+  }
+  throw new Error('WAV without fmt/data chunks');
+}
