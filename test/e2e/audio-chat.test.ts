@@ -141,6 +141,25 @@ describe('audio in /api/chat and /api/generate with the real addon', { skip }, (
     assert.equal(both - none, image - none + (audio - none));
   });
 
+  it("audio sent in `images`, as Ollama's clients do, reaches the audio encoder", async () => {
+    const r = await postJson(`${t.baseUrl}/api/chat`, {
+      model: 'tiny-audio',
+      messages: [{ role: 'user', content: 'What is said?', images: [hello] }],
+      options: GREEDY,
+      stream: false,
+    });
+    assert.equal(r.status, 200, await r.clone().text());
+    const body = (await r.json()) as { prompt_eval_count: number };
+    assert.ok(body.prompt_eval_count >= QWEN2A_TOKENS_PER_CHUNK, `${body.prompt_eval_count}`);
+    const image = await postJson(`${t.baseUrl}/api/chat`, {
+      model: 'tiny-audio',
+      messages: [{ role: 'user', content: 'What is it?', images: [png] }],
+      stream: false,
+    });
+    assert.equal(image.status, 400);
+    assert.match(await image.text(), /missing data required for image input/);
+  });
+
   it('refusals: no audio encoder, unknown bytes, bad base64, corrupt audio', async () => {
     const refused = async (path: string, body: Record<string, unknown>, text: RegExp) => {
       const r = await postJson(`${t.baseUrl}${path}`, { stream: false, ...body });
