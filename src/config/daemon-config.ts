@@ -6,6 +6,7 @@ import { hostMemoryBytes } from './host-memory';
 import { DEFAULT_KEEP_ALIVE_MS, KeepAliveMs, parseGoDuration, parseKeepAliveEnv } from '../common/time';
 import { CacheScopeMode, parseCacheScopeEnv } from './cache-scope-env';
 import { parseRedisUrlEnv } from './redis-url-env';
+import { DEFAULT_MAX_AUDIO_SECONDS, parseMaxAudioSecondsEnv } from './audio-env';
 import { MetricsAddress, parseMetricsAddrEnv } from './metrics-addr-env';
 import { parseTracingEnv, tracingDisabled, TracingSettings } from './otel-env';
 import {
@@ -149,6 +150,8 @@ export class DaemonConfig {
    * replicas"). Beyond Ollama.
    */
   redisUrl = '';
+  /** LLAMAD_MAX_AUDIO_SECONDS: the longest audio clip a request may send, seconds; 0 = no bound (audio-env.ts). */
+  maxAudioSeconds = DEFAULT_MAX_AUDIO_SECONDS;
   /**
    * LLAMAD_METRICS_ADDR: `host:port` of a second listener serving GET /metrics only, without API keys, for in-cluster
    * scrapers (the inference gateway's endpoint picker); undefined = none. Beyond Ollama.
@@ -427,7 +430,8 @@ export function kvCacheSettings(
  * Builds the daemon's configuration from an environment (default: process.env). Unknown or invalid values fall back
  * to Ollama's defaults, as envconfig does, except where a wrong guess would weaken isolation between clients.
  * @throws InvalidConfigError for an LLAMAD_CACHE_SCOPE other than `principal` or `global`, or an LLAMAD_REDIS_URL that
- *   is not a redis:// or rediss:// URL, or an LLAMAD_METRICS_ADDR that is not host:port.
+ *   is not a redis:// or rediss:// URL, or an LLAMAD_METRICS_ADDR that is not host:port, or an
+ *   LLAMAD_MAX_AUDIO_SECONDS that is not a number of seconds (a bound an operator set must not be guessed).
  * @param memoryBytes the memory the daemon may use, bytes, for the default LLAMAD_CACHE_RAM budget (read only when
  *   it is unset); default hostMemoryBytes() (physical memory, or the cgroup v2 limit when lower). Tests pass a value.
  */
@@ -475,6 +479,7 @@ export function loadConfig(
   config.runnerHeartbeatTimeoutMs = parseHeartbeatTimeoutEnv(envVar(env, 'LLAMAD_RUNNER_HEARTBEAT_TIMEOUT'));
   config.runnerFaults = parseRunnerFaults(envVar(env, 'LLAMAD_TEST_RUNNER_FAULT'));
   config.redisUrl = parseRedisUrlEnv(envVar(env, 'LLAMAD_REDIS_URL'));
+  config.maxAudioSeconds = parseMaxAudioSecondsEnv(envVar(env, 'LLAMAD_MAX_AUDIO_SECONDS'));
   config.metricsAddr = parseMetricsAddrEnv(envVar(env, 'LLAMAD_METRICS_ADDR'));
   config.ui = parseEnvBool(envVar(env, 'LLAMAD_UI')) ?? true;
   config.draftFixed = parseEnvBool(envVar(env, 'LLAMAD_DRAFT_FIXED')) ?? false;
