@@ -191,9 +191,6 @@ describe('audio in /api/chat and /api/generate with the real addon', { skip }, (
 });
 
 // LLAMAD_MAX_AUDIO_SECONDS read from the environment of a real daemon process and enforced by the engine.
-// TODO(issue 38 merge): the engine's bound (NativeTaskParams.maxAudioSeconds) comes with the audio-native branch;
-// drop `todo` once it is merged.
-const NATIVE_BOUND_PENDING = 'the engine refuses long audio once the audio-native branch is merged';
 describe('LLAMAD_MAX_AUDIO_SECONDS', { skip }, () => {
   let store: string;
   let daemon: Awaited<ReturnType<typeof spawnDaemon>> | undefined;
@@ -209,23 +206,19 @@ describe('LLAMAD_MAX_AUDIO_SECONDS', { skip }, () => {
     await rm(store, { recursive: true, force: true });
   });
 
-  it(
-    'a clip over the limit is a 400 naming the limit; a shorter one is answered',
-    { todo: NATIVE_BOUND_PENDING },
-    async () => {
-      const chat = async (clip: Buffer) =>
-        postJson(`${daemon!.base}/api/chat`, {
-          model: 'tiny-audio',
-          messages: [{ role: 'user', content: 'hi', audio: [clip.toString('base64')] }],
-          options: GREEDY,
-          stream: false,
-        });
-      const long = await chat(await tone(7));
-      const text = await long.text();
-      assert.equal(long.status, 400, text);
-      assert.match(text, /the limit is 5 s \(LLAMAD_MAX_AUDIO_SECONDS\)/);
-      const short = await chat(await tone(3));
-      assert.equal(short.status, 200, await short.text());
-    },
-  );
+  it('a clip over the limit is a 400 naming the limit; a shorter one is answered', async () => {
+    const chat = async (clip: Buffer) =>
+      postJson(`${daemon!.base}/api/chat`, {
+        model: 'tiny-audio',
+        messages: [{ role: 'user', content: 'hi', audio: [clip.toString('base64')] }],
+        options: GREEDY,
+        stream: false,
+      });
+    const long = await chat(await tone(7));
+    const text = await long.text();
+    assert.equal(long.status, 400, text);
+    assert.match(text, /the limit is 5 s \(LLAMAD_MAX_AUDIO_SECONDS\)/);
+    const short = await chat(await tone(3));
+    assert.equal(short.status, 200, await short.text());
+  });
 });
