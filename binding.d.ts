@@ -449,6 +449,12 @@ export interface NativeTaskParams {
    * one never reuses another's prefix.
    */
   loras?: NativeLoraAdapter[];
+  /**
+   * The longest audio clip among `images` (entries the engine sniffs as WAV/MP3/FLAC), seconds; 0 or absent = no
+   * bound. A longer clip fails the task with LLAMA_INVALID_ARGUMENT `audio is <d> s long; the limit is <m> s
+   * (LLAMAD_MAX_AUDIO_SECONDS)` (the daemon passes DaemonConfig.maxAudioSeconds on every task).
+   */
+  maxAudioSeconds?: number;
 }
 
 /** Speculative decoding of one task (NativeTaskParams.draft). */

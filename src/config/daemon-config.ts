@@ -6,6 +6,7 @@ import { hostMemoryBytes } from './host-memory';
 import { DEFAULT_KEEP_ALIVE_MS, KeepAliveMs, parseGoDuration, parseKeepAliveEnv } from '../common/time';
 import { CacheScopeMode, parseCacheScopeEnv } from './cache-scope-env';
 import { parseRedisUrlEnv } from './redis-url-env';
+import { DEFAULT_MAX_AUDIO_SECONDS, parseMaxAudioSecondsEnv } from './audio-env';
 import { MetricsAddress, parseMetricsAddrEnv } from './metrics-addr-env';
 import { parseTracingEnv, tracingDisabled, TracingSettings } from './otel-env';
 import {
@@ -149,6 +150,8 @@ export class DaemonConfig {
    * replicas"). Beyond Ollama.
    */
   redisUrl = '';
+  /** LLAMAD_MAX_AUDIO_SECONDS: the longest audio clip a request may send, seconds; 0 = no bound (audio-env.ts). */
+  maxAudioSeconds = DEFAULT_MAX_AUDIO_SECONDS;
   /**
    * LLAMAD_METRICS_ADDR: `host:port` of a second listener serving GET /metrics only, without API keys, for in-cluster
    * scrapers (the inference gateway's endpoint picker); undefined = none. Beyond Ollama.
@@ -475,6 +478,7 @@ export function loadConfig(
   config.runnerHeartbeatTimeoutMs = parseHeartbeatTimeoutEnv(envVar(env, 'LLAMAD_RUNNER_HEARTBEAT_TIMEOUT'));
   config.runnerFaults = parseRunnerFaults(envVar(env, 'LLAMAD_TEST_RUNNER_FAULT'));
   config.redisUrl = parseRedisUrlEnv(envVar(env, 'LLAMAD_REDIS_URL'));
+  config.maxAudioSeconds = parseMaxAudioSecondsEnv(envVar(env, 'LLAMAD_MAX_AUDIO_SECONDS'));
   config.metricsAddr = parseMetricsAddrEnv(envVar(env, 'LLAMAD_METRICS_ADDR'));
   config.ui = parseEnvBool(envVar(env, 'LLAMAD_UI')) ?? true;
   config.draftFixed = parseEnvBool(envVar(env, 'LLAMAD_DRAFT_FIXED')) ?? false;

@@ -7,3 +7,4 @@ export * from './watchdog-env';
 export * from './host-memory';
 export * from './metrics-addr-env';
 export * from './otel-env';
+export * from './audio-env';

@@ -5,7 +5,7 @@ import { ModelsService, ResolvedModel } from '../models';
 import { CompletionService } from './completion.service';
 import { thinkingUnsupported, wantsThinking } from './generate.service';
 import { ChatCommand, ChatObserver, GenerationEvent } from './generation.types';
-import { checkImages, GrammarBudget, PromptService } from './prompt';
+import { checkAudio, checkImages, GrammarBudget, messagesAudio, PromptService } from './prompt';
 import { SchedulerService } from '../scheduler';
 import { RunnerLora } from '../runner';
 import { resolveLoras } from './lora-selection';
@@ -91,6 +91,7 @@ export class ChatService {
       model,
       cmd.messages.reduce((n, m) => n + (m.images?.length ?? 0), 0),
     );
+    checkAudio(model, messagesAudio(cmd.messages));
     // The request's grammar budget (format + every tool's schema), before the model is even loaded.
     GrammarBudget.of(cmd.format, cmd.tools);
   }

@@ -365,6 +365,7 @@ export class CompletionService {
               .generate({
                 tokens: prompt.tokens,
                 ...(prompt.media ? { media: prompt.media } : {}),
+                maxAudioSeconds: this.config.maxAudioSeconds,
                 // §4.1: -1 = unbounded, capped at 10 × num_ctx.
                 numPredict: s.numPredict < 0 ? 10 * numCtx : s.numPredict,
                 shift: request.shift ?? true,

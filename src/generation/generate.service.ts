@@ -4,7 +4,7 @@ import { InvalidRequestError, ModelNotFoundError, UnsupportedCapabilityError } f
 import { ModelsService, ResolvedModel } from '../models';
 import { CompletionService } from './completion.service';
 import { GenerateCommand, GenerationEvent } from './generation.types';
-import { checkImages, GrammarBudget } from './prompt';
+import { checkAudio, checkImages, GrammarBudget } from './prompt';
 import { SchedulerService } from '../scheduler';
 import { RunnerLora } from '../runner';
 import { resolveLoras } from './lora-selection';
@@ -70,6 +70,7 @@ export class GenerateService {
     }
     if (wantsThinking(cmd.think) && !model.capabilities.includes('thinking')) throw thinkingUnsupported(cmd.model);
     checkImages(model, cmd.images?.length ?? 0);
+    checkAudio(model, cmd.audio ?? []);
     GrammarBudget.of(cmd.format, undefined); // the request's grammar budget, before the model is loaded
     if (GenerateService.isShortcut(cmd)) {
       return this.completion.complete({

@@ -75,6 +75,11 @@ export interface ChatMessage {
   role: string;
   content: string;
   images?: string[];
+  /**
+   * Base64 audio files (WAV, MP3, FLAC; issue 38, beyond Ollama's api.Message): sent to the engine like images, one
+   * media marker each, numbered `[img-N]` after the message's images (generation/prompt/audio.ts).
+   */
+  audio?: string[];
   /** Assistant reasoning of an earlier turn. */
   thinking?: string;
   toolCalls?: ToolCall[];
@@ -158,6 +163,8 @@ export interface GenerateCommand extends InferenceCommandBase {
   context?: number[];
   raw: boolean;
   images?: string[];
+  /** Base64 audio files (like ChatMessage.audio): after the images, in the prompt's user message. */
+  audio?: string[];
 }
 
 /** A /api/chat request in domain form. */
@@ -180,7 +187,7 @@ export interface ChatObserver {
   /**
    * Called once the prompt is built, before generation starts and before the first event: its size in tokens — the
    * whole prompt as submitted (after any fitting), i.e. the `promptEvalCount` the done event will report (reused +
-   * evaluated). With images, the text tokens only (the engine adds the image embeddings).
+   * evaluated). With images or audio, the text tokens only (the engine adds the media embeddings).
    */
   onPrompt?(promptTokens: number): void;
 }

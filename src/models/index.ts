@@ -7,6 +7,7 @@ export * from './manifest';
 export * from './model-store';
 export * from './model-store.repository';
 export * from './model-resolver.service';
+export * from './projector-modalities';
 export * from './model-list.service';
 export * from './model-access';
 export * from './model-show.service';

@@ -10,24 +10,29 @@ import { MODEL_STORE, ModelStore, StoredManifest } from './model-store';
 import { ModelCapability, ModelDetails, ModelFacts, ResolvedModel } from './model.types';
 import { ModelfileMessage } from './modelfile.parser';
 import { describeIoError } from './store-errors';
+import { projectorModalities, ProjectorModalities } from './projector-modalities';
 import { goTemplateCapabilities, jinjaTemplateCapabilities } from './template-support';
 
 /**
  * Capabilities from GGUF facts, templates and layers (reference/ollama-api.md §8.7), in Ollama's order:
  * `completion` or `embedding` (GGUF `pooling_type`, or a bert-family architecture), `vision` (GGUF vision keys or a
- * projector layer), `tools`, `insert`, `thinking`. Tools/insert/thinking come from the Go template layer when the
- * model has one, else from the GGUF Jinja chat template (no insert); embedding models get none of them.
+ * projector layer with a vision encoder), `audio` (a projector layer with an audio encoder), `tools`, `insert`,
+ * `thinking`. Tools/insert/thinking come from the Go template layer when the model has one, else from the GGUF Jinja
+ * chat template (no insert); embedding models get none of them.
  * @param goTemplate the TEMPLATE layer text, if any.
+ * @param projector the encoders of the model's projector layers together ({@link projectorModalities}); undefined =
+ *   no projector layer.
  */
 export function deriveCapabilities(
   facts: ModelFacts,
   goTemplate: string | undefined,
-  hasProjector: boolean,
+  projector: ProjectorModalities | undefined,
 ): ModelCapability[] {
   const caps: ModelCapability[] = [];
   const embedding = facts.poolingType !== undefined || /bert/i.test(facts.architecture);
   caps.push(embedding ? 'embedding' : 'completion');
-  if (facts.vision || hasProjector) caps.push('vision');
+  if (facts.vision || projector?.vision) caps.push('vision');
+  if (projector?.audio) caps.push('audio');
   if (!embedding) {
     const t =
       goTemplate !== undefined
@@ -78,6 +83,7 @@ export class ModelResolverService {
   private readonly logger = new Logger(ModelResolverService.name);
   /** GGUF facts per weights digest; blobs are immutable, so entries never go stale. */
   private readonly facts = new Map<string, Promise<ModelFacts>>();
+  private readonly projectors = new Map<string, Promise<ProjectorModalities>>();
   /** Parsed config per config digest. */
   private readonly configs = new Map<string, Promise<ModelConfig>>();
 
@@ -162,9 +168,9 @@ export class ModelResolverService {
           break;
       }
     }
-    const projectorPaths = manifest.layers
-      .filter((l) => l.mediaType === MediaType.PROJECTOR)
-      .map((l) => this.store.blobPath(l.digest));
+    const projectorLayers = manifest.layers.filter((l) => l.mediaType === MediaType.PROJECTOR);
+    const projectorPaths = projectorLayers.map((l) => this.store.blobPath(l.digest));
+    const projector = await this.readProjectors(projectorLayers);
     const adapterPaths = manifest.layers
       .filter((l) => l.mediaType === MediaType.ADAPTER)
       .map((l) => this.store.blobPath(l.digest));
@@ -188,7 +194,7 @@ export class ModelResolverService {
       messages,
       licenses,
       facts,
-      capabilities: deriveCapabilities(facts, template, projectorPaths.length > 0),
+      capabilities: deriveCapabilities(facts, template, projector),
     };
   }
 
@@ -200,6 +206,33 @@ export class ModelResolverService {
       this.logger.warn(`layer ${digest} is not valid JSON: ${(err as Error).message}`);
       return undefined;
     }
+  }
+
+  /**
+   * The encoders of a model's projector layers together (each file's header read once per digest, asynchronously, and
+   * cached: blobs never change); undefined without projector layers. A projector whose header cannot be read counts
+   * as a vision projector (the rule before audio), with a warning: the load reports the real problem.
+   */
+  private async readProjectors(layers: ManifestLayer[]): Promise<ProjectorModalities | undefined> {
+    if (layers.length === 0) return undefined;
+    const all = await Promise.all(layers.map((l) => this.readProjector(l.digest)));
+    return { vision: all.some((m) => m.vision), audio: all.some((m) => m.audio) };
+  }
+
+  private readProjector(digest: string): Promise<ProjectorModalities> {
+    let pending = this.projectors.get(digest);
+    if (!pending) {
+      pending = readGguf(this.store.blobPath(digest), { maxArrayItems: FACTS_MAX_ARRAY_ITEMS }).then(
+        (gguf) => projectorModalities(gguf.metadata),
+        (err: unknown) => {
+          this.projectors.delete(digest);
+          this.logger.warn(`cannot read projector ${digest}: ${describeIoError(err)}; assuming a vision projector`);
+          return { vision: true, audio: false };
+        },
+      );
+      this.projectors.set(digest, pending);
+    }
+    return pending;
   }
 
   private readFacts(digest: string, path: string): Promise<ModelFacts> {

@@ -5,7 +5,7 @@ import { ModelName } from './model-name';
 import { ModelfileMessage } from './modelfile.parser';
 
 /** What a model can do (reference/ollama-api.md §8.7); /api/show lists them in Ollama's order (see deriveCapabilities). */
-export type ModelCapability = 'completion' | 'embedding' | 'vision' | 'tools' | 'thinking' | 'insert';
+export type ModelCapability = 'completion' | 'embedding' | 'vision' | 'audio' | 'tools' | 'thinking' | 'insert';
 
 /** Facts read from a model's GGUF weights (cached per blob digest: blobs never change): the GGUF details plus vision. */
 export interface ModelFacts extends GgufModelDetails {

@@ -233,6 +233,7 @@ export class LlamaRunner implements Runner {
         ...(request.logprobs !== undefined ? { logprobs: request.logprobs } : {}),
         ...(request.draft && request.draft.nMax > 0 ? { draft: { ...request.draft } } : {}),
         ...(request.cacheScope ? { cacheScope: request.cacheScope } : {}),
+        ...(request.maxAudioSeconds ? { maxAudioSeconds: request.maxAudioSeconds } : {}),
         ...extra,
       };
       const onEvent = (event: NativeEvent) => {

@@ -129,6 +129,11 @@ export interface RunnerRequest {
    */
   media?: { prompt: string; images: Uint8Array[] };
   /**
+   * The longest audio clip of `media` in seconds (LLAMAD_MAX_AUDIO_SECONDS; NativeTaskParams.maxAudioSeconds); 0 or
+   * absent = no bound. A longer clip is an InvalidRequestError from the engine.
+   */
+  maxAudioSeconds?: number;
+  /**
    * Speculative decoding (absent: none). Drafting with the model (`ngram` false) needs a runner whose spec has
    * `draftModelPath`; otherwise InvalidRequestError.
    */

@@ -140,6 +140,7 @@ export function fromGenerateRequest(dto: GenerateRequestDto, startedAt: bigint):
     context: dto.context ?? undefined,
     raw: dto.raw ?? false,
     images: dto.images ?? undefined,
+    ...(dto.audio && dto.audio.length > 0 ? { audio: dto.audio } : {}),
     ...commonFields(dto, startedAt),
   };
 }
@@ -157,6 +158,7 @@ export function fromChatRequest(dto: ChatRequestDto, startedAt: bigint): ChatCom
       role: m.role.toLowerCase(),
       content: m.content ?? '',
       ...(m.images && m.images.length > 0 ? { images: m.images } : {}),
+      ...(m.audio && m.audio.length > 0 ? { audio: m.audio } : {}),
       ...(m.thinking ? { thinking: m.thinking } : {}),
       ...(toolCalls ? { toolCalls } : {}),
       ...(m.tool_name ? { toolName: m.tool_name } : {}),

@@ -5,6 +5,7 @@ import { tokenizePrompt } from './fit';
 import { goGrammars, GoGrammars, renderGo, renderGoTextAsync } from './go-render';
 import { GoTemplateHandle, GoTemplatesApi } from './go-template.port';
 import { GrammarBudget, throwIfCancelled } from './grammar-budget';
+import { foldAudio } from './audio';
 import { toMediaPrompt, withImageMarkers } from './media';
 import { nativeGrammars, NativePrepared, renderNative, renderNativeText } from './native-render';
 import { PreparedPrompt } from './prompt.types';
@@ -67,7 +68,7 @@ export class ChatRenderer {
 
   /**
    * A full render + tokenize of `messages`: the prompt with its grammar, stops and output parser; tokenized like
-   * llama.cpp's server (tokenizePrompt). Messages with images get `[img-N]` markers turned into media markers
+   * llama.cpp's server (tokenizePrompt). Messages with images or audio (audio numbered after a message's images) get `[img-N]` markers turned into media markers
    * (`media`; `tokens` then only count the text). No fitting.
    * @param probe the probe of these same messages, when the search made one: its tokens are reused when the text is
    *   the same.
@@ -75,6 +76,7 @@ export class ChatRenderer {
    */
   async render(messages: ChatMessage[], probe?: ChatProbe): Promise<PreparedPrompt> {
     throwIfCancelled(this.signal);
+    messages = foldAudio(messages); // audio rides with the images (after them), as Ollama's templates see media
     const images = messages.flatMap((m) => m.images ?? []);
     const r = this.go
       ? renderGo(

@@ -10,6 +10,7 @@ export * from './native-render';
 export * from './go-render';
 export * from './fit';
 export * from './media';
+export * from './audio';
 export * from './format';
 export * from './go-template.port';
 export * from './template-renderer';

@@ -37,7 +37,7 @@ export function assembleChatMessages(cmd: ChatCommand, model: ResolvedModel): Ch
 
 /**
  * Messages of a generate request that is rendered with a template (§3.2): `[system?, …Modelfile MESSAGEs (unless
- * the deprecated `context` is given), user: prompt (+images)]`; the request's `system` wins over the Modelfile's.
+ * the deprecated `context` is given), user: prompt (+images, +audio)]`; the request's `system` wins over the Modelfile's.
  */
 export function generateMessages(cmd: GenerateCommand, model: ResolvedModel): ChatMessage[] {
   const messages: ChatMessage[] = [];
@@ -48,6 +48,7 @@ export function generateMessages(cmd: GenerateCommand, model: ResolvedModel): Ch
     role: 'user',
     content: cmd.prompt,
     ...(cmd.images && cmd.images.length > 0 ? { images: cmd.images } : {}),
+    ...(cmd.audio && cmd.audio.length > 0 ? { audio: cmd.audio } : {}),
   });
   return messages;
 }

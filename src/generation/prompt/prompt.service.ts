@@ -9,6 +9,7 @@ import { fitPrompt, tokenizePrompt } from './fit';
 import { dropOldest, droppableCount, fewestDrops } from './fit-messages';
 import { goTemplateFor, renderGo, renderGoTextAsync } from './go-render';
 import { formatGrammar, GrammarBudget, throwIfCancelled } from './grammar-budget';
+import { foldAudio } from './audio';
 import { toMediaPrompt, withImageMarkers } from './media';
 import { assembleChatMessages, generateMessages } from './messages';
 import { renderNative } from './native-render';
@@ -78,8 +79,9 @@ export class PromptService {
   ): Promise<PreparedPrompt> {
     const messages = assembleChatMessages(cmd, model);
     const renderer = await this.chatRenderer(cmd, model, runner, signal);
-    // Images: the engine evaluates the text and images itself; no message dropping or truncation (too long → 400 there).
-    if (messages.some((m) => m.images?.length)) return renderer.render(messages);
+    // Media: the engine evaluates the text and images/audio itself; no message dropping or truncation (too long → 400
+    // there).
+    if (messages.some((m) => m.images?.length || m.audio?.length)) return renderer.render(messages);
     let prepared = await renderer.render(messages);
     const truncate = cmd.growContext ? false : cmd.truncate;
     const limit = runner.slotContext;
@@ -142,7 +144,7 @@ export class PromptService {
     throwIfCancelled(signal);
     const { text, prompt: extra } = await this.renderGenerate(cmd, model, runner, signal);
     throwIfCancelled(signal);
-    const media = toMediaPrompt(text, cmd.images ?? []);
+    const media = toMediaPrompt(text, [...(cmd.images ?? []), ...(cmd.audio ?? [])]);
     if (media) {
       // Images are evaluated by the engine from the text (no truncation: a prompt that does not fit is a 400 there).
       return { ...extra, tokens: await tokenizePrompt(runner, media.prompt), media };
@@ -217,7 +219,7 @@ export class PromptService {
         await renderGoTextAsync(go.api, go.template, [], fim, signal),
       );
     } else {
-      const messages = generateMessages(cmd, model);
+      const messages = foldAudio(generateMessages(cmd, model));
       if (go) {
         const text = await renderGoTextAsync(go.api, go.template, messages, opts, signal);
         r = renderGo(go.api, go.template, messages, opts, { format }, text);

@@ -176,7 +176,7 @@ export const OLLAMA_SCHEMAS: Record<string, JsonSchema> = {
       messages: arr(obj({ role: str(), content: str() }, ['role', 'content'])),
       model_info: anyObject('GGUF metadata (long arrays only with `verbose`).'),
       tensors: arr(obj({ name: str(), type: str(), shape: arr(int()) }, ['name', 'type', 'shape'])),
-      capabilities: arr(oneOfStr('completion', 'embedding', 'vision', 'tools', 'insert', 'thinking')),
+      capabilities: arr(oneOfStr('completion', 'embedding', 'vision', 'audio', 'tools', 'insert', 'thinking')),
       modified_at: { type: 'string', format: 'date-time' },
     },
     ['modelfile', 'details', 'model_info', 'capabilities', 'modified_at'],

@@ -31,6 +31,8 @@ export class MessageDto {
   @GoString(M) content?: string;
   @GoString(M) thinking?: string;
   @GoStringArray(M, { description: 'Base64-encoded images (vision models).' }) images?: string[];
+  @GoStringArray(M, { description: 'Base64-encoded audio files: WAV, MP3 or FLAC (audio models; beyond Ollama).' })
+  audio?: string[];
   @GoObjectArray(M, '[]api.ToolCall') tool_calls?: Record<string, unknown>[];
   @GoString(M) tool_name?: string;
   @GoString(M) tool_call_id?: string;

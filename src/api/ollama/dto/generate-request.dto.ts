@@ -39,6 +39,8 @@ export class GenerateRequestDto {
   /** Seconds (number) or a Go duration string. */
   @GoAny(KEEP_ALIVE_FIELD) keep_alive?: unknown;
   @GoStringArray(S, { description: 'Base64-encoded images (vision models).' }) images?: string[];
+  @GoStringArray(S, { description: 'Base64-encoded audio files: WAV, MP3 or FLAC (audio models; beyond Ollama).' })
+  audio?: string[];
   @GoMap(S, OPTIONS_FIELD) options?: Record<string, unknown>;
   /** true/false or "low" | "medium" | "high" | "max". */
   @GoAny(THINK_FIELD) think?: unknown;
