@@ -22,7 +22,8 @@
  *   and lora (issue 34: two adapters of one base vs one alone; 4 adapters over one base vs 4 separate loads, bench/lora.ts)
  *   and gaps (time between tokens at `--streams`: process runner, in-process runner and llama-server taking turns,
  *   bench/token-gaps.ts) and tracing (OpenTelemetry traces 100 % sampled vs off: decode tok/s, request latency,
- *   bench/tracing.ts)
+ *   bench/tracing.ts) and audio (issue 38: prompt ms per second of a spoken clip through an audio projector over
+ *   bench-1b, daemon /api/chat `audio` vs llama-server --mmproj `input_audio`, bench/audio.ts)
  * Backend: LLAMAD_BACKEND (cpu|cuda|...) as for the addon build; on a GPU build both servers offload every layer.
  * What is measured and why: docs/benchmarks.md.
  */
@@ -43,7 +44,9 @@ import {
   unloadAll,
   warmPageCache,
 } from './harness';
+import { BENCH_AUDIO_MMPROJ } from '../scripts/test-model-audio';
 import { BENCH_1B_LORAS } from '../scripts/test-model-extras';
+import { AUDIO_SLOT_CTX, audioSection } from './audio';
 import { AGREEING_PAIRS } from '../scripts/test-model-specs';
 import { kvCacheType } from './kv-cache-type';
 import { loraSection } from './lora';
@@ -103,6 +106,7 @@ async function main(): Promise<void> {
       'fairness',
       'lora',
       'gaps',
+      'audio',
     ].some((x) => s.sections.has(x))
   ) {
     // Sections that run the daemon alone (event-loop): no llama-server, no bench models, no bandwidth figure.
@@ -141,6 +145,7 @@ async function main(): Promise<void> {
       'bench-1b-f16.gguf,bench-1b-q4_0.gguf,bench-bert-f16.gguf,bench-1b-draft-f16.gguf,bench-1b-draft-q4_0.gguf',
       ...(s.sections.has('lora') ? BENCH_1B_LORAS.map((l) => l.file) : []),
       ...(s.sections.has('speculative') ? AGREEING_PAIRS.bench.map((m) => m.file) : []),
+      ...(s.sections.has('audio') ? [BENCH_AUDIO_MMPROJ.file] : []),
     ].join(','),
   ]);
   log('measuring memory bandwidth');
@@ -310,6 +315,22 @@ async function main(): Promise<void> {
       prompt: (seed, n) => words(seed, n),
       row: (metric, ours, theirs, unit, digits, compare) =>
         row({ section: 'lora', metric, ours, theirs, unit, digits, compare }),
+    });
+  }
+  if (s.sections.has('audio')) {
+    log('audio: prompt time per second of a spoken clip (bench-1b + bench-audio-mmproj)');
+    await audioSection({
+      runs: s.runs,
+      peers,
+      projector: join(REPO_ROOT, '.cache', 'models', BENCH_AUDIO_MMPROJ.file),
+      baseModel: 'bench-1b',
+      startDaemon: () =>
+        startDaemon({ mainJs: MAIN_JS, modelsDir: store, numParallel: 1, threads: s.threads, log: DAEMON_LOG }),
+      startPeers: (extra) => startPeers(peers, { ...serverOptions(s, blobs.q4, 1, AUDIO_SLOT_CTX, ''), extra }),
+      ollamaOptions: (seed, numCtx, predict) => ollamaOptions(s, seed, numCtx, predict),
+      row: (metric, ours, theirs, unit, digits, compare) =>
+        row({ section: 'audio', metric, ours, theirs, unit, digits, compare }),
+      note: (text) => notes.push(text),
     });
   }
   if (s.sections.has('kv-cache')) {

@@ -7,7 +7,8 @@
  *   --bench    also bench-1b-f16.gguf (Llama-3.2-1B shape, ≈2.08 GB), bench-1b-q4_0.gguf (quantized by the native
  *              addon), bench-1b-draft-f16/-q4_0.gguf (its first 2 layers, a speculative draft), bench-bert-f16.gguf
  *              (bge-small shape, ≈67 MB) and the agreeing pair bench-agree-f16.gguf (16 layers, 15 of them silent,
- *              ≈530 MB) / bench-agree-draft-f16.gguf (its first layer, ≈95 MB) into .cache/models/
+ *              ≈530 MB) / bench-agree-draft-f16.gguf (its first layer, ≈95 MB) and bench-audio-mmproj.gguf (an audio
+ *              projector of bench-1b, Whisper-base-sized, ≈44 MB) into .cache/models/
  *   --force    regenerate even when an up-to-date file exists
  *   --out DIR  write every model into DIR
  *   --only F   make only the named files (e.g. tiny-llama-spm.gguf)
@@ -19,6 +20,13 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { REPO_ROOT } from '../src/config';
+import {
+  BENCH_AUDIO_MMPROJ,
+  TINY_AUDIO_MMPROJ,
+  TINY_OMNI_MMPROJ,
+  makeAudioProjector,
+  makeOmniProjector,
+} from './test-model-audio';
 import { BENCH_1B_LORAS, TINY_LLAMA_SPM_LORAS, TINY_MMPROJ, makeLora, makeProjector } from './test-model-extras';
 import { makeModel, makeQuantized } from './test-model-files';
 import { BENCH_QUANTIZED, MODEL_SPECS, type ModelSpec } from './test-model-specs';
@@ -68,6 +76,9 @@ async function main(): Promise<void> {
     const known = new Set([
       ...MODEL_SPECS.map((s) => s.file),
       TINY_MMPROJ.file,
+      TINY_AUDIO_MMPROJ.file,
+      TINY_OMNI_MMPROJ.file,
+      BENCH_AUDIO_MMPROJ.file,
       ...TINY_LLAMA_SPM_LORAS.map((l) => l.file),
       ...BENCH_1B_LORAS.map((l) => l.file),
       ...BENCH_QUANTIZED.map((q) => q.file),
@@ -84,10 +95,22 @@ async function main(): Promise<void> {
     mkdirSync(dirs.tiny, { recursive: true });
     await makeProjector(dirs.tiny, opts.force);
   }
+  for (const [file, make] of [
+    [TINY_AUDIO_MMPROJ.file, makeAudioProjector],
+    [TINY_OMNI_MMPROJ.file, makeOmniProjector],
+  ] as const) {
+    if (!wanted(file, 'tiny')) continue;
+    mkdirSync(dirs.tiny, { recursive: true });
+    await make(dirs.tiny, opts.force);
+  }
   for (const lora of TINY_LLAMA_SPM_LORAS) {
     if (!wanted(lora.file, 'tiny')) continue;
     mkdirSync(dirs.tiny, { recursive: true });
     await makeLora(dirs.tiny, opts.force, lora);
+  }
+  if (wanted(BENCH_AUDIO_MMPROJ.file, 'bench')) {
+    mkdirSync(dirs.bench, { recursive: true });
+    await makeAudioProjector(dirs.bench, opts.force, BENCH_AUDIO_MMPROJ);
   }
   for (const q of BENCH_QUANTIZED) {
     if (wanted(q.file, 'bench')) await makeQuantized(q, dirs.bench, opts.force);

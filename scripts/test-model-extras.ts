@@ -62,7 +62,8 @@ export const TINY_MMPROJ = {
   } satisfies ProjectorShape,
 };
 
-function projectorTensors(s: ProjectorShape): TensorPlan[] {
+/** The tensors (v.* and mm.0 / mm.2) of a llava-style vision projector of shape `s` (ggml names and shapes). */
+export function projectorTensors(s: ProjectorShape): TensorPlan[] {
   const e = s.nEmbd;
   const nPatches = (s.imageSize / s.patchSize) ** 2;
   // ggml shapes (ne0 first): conv kernel [patch, patch, 3 channels, n_embd]; linear weights [in, out].
@@ -99,6 +100,34 @@ function projectorTensors(s: ProjectorShape): TensorPlan[] {
 }
 
 /**
+ * The vision-encoder keys clip.cpp reads for a llava-style projector of shape `s`: clip.has_vision_encoder, the
+ * clip.vision.* hyper-parameters and image_mean/std (no projector type: single-modality files give it as
+ * clip.projector_type, mixed ones as clip.vision.projector_type).
+ */
+export function visionKvs(s: ProjectorShape): GgufKv[] {
+  const f32Array = (key: string, value: number[]): GgufKv => ({
+    key,
+    type: GgufValueType.ARRAY,
+    itemType: GgufValueType.FLOAT32,
+    value,
+  });
+  return [
+    { key: 'clip.has_vision_encoder', type: GgufValueType.BOOL, value: true },
+    { key: 'clip.use_gelu', type: GgufValueType.BOOL, value: true },
+    u32('clip.vision.image_size', s.imageSize),
+    u32('clip.vision.patch_size', s.patchSize),
+    u32('clip.vision.embedding_length', s.nEmbd),
+    u32('clip.vision.feed_forward_length', s.nFf),
+    u32('clip.vision.block_count', s.nLayer),
+    u32('clip.vision.attention.head_count', s.nHead),
+    f32('clip.vision.attention.layer_norm_epsilon', 1e-5),
+    u32('clip.vision.projection_dim', s.nEmbdText),
+    f32Array('clip.vision.image_mean', [0.48145466, 0.4578275, 0.40821073]),
+    f32Array('clip.vision.image_std', [0.26862954, 0.26130258, 0.27577711]),
+  ];
+}
+
+/**
  * Writes tiny-mmproj.gguf: the GGUF keys clip.cpp requires for a vision "mlp" projector (general.architecture "clip",
  * clip.has_vision_encoder, clip.vision.* hyper-parameters, image_mean/std) and N(0, WEIGHT_STD) F16 matrices.
  */
@@ -115,29 +144,12 @@ export async function makeProjector(dir: string, force: boolean): Promise<string
   const s = spec.shape;
   const plans = projectorTensors(s);
   const parameterCount = plans.reduce((n, p) => n + elementCount(p.shape), 0);
-  const f32Array = (key: string, value: number[]): GgufKv => ({
-    key,
-    type: GgufValueType.ARRAY,
-    itemType: GgufValueType.FLOAT32,
-    value,
-  });
   const kvs: GgufKv[] = [
     { key: 'general.architecture', type: GgufValueType.STRING, value: 'clip' },
     { key: 'general.name', type: GgufValueType.STRING, value: spec.name },
     u32('general.file_type', FILE_TYPE_F16),
     { key: 'clip.projector_type', type: GgufValueType.STRING, value: 'mlp' },
-    { key: 'clip.has_vision_encoder', type: GgufValueType.BOOL, value: true },
-    { key: 'clip.use_gelu', type: GgufValueType.BOOL, value: true },
-    u32('clip.vision.image_size', s.imageSize),
-    u32('clip.vision.patch_size', s.patchSize),
-    u32('clip.vision.embedding_length', s.nEmbd),
-    u32('clip.vision.feed_forward_length', s.nFf),
-    u32('clip.vision.block_count', s.nLayer),
-    u32('clip.vision.attention.head_count', s.nHead),
-    f32('clip.vision.attention.layer_norm_epsilon', 1e-5),
-    u32('clip.vision.projection_dim', s.nEmbdText),
-    f32Array('clip.vision.image_mean', [0.48145466, 0.4578275, 0.40821073]),
-    f32Array('clip.vision.image_std', [0.26862954, 0.26130258, 0.27577711]),
+    ...visionKvs(s),
   ];
   const tensors = randomTensors(spec.name, plans);
   await writeGguf(file, kvs, tensors);

@@ -28,6 +28,13 @@ export const TINY_BERT_RERANKER = join(MODELS_DIR, 'tiny-bert-reranker.gguf');
 
 /** Vision projector (mmproj, clip "mlp") for the 128-wide tiny llama models: 32×32 input, 4 image tokens. */
 export const TINY_MMPROJ = join(MODELS_DIR, 'tiny-mmproj.gguf');
+/**
+ * Audio projector (clip "qwen2a": Whisper encoder + one linear layer, 80 mel bins, 16 kHz) for the 128-wide tiny
+ * llama models: 750 audio embeddings per 30 s chunk (a clip under 30 s is one chunk; audio-fixtures whisperChunks).
+ */
+export const TINY_AUDIO_MMPROJ = join(MODELS_DIR, 'tiny-audio-mmproj.gguf');
+/** Both encoders in one projector: tiny-mmproj's vision shape ("mlp") and tiny-audio-mmproj's audio shape ("qwen2a"). */
+export const TINY_OMNI_MMPROJ = join(MODELS_DIR, 'tiny-omni-mmproj.gguf');
 
 /** Rank-4 LoRA adapter of tiny-llama-spm (scripts/test-model-extras.ts TINY_LLAMA_SPM_LORA). */
 export const TINY_LLAMA_SPM_LORA = join(MODELS_DIR, 'tiny-llama-spm-lora.gguf');
@@ -53,6 +60,8 @@ const ALL = [
   TINY_NOMIC_BERT,
   TINY_BERT_RERANKER,
   TINY_MMPROJ,
+  TINY_AUDIO_MMPROJ,
+  TINY_OMNI_MMPROJ,
   TINY_LLAMA_SPM_LORA,
   TINY_LLAMA_SPM_LORA2,
   TINY_AGREE,

@@ -13,6 +13,8 @@ export const PROGRAM_PACKAGES = {
   haproxy: 'haproxy',
   kubectl: 'kubernetes-client',
   chromium: 'chromium',
+  'espeak-ng': 'espeak-ng',
+  sox: 'sox',
 } as const;
 
 /** A program named in PROGRAM_PACKAGES. */
