@@ -1,7 +1,8 @@
 import { InvalidRequestError } from '../../../common/errors';
+import { AudioFormat, sniffAudio } from '../../../generation';
 
 /** The audio containers the engine decodes (mtmd's helper, through miniaudio: WAV, MP3, FLAC). */
-export type AudioContainer = 'wav' | 'mp3' | 'flac';
+export type AudioContainer = AudioFormat;
 
 /** What the header (or the MP3 frame headers) of an audio file says. */
 export interface AudioFileInfo {
@@ -18,8 +19,8 @@ export interface AudioFileInfo {
 export const UNSUPPORTED_AUDIO_MESSAGE = 'unsupported audio format: send WAV, MP3 or FLAC';
 
 /**
- * Sniffs an audio file from its bytes as the engine does (mtmd-helper: `RIFF….WAVE`, `fLaC`, an `ID3` tag or an MPEG
- * audio frame sync) and reads its duration from the header. The file name and Content-Type are not trusted.
+ * Sniffs an audio file from its bytes as the engine does (sniffAudio, generation/prompt/audio.ts: `RIFF….WAVE`,
+ * `fLaC`, an `ID3` tag or an MPEG audio frame sync) and reads its duration from the header. The file name and Content-Type are not trusted.
  * @throws InvalidRequestError (400, param `file`): `audio file is empty` (Ollama's text), {@link UNSUPPORTED_AUDIO_MESSAGE}
  *   for anything else, `invalid WAV file: …` / `invalid FLAC file: …` / `invalid MP3 file: no MPEG audio frame` for
  *   a recognized container whose header cannot be read.
@@ -27,16 +28,16 @@ export const UNSUPPORTED_AUDIO_MESSAGE = 'unsupported audio format: send WAV, MP
 export function probeAudio(bytes: Uint8Array): AudioFileInfo {
   if (bytes.length === 0) throw new InvalidRequestError('audio file is empty', 'file');
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (buf.length >= 12 && buf.toString('latin1', 0, 4) === 'RIFF' && buf.toString('latin1', 8, 12) === 'WAVE') {
-    return { format: 'wav', durationSeconds: wavDuration(buf) };
+  switch (sniffAudio(buf)) {
+    case 'wav':
+      return { format: 'wav', durationSeconds: wavDuration(buf) };
+    case 'flac':
+      return { format: 'flac', durationSeconds: flacDuration(buf) };
+    case 'mp3':
+      return { format: 'mp3', durationSeconds: mp3Duration(buf) };
+    case undefined:
+      throw new InvalidRequestError(UNSUPPORTED_AUDIO_MESSAGE, 'file');
   }
-  if (buf.length >= 4 && buf.toString('latin1', 0, 4) === 'fLaC') {
-    return { format: 'flac', durationSeconds: flacDuration(buf) };
-  }
-  if ((buf.length >= 3 && buf.toString('latin1', 0, 3) === 'ID3') || readMp3Frame(buf, 0) !== undefined) {
-    return { format: 'mp3', durationSeconds: mp3Duration(buf) };
-  }
-  throw new InvalidRequestError(UNSUPPORTED_AUDIO_MESSAGE, 'file');
 }
 
 /** WAV: walks the RIFF chunks for `fmt ` (byte rate) and `data` (size; a streamed file's oversized size is clamped). */
