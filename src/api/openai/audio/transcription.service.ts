@@ -10,6 +10,7 @@ import {
   TokenizeService,
   TokenLogprob,
 } from '../../../generation';
+import { ModelsService } from '../../../models';
 import { languageName, Transcript } from './transcription-format';
 import { TranscriptionRequest } from './transcription-request';
 
@@ -45,7 +46,8 @@ function plainLogprobs(logprobs: Logprob[] | undefined): TokenLogprob[] | undefi
  * chat request through ChatService (so the capability checks, the scheduler's queue and fair gate, the principal's
  * token budget, metrics, traces and keep_alive apply as on /v1/chat/completions): a system message with the
  * instruction (+ language, + the prompt as context) and a user message carrying the audio (`audio: [base64]`),
- * temperature as sent (default 0), no thinking, at most {@link OUTPUT_TOKENS_PER_30S} output tokens per started 30 s.
+ * temperature as sent (default 0), no thinking, at most {@link OUTPUT_TOKENS_PER_30S} output tokens per started 30 s
+ * (or the model's own `num_predict` when lower).
  * Knows nothing about HTTP.
  */
 @Injectable()
@@ -53,11 +55,19 @@ export class TranscriptionService {
   constructor(
     private readonly chat: ChatService,
     private readonly tokenizer: TokenizeService,
+    private readonly models: ModelsService,
   ) {}
 
-  /** The internal chat request of a transcription. */
-  static chatCommand(req: TranscriptionRequest, startedAt: bigint): ChatCommand {
+  /**
+   * The internal chat request of a transcription.
+   * @param modelNumPredict the model's own `num_predict` (Modelfile PARAMETER), when it has one: a positive one lowers
+   *   the output bound (never raises it).
+   */
+  static chatCommand(req: TranscriptionRequest, startedAt: bigint, modelNumPredict?: unknown): ChatCommand {
     const windows = Math.max(1, Math.ceil(req.audio.durationSeconds / 30));
+    const bound = windows * OUTPUT_TOKENS_PER_30S;
+    const numPredict =
+      typeof modelNumPredict === 'number' && modelNumPredict > 0 ? Math.min(modelNumPredict, bound) : bound;
     return {
       model: req.model,
       messages: [
@@ -65,7 +75,7 @@ export class TranscriptionService {
         { role: 'user', content: '', audio: [req.file.bytes.toString('base64')] },
       ],
       think: false,
-      options: decodeOptions({ temperature: req.temperature, num_predict: windows * OUTPUT_TOKENS_PER_30S }),
+      options: decodeOptions({ temperature: req.temperature, num_predict: numPredict }),
       // Logprobs for include[] logprobs, and for verbose_json's avg_logprob.
       topLogprobs: req.logprobs || req.responseFormat === 'verbose_json' ? 0 : undefined,
       growContext: true,
@@ -83,13 +93,17 @@ export class TranscriptionService {
    * `this model is missing data required for audio input` for a model without an audio encoder, engine decode errors).
    */
   transcribe(req: TranscriptionRequest, startedAt: bigint): Observable<TranscriptEvent> {
+    return defer(async () => (await this.models.resolve(req.model)).params.num_predict).pipe(
+      concatMap((modelNumPredict) => this.run(req, TranscriptionService.chatCommand(req, startedAt, modelNumPredict))),
+    );
+  }
+
+  private run(req: TranscriptionRequest, cmd: ChatCommand): Observable<TranscriptEvent> {
     return defer(() => {
       let promptTextTokens = 0;
       let text = '';
       const logprobs: TokenLogprob[] = [];
-      const events$ = this.chat.chat(TranscriptionService.chatCommand(req, startedAt), {
-        onPrompt: (tokens) => (promptTextTokens = tokens),
-      });
+      const events$ = this.chat.chat(cmd, { onPrompt: (tokens) => (promptTextTokens = tokens) });
       return events$.pipe(
         concatMap((event: GenerationEvent): Observable<TranscriptEvent> => {
           if (event.kind === 'delta') {

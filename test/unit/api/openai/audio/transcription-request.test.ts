@@ -153,6 +153,10 @@ describe('TranscriptionService.chatCommand (the internal chat request)', () => {
     assert.equal(TranscriptionService.chatCommand(verbose, 0n).topLogprobs, 0);
     const long = { ...verbose, audio: { format: 'wav' as const, durationSeconds: 61 } };
     assert.equal(TranscriptionService.chatCommand(long, 0n).options.num_predict, 3 * 448);
+    // The model's own num_predict (Modelfile PARAMETER) lowers the bound, never raises it.
+    assert.equal(TranscriptionService.chatCommand(long, 0n, 8).options.num_predict, 8);
+    assert.equal(TranscriptionService.chatCommand(long, 0n, 5000).options.num_predict, 3 * 448);
+    assert.equal(TranscriptionService.chatCommand(long, 0n, -1).options.num_predict, 3 * 448);
   });
 
   it('translates into English on /v1/audio/translations', () => {
