@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import OpenAI, { APIError, BadRequestError, NotFoundError, toFile } from 'openai';
-import { missingAudioTools, speech, whisperChunks } from '../utils/audio-fixtures';
+import { missingAudioTools, speech, tone, whisperChunks } from '../utils/audio-fixtures';
 import { ensureTestModels, TINY_AUDIO_MMPROJ, TINY_LLAMA_SPM } from '../utils/models';
 import { postJson } from '../utils/ndjson';
 import { realAddon } from '../utils/real-addon';
@@ -53,7 +53,10 @@ describe('OpenAI audio transcriptions and translations (official client, real ad
 
   before(async () => {
     ensureTestModels();
-    t = await createTestApp({ binding: addon.binding, config: { numParallel: 1, contextLength: 2048 } });
+    t = await createTestApp({
+      binding: addon.binding,
+      config: { numParallel: 1, contextLength: 2048, maxAudioSeconds: 60 },
+    });
     client = new OpenAI({ baseURL: `${t.baseUrl}/v1`, apiKey: 'x', maxRetries: 0, timeout: 120_000 });
     for (const [model, modelfile] of [
       // A short answer bound keeps the random model's gibberish short (the route's own bound is 448 per 30 s).
@@ -168,7 +171,7 @@ describe('OpenAI audio transcriptions and translations (official client, real ad
     assert.equal(verbose.segments?.length, 1);
   });
 
-  it('refusals: text-only model, unknown model, missing file, empty file, non-audio bytes, bad format, too large', async () => {
+  it('refusals: text-only model, unknown model, missing file, empty file, non-audio bytes, bad format, too long, too large, foreign origin', async () => {
     const refused = async (promise: Promise<unknown>, status: number, message: string | RegExp) => {
       await assert.rejects(promise, (err: unknown) => {
         assert.ok(err instanceof APIError, String(err));
@@ -215,6 +218,11 @@ describe('OpenAI audio transcriptions and translations (official client, real ad
         response_format: 'diarized_json',
       }),
       BadRequestError,
+    );
+    await refused(
+      client.audio.transcriptions.create({ file: await toFile(await tone(61), 'long.wav'), model: 'tiny-audio' }),
+      400,
+      'audio is 61 s long; the limit is 60 s (LLAMAD_MAX_AUDIO_SECONDS)',
     );
     const big = Buffer.concat([wav, Buffer.alloc(26 * 1024 * 1024)]);
     await refused(

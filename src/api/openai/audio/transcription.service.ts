@@ -10,6 +10,8 @@ import {
   TokenizeService,
   TokenLogprob,
 } from '../../../generation';
+import { InvalidRequestError } from '../../../common/errors';
+import { DaemonConfig } from '../../../config';
 import { ModelsService } from '../../../models';
 import { languageName, Transcript } from './transcription-format';
 import { TranscriptionRequest } from './transcription-request';
@@ -36,6 +38,25 @@ export function transcriptionInstruction(req: Pick<TranscriptionRequest, 'task' 
   return text;
 }
 
+/** Seconds as the engine writes them in its duration refusal: one decimal, without a trailing `.0`. */
+function formatSeconds(seconds: number): string {
+  return seconds.toFixed(1).replace(/\.0$/, '');
+}
+
+/**
+ * The duration bound (LLAMAD_MAX_AUDIO_SECONDS), checked from the file's header before the model is loaded; the
+ * engine checks the decoded clip again with the same message.
+ * @throws InvalidRequestError `audio is <d> s long; the limit is <m> s (LLAMAD_MAX_AUDIO_SECONDS)` (400).
+ */
+export function checkDuration(seconds: number, maxSeconds: number): void {
+  if (maxSeconds > 0 && seconds > maxSeconds) {
+    throw new InvalidRequestError(
+      `audio is ${formatSeconds(seconds)} s long; the limit is ${formatSeconds(maxSeconds)} s (LLAMAD_MAX_AUDIO_SECONDS)`,
+      'file',
+    );
+  }
+}
+
 /** The sampled token's logprob without its alternatives (OpenAI's transcription logprob shape). */
 function plainLogprobs(logprobs: Logprob[] | undefined): TokenLogprob[] | undefined {
   return logprobs?.map(({ token, logprob, bytes }) => ({ token, logprob, bytes }));
@@ -56,6 +77,7 @@ export class TranscriptionService {
     private readonly chat: ChatService,
     private readonly tokenizer: TokenizeService,
     private readonly models: ModelsService,
+    private readonly config: DaemonConfig,
   ) {}
 
   /**
@@ -89,11 +111,14 @@ export class TranscriptionService {
    * The events of one transcription: a `delta` per piece of generated text (empty ones skipped), then one `done`
    * with the whole transcript, its usage (text tokens = the prompt's tokens less the audio marker's; audio tokens =
    * the rest of `promptEvalCount`, the encoder's embeddings) and, for verbose_json, the text's token ids. Cold. Errors
-   * are ChatService.chat's (`model is required`, 404 for an unknown model, 400
+   * are checkDuration's (before the model is loaded), then ChatService.chat's (404 for an unknown model, 400
    * `this model is missing data required for audio input` for a model without an audio encoder, engine decode errors).
    */
   transcribe(req: TranscriptionRequest, startedAt: bigint): Observable<TranscriptEvent> {
-    return defer(async () => (await this.models.resolve(req.model)).params.num_predict).pipe(
+    return defer(async () => {
+      checkDuration(req.audio.durationSeconds, this.config.maxAudioSeconds);
+      return (await this.models.resolve(req.model)).params.num_predict;
+    }).pipe(
       concatMap((modelNumPredict) => this.run(req, TranscriptionService.chatCommand(req, startedAt, modelNumPredict))),
     );
   }

@@ -4,6 +4,7 @@ import { InvalidRequestError } from '../../../../../src/common/errors';
 import { MultipartForm } from '../../../../../src/api/openai/audio/multipart-form';
 import { decodeTranscriptionForm } from '../../../../../src/api/openai/audio/transcription-request';
 import {
+  checkDuration,
   TranscriptionService,
   transcriptionInstruction,
 } from '../../../../../src/api/openai/audio/transcription.service';
@@ -161,5 +162,19 @@ describe('TranscriptionService.chatCommand (the internal chat request)', () => {
 
   it('translates into English on /v1/audio/translations', () => {
     assert.match(transcriptionInstruction({ task: 'translate' }), /^Translate the speech in the audio into English\./);
+  });
+});
+
+describe('checkDuration (LLAMAD_MAX_AUDIO_SECONDS, before the model is loaded)', () => {
+  it("refuses a clip over the bound with the engine's wording; 0 is no bound", () => {
+    checkDuration(600, 600);
+    checkDuration(5000, 0);
+    assert.throws(
+      () => checkDuration(61.04, 60),
+      (err: unknown) =>
+        err instanceof InvalidRequestError &&
+        err.message === 'audio is 61 s long; the limit is 60 s (LLAMAD_MAX_AUDIO_SECONDS)',
+    );
+    assert.throws(() => checkDuration(90.25, 90.5 - 1), /audio is 90\.3 s long; the limit is 89\.5 s/);
   });
 });
