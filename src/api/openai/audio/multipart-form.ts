@@ -76,7 +76,7 @@ export function readMultipartForm(
   fileField = 'file',
 ): Promise<MultipartForm> {
   const contentType = headers['content-type'] ?? '';
-  if (!/^multipart\/form-data\s*;/i.test(contentType)) {
+  if (!/^multipart\/form-data\s*(?:;|$)/i.test(contentType)) {
     return Promise.reject(new InvalidRequestError(NOT_MULTIPART_MESSAGE));
   }
   const declared = Number(headers['content-length']);

@@ -132,6 +132,10 @@ describe('readMultipartForm (audio uploads)', () => {
       readMultipartForm(Readable.from([Buffer.from('{"model":"m"}')]), { 'content-type': 'application/json' }, SMALL),
       (err) => err instanceof InvalidRequestError && err.message === NOT_MULTIPART_MESSAGE,
     );
+    await assert.rejects(
+      readMultipartForm(Readable.from([Buffer.from('x')]), { 'content-type': 'multipart/form-data' }, SMALL),
+      (err) => err instanceof InvalidRequestError && /^malformed multipart body: .*[Bb]oundary/.test(err.message),
+    );
     const form = new FormData();
     form.append('file', new Blob([Buffer.alloc(300)]), 'a.wav');
     const { bytes, headers } = await encode(form);
