@@ -387,6 +387,12 @@ export interface NativeTaskParams {
   /** With `images`: the prompt text, containing the media marker '<__media__>' (mtmd_default_marker) once per image. */
   prompt?: string;
   /**
+   * Longest audio clip accepted in `images`, seconds (the daemon's LLAMAD_MAX_AUDIO_SECONDS); absent or 0 = no bound.
+   * A clip whose header gives a longer length is refused before its samples are allocated (one without a length as
+   * soon as its decoded samples pass the bound). Throws LLAMA_INVALID_ARGUMENT at submit when negative or not finite.
+   */
+  maxAudioSeconds?: number;
+  /**
    * Maximum tokens to generate; -1 = until EOG or the slot's context is full (with `contextShift`: until EOG, capped at
    * 10 × the slot context, Ollama's safety cap; the task then ends with 'length').
    */
@@ -449,12 +455,6 @@ export interface NativeTaskParams {
    * one never reuses another's prefix.
    */
   loras?: NativeLoraAdapter[];
-  /**
-   * The longest audio clip among `images` (entries the engine sniffs as WAV/MP3/FLAC), seconds; 0 or absent = no
-   * bound. A longer clip fails the task with LLAMA_INVALID_ARGUMENT `audio is <d> s long; the limit is <m> s
-   * (LLAMAD_MAX_AUDIO_SECONDS)` (the daemon passes DaemonConfig.maxAudioSeconds on every task).
-   */
-  maxAudioSeconds?: number;
 }
 
 /** Speculative decoding of one task (NativeTaskParams.draft). */

@@ -79,11 +79,12 @@ export function parseParameter(name: string, values: string[]): unknown {
 }
 
 /**
- * Finds image file paths in a prompt (words ending .png/.jpg/.jpeg, optionally quoted, `\ ` escapes allowed) that
- * exist; returns the prompt without them and the files' bytes, as Ollama's `extractFileData`.
+ * Finds image and audio file paths in a prompt (words ending .png/.jpg/.jpeg or .wav, optionally quoted, `\ `
+ * escapes allowed) that exist; returns the prompt without them and the files' bytes, as Ollama's `extractFileData`
+ * (which sends audio files as images too: the daemon tells them apart by their bytes).
  */
 export function extractImages(prompt: string): { prompt: string; images: Uint8Array[]; paths: string[] } {
-  const re = /(?:"([^"]+\.(?:png|jpe?g))"|'([^']+\.(?:png|jpe?g))'|((?:[^\s\\]|\\ )+\.(?:png|jpe?g)))/gi;
+  const re = /(?:"([^"]+\.(?:png|jpe?g|wav))"|'([^']+\.(?:png|jpe?g|wav))'|((?:[^\s\\]|\\ )+\.(?:png|jpe?g|wav)))/gi;
   const images: Uint8Array[] = [];
   const paths: string[] = [];
   const rest = prompt.replace(re, (whole, q1?: string, q2?: string, bare?: string) => {
@@ -231,7 +232,7 @@ export class Session {
   }
 
   private imagesFor(prompt: string): { prompt: string; images?: Uint8Array[] } {
-    if (!this.capabilities.includes('vision')) return { prompt };
+    if (!this.capabilities.includes('vision') && !this.capabilities.includes('audio')) return { prompt };
     const r = extractImages(prompt);
     for (const p of r.paths) this.out.write(`Added image '${p}'\n`);
     return r.images.length > 0 ? { prompt: r.prompt, images: r.images } : { prompt };

@@ -430,7 +430,8 @@ export function kvCacheSettings(
  * Builds the daemon's configuration from an environment (default: process.env). Unknown or invalid values fall back
  * to Ollama's defaults, as envconfig does, except where a wrong guess would weaken isolation between clients.
  * @throws InvalidConfigError for an LLAMAD_CACHE_SCOPE other than `principal` or `global`, or an LLAMAD_REDIS_URL that
- *   is not a redis:// or rediss:// URL, or an LLAMAD_METRICS_ADDR that is not host:port.
+ *   is not a redis:// or rediss:// URL, or an LLAMAD_METRICS_ADDR that is not host:port, or an
+ *   LLAMAD_MAX_AUDIO_SECONDS that is not a number of seconds (a bound an operator set must not be guessed).
  * @param memoryBytes the memory the daemon may use, bytes, for the default LLAMAD_CACHE_RAM budget (read only when
  *   it is unset); default hostMemoryBytes() (physical memory, or the cgroup v2 limit when lower). Tests pass a value.
  */

@@ -89,7 +89,7 @@ export class ChatService {
     if (wantsThinking(cmd.think) && !model.capabilities.includes('thinking')) throw thinkingUnsupported(cmd.model);
     checkImages(
       model,
-      cmd.messages.reduce((n, m) => n + (m.images?.length ?? 0), 0),
+      cmd.messages.flatMap((m) => m.images ?? []),
     );
     checkAudio(model, messagesAudio(cmd.messages));
     // The request's grammar budget (format + every tool's schema), before the model is even loaded.

@@ -69,7 +69,7 @@ export class GenerateService {
       throw new UnsupportedCapabilityError(`${model.name.toFullString()} does not support insert`, 'insert');
     }
     if (wantsThinking(cmd.think) && !model.capabilities.includes('thinking')) throw thinkingUnsupported(cmd.model);
-    checkImages(model, cmd.images?.length ?? 0);
+    checkImages(model, cmd.images ?? []);
     checkAudio(model, cmd.audio ?? []);
     GrammarBudget.of(cmd.format, undefined); // the request's grammar budget, before the model is loaded
     if (GenerateService.isShortcut(cmd)) {

@@ -4,6 +4,7 @@ import { stat } from 'node:fs/promises';
 import { freemem, totalmem } from 'node:os';
 import { FACTS_MAX_ARRAY_ITEMS, readGguf } from '../models/gguf';
 import { RunnerSpec } from '../runner';
+import { projectorBytes } from './projector-memory';
 
 /**
  * Bytes per KV-cache element by cache type (ggml's type sizes): f16 2; q8_0 a block of 32 in 34 bytes (32 int8 + an
@@ -20,9 +21,10 @@ export interface MemoryProbe {
    * (2 × n_layer × n_ctx_total × n_embd_kv × the element size of `spec.kvCacheType`, see KV_BYTES_PER_ELEMENT;
    * n_ctx_total = numCtx × numParallel, or numCtx when the slots share the cache: kvUnified) + a batch/compute
    * surcharge; with a draft model (`draftModelPath`) the same again for the draft, whose context holds n_ctx_total +
-   * 33 × numParallel cells (native/draft_context.h); plus the host-RAM prompt cache the runner may fill
-   * (`spec.cacheRamBytes`: its share of the LLAMAD_CACHE_RAM budget, kept in the runner process's own memory, so it
-   * counts against free memory like the weights). Never rejects: unknown facts count as 0.
+   * 33 × numParallel cells (native/draft_context.h); with a projector (`projectorPath`) its file and the compute
+   * buffer of each encoder it carries, vision and/or audio (projector-memory.ts); plus the host-RAM prompt cache the
+   * runner may fill (`spec.cacheRamBytes`: its share of the LLAMAD_CACHE_RAM budget, kept in the runner process's own
+   * memory, so it counts against free memory like the weights). Never rejects: unknown facts count as 0.
    */
   estimate(spec: RunnerSpec): Promise<number>;
   /** Bytes the system can still give to a new runner: free memory, capped by the cgroup limit when there is one. */
@@ -104,6 +106,7 @@ function cgroupUsage(): number | undefined {
 @Injectable()
 export class SystemMemoryProbe implements MemoryProbe {
   private readonly facts = new Map<string, Promise<KvFacts>>();
+  private readonly projectors = new Map<string, Promise<number>>();
 
   /** @inheritdoc */
   async estimate(spec: RunnerSpec): Promise<number> {
@@ -122,7 +125,8 @@ export class SystemMemoryProbe implements MemoryProbe {
       const cells = contextBytes(d, nCtxTotal + DRAFT_CELLS_PER_SLOT * Math.max(1, spec.numParallel), spec);
       draft = d.fileSize + cells.kv + cells.compute;
     }
-    return f.fileSize + kv + compute + draft + ramCache;
+    const projector = spec.projectorPath ? await this.projectorOf(spec.projectorPath) : 0;
+    return f.fileSize + kv + compute + draft + projector + ramCache;
   }
 
   /** @inheritdoc */
@@ -138,6 +142,15 @@ export class SystemMemoryProbe implements MemoryProbe {
   total(): number {
     const limit = cgroupLimit();
     return limit === undefined ? totalmem() : Math.min(limit, totalmem());
+  }
+
+  private projectorOf(path: string): Promise<number> {
+    let pending = this.projectors.get(path);
+    if (!pending) {
+      pending = projectorBytes(path);
+      this.projectors.set(path, pending);
+    }
+    return pending;
   }
 
   private factsOf(path: string): Promise<KvFacts> {

@@ -1,5 +1,6 @@
 export * from './openai.controller';
 export * from './openai-error';
+export * from './input-audio';
 export * from './openai-request.mapper';
 export * from './openai-response.mapper';
 export * from './openai.types';

@@ -12,6 +12,7 @@ import type {
   ToolDefinition,
 } from '../../generation';
 import { decodeLora } from '../ollama/dto/lora-request.dto';
+import { decodeInputAudio } from './input-audio';
 import { OpenAIChatRequest, OpenAICompletionRequest, OpenAIContentPart, OpenAIEmbeddingRequest } from './openai.types';
 
 /**
@@ -99,11 +100,12 @@ export function decodeOpenAIToolCalls(value: unknown): ToolCall[] | undefined {
 /**
  * OpenAI `messages` → domain messages (§12.2). Roles are lower-cased, `developer` becomes `system`. String content
  * is one message; an array of parts becomes one message per part with the same role (Ollama's behaviour): `text`
- * parts carry text, `image_url` parts carry one base64 image and empty text. `content: null` is allowed only with
+ * parts carry text, `image_url` parts carry one base64 image and `input_audio` parts one base64 audio file
+ * (decodeInputAudio), each with empty text. `content: null` is allowed only with
  * `tool_calls`. `reasoning` / `reasoning_content` on a message become its thinking. A `tool` message takes its tool
  * name from `name` or from the earlier assistant call with the same `tool_call_id`.
  * @throws InvalidRequestError `[] is too short - 'messages'`, `invalid message format`,
- *   `invalid message content type: <go type>`, image and tool-call errors.
+ *   `invalid message content type: <go type>`, image, input_audio and tool-call errors.
  */
 export function decodeMessages(value: unknown): ChatMessage[] {
   if (value === undefined || value === null || (Array.isArray(value) && value.length === 0)) {
@@ -158,6 +160,8 @@ function decodePart(part: unknown, base: Omit<ChatMessage, 'content'>): ChatMess
       return { ...base, content: p.text };
     case 'image_url':
       return { ...base, content: '', images: [decodeImageUrl(p.image_url)] };
+    case 'input_audio':
+      return { ...base, content: '', audio: [decodeInputAudio(p.input_audio, 'messages')] };
     case undefined:
     default:
       throw new InvalidRequestError('invalid message format', 'messages');

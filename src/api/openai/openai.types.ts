@@ -9,6 +9,8 @@ export interface OpenAIContentPart {
   type?: string;
   text?: string;
   image_url?: string | { url?: string; detail?: string };
+  /** `input_audio` parts: `{data: base64, format: "wav" | "mp3" | "flac"}` (input-audio.ts). */
+  input_audio?: unknown;
 }
 
 /** A tool call as OpenAI sends and returns it: `arguments` is JSON TEXT. */

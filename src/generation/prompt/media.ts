@@ -1,6 +1,7 @@
 import { InvalidRequestError } from '../../common/errors';
 import { ResolvedModel } from '../../models';
 import type { ChatMessage } from '../generation.types';
+import { NO_AUDIO_MESSAGE, sniffAudio } from './audio';
 
 /**
  * Images in prompts (reference/ollama-api.md §8.2): Ollama marks each image of a request as `[img-N]` in the
@@ -12,12 +13,20 @@ import type { ChatMessage } from '../generation.types';
 export const NO_VISION_MESSAGE = 'this model is missing data required for image input';
 
 /**
- * Throws the no-vision error when any image is sent to a model without the vision capability.
- * @throws InvalidRequestError {@link NO_VISION_MESSAGE} (400).
+ * Throws the no-vision error when any image is sent to a model without the vision capability. An `images` entry
+ * whose bytes are audio (sniffAudio: WAV, MP3, FLAC) is audio, as Ollama's runner treats it (Ollama's clients send
+ * audio in `images`): it needs the `audio` capability instead.
+ * @param images the request's `images` entries (base64); only their first bytes are decoded
+ * @throws InvalidRequestError {@link NO_VISION_MESSAGE} or NO_AUDIO_MESSAGE (400).
  */
-export function checkImages(model: ResolvedModel, imageCount: number): void {
-  if (imageCount > 0 && !model.capabilities.includes('vision')) {
-    throw new InvalidRequestError(NO_VISION_MESSAGE, 'images');
+export function checkImages(model: ResolvedModel, images: readonly string[]): void {
+  const vision = model.capabilities.includes('vision');
+  const audio = model.capabilities.includes('audio');
+  if (images.length === 0 || (vision && audio)) return;
+  for (const b64 of images) {
+    if (!sniffAudio(Buffer.from(b64.slice(0, 24).replace(/[\r\n]/g, ''), 'base64'))) {
+      if (!vision) throw new InvalidRequestError(NO_VISION_MESSAGE, 'images');
+    } else if (!audio) throw new InvalidRequestError(NO_AUDIO_MESSAGE, 'images');
   }
 }
 

@@ -55,10 +55,21 @@ const message = obj(
     content: {
       oneOf: [
         str(),
-        arr(obj({ type: oneOfStr('text', 'image_url'), text: str(), image_url: {} }, ['type'])),
+        arr(
+          obj(
+            {
+              type: oneOfStr('text', 'image_url', 'input_audio'),
+              text: str(),
+              image_url: {},
+              input_audio: obj({ data: str(), format: oneOfStr('wav', 'mp3', 'flac') }, ['data']),
+            },
+            ['type'],
+          ),
+        ),
         { type: 'null' },
       ],
-      description: 'Text, or parts of type `text` / `image_url` (data URLs for images).',
+      description:
+        'Text, or parts of type `text` / `image_url` (data URLs for images) / `input_audio` (base64 WAV, MP3 or FLAC).',
     },
     name: str(),
     reasoning: str(),
@@ -296,8 +307,8 @@ export const OPENAI_SCHEMAS: Record<string, JsonSchema> = {
 /** The Responses API (`/v1/responses`). */
 function responsesSchemas(): Record<string, JsonSchema> {
   const inputItem = anyObject(
-    'A message `{role, content}` (content text or `input_text` / `input_image` parts), a `function_call` or a ' +
-      '`function_call_output` item.',
+    'A message `{role, content}` (content text or `input_text` / `input_image` / `input_audio` parts), a ' +
+      '`function_call` or a `function_call_output` item, or a bare `input_audio` part.',
   );
   const outputItem = obj(
     {

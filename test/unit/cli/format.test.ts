@@ -101,13 +101,16 @@ describe('run helpers', () => {
     try {
       writeFileSync(join(dir, 'a b.jpg'), 'JPEG');
       writeFileSync(join(dir, 'c.PNG'), 'PNG');
-      const got = extractImages(`compare ${join(dir, 'a\\ b.jpg')} and "${join(dir, 'c.PNG')}" please`);
-      assert.deepEqual(got.paths, [join(dir, 'a b.jpg'), join(dir, 'c.PNG')]);
+      writeFileSync(join(dir, 'd.wav'), 'RIFF');
+      const got = extractImages(
+        `compare ${join(dir, 'a\\ b.jpg')} and "${join(dir, 'c.PNG')}" with ${join(dir, 'd.wav')} please`,
+      );
+      assert.deepEqual(got.paths, [join(dir, 'a b.jpg'), join(dir, 'c.PNG'), join(dir, 'd.wav')]);
       assert.deepEqual(
         got.images.map((b) => Buffer.from(b).toString()),
-        ['JPEG', 'PNG'],
+        ['JPEG', 'PNG', 'RIFF'],
       );
-      assert.equal(got.prompt, 'compare  and  please');
+      assert.equal(got.prompt, 'compare  and  with  please');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

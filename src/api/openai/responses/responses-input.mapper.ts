@@ -1,6 +1,6 @@
 import { InvalidRequestError } from '../../../common/errors';
 import type { ChatMessage, ToolCall } from '../../../generation';
-import { decodeImageUrl } from '..';
+import { decodeImageUrl, decodeInputAudio } from '..';
 
 /**
  * Responses `input` → domain chat messages (reference/ollama-api.md §12.6; openai SDK `ResponseInputItem`). Pure;
@@ -35,17 +35,26 @@ function imageOf(part: Json): string {
   }
 }
 
+/** Decoded content: its text, and its images and audio files (base64), each in part order. */
+export interface DecodedContent {
+  text: string;
+  images: string[];
+  audio: string[];
+}
+
 /**
  * Content of a message or of a function_call_output: a string, or parts — `input_text` / `output_text` text
- * concatenated without separator (as Ollama), `input_image` data URLs collected, `refusal` text kept as text.
- * @throws InvalidRequestError `file inputs are not currently supported` (input_file, as Ollama), `audio inputs are
- *   not currently supported`, `invalid content part type: <t>`, image errors, `invalid message content`.
+ * concatenated without separator (as Ollama), `input_image` data URLs and `input_audio` data (decodeInputAudio)
+ * collected, `refusal` text kept as text.
+ * @throws InvalidRequestError `file inputs are not currently supported` (input_file, as Ollama),
+ *   `invalid content part type: <t>`, image and input_audio errors, `invalid message content`.
  */
-export function decodeContent(content: unknown): { text: string; images: string[] } {
-  if (typeof content === 'string') return { text: content, images: [] };
+export function decodeContent(content: unknown): DecodedContent {
+  if (typeof content === 'string') return { text: content, images: [], audio: [] };
   if (!Array.isArray(content)) throw invalid('invalid message content: expected a string or an array of parts');
   let text = '';
   const images: string[] = [];
+  const audio: string[] = [];
   for (const part of content as unknown[]) {
     if (!isObject(part)) throw invalid('invalid message content: a part must be an object');
     switch (part.type) {
@@ -63,12 +72,18 @@ export function decodeContent(content: unknown): { text: string; images: string[
       case 'input_file':
         throw invalid('file inputs are not currently supported');
       case 'input_audio':
-        throw invalid('audio inputs are not currently supported');
+        audio.push(decodeInputAudio(part.input_audio, 'input'));
+        break;
       default:
         throw invalid(`invalid content part type: ${JSON.stringify(part.type)}`);
     }
   }
-  return { text, images };
+  return { text, images, audio };
+}
+
+/** The media fields of a domain message from decoded content (absent when empty). */
+function media(c: DecodedContent): Pick<ChatMessage, 'images' | 'audio'> {
+  return { ...(c.images.length > 0 ? { images: c.images } : {}), ...(c.audio.length > 0 ? { audio: c.audio } : {}) };
 }
 
 /**
@@ -112,6 +127,7 @@ function reasoningText(item: Json): string {
  * - `function_call` items join the assistant message right before them (or start one with empty content);
  * - `function_call_output` items → `role: "tool"` messages with `toolCallId` and the name of the matching call;
  * - `reasoning` items become the thinking of the next assistant message;
+ * - a bare `input_audio` item becomes a user message with that audio (decodeInputAudio);
  * - other item types (`item_reference`, built-in tool calls, …) are ignored.
  * @throws InvalidRequestError `invalid input`, `invalid input item`, `invalid role: <r>`, content and call errors.
  */
@@ -125,8 +141,8 @@ export function decodeInput(input: unknown, prior: readonly ChatMessage[] = []):
   let thinking = '';
   // The assistant message that a following function_call item joins (reset by any other item).
   let openAssistant: ChatMessage | undefined;
-  const assistant = (content: string, images: string[]): ChatMessage => {
-    const msg: ChatMessage = { role: 'assistant', content, ...(images.length > 0 ? { images } : {}) };
+  const assistant = (content: string, extra: Pick<ChatMessage, 'images' | 'audio'> = {}): ChatMessage => {
+    const msg: ChatMessage = { role: 'assistant', content, ...extra };
     if (thinking !== '') msg.thinking = thinking;
     thinking = '';
     out.push(msg);
@@ -140,17 +156,17 @@ export function decodeInput(input: unknown, prior: readonly ChatMessage[] = []):
       case 'message': {
         const role = typeof item.role === 'string' ? ROLES[item.role.toLowerCase()] : undefined;
         if (!role) throw invalid(`invalid role: ${JSON.stringify(item.role)}`);
-        const { text, images } = decodeContent(item.content);
+        const content = decodeContent(item.content);
         if (role === 'assistant') {
-          openAssistant = assistant(text, images);
+          openAssistant = assistant(content.text, media(content));
         } else {
-          out.push({ role, content: text, ...(images.length > 0 ? { images } : {}) });
+          out.push({ role, content: content.text, ...media(content) });
           openAssistant = undefined;
         }
         break;
       }
       case 'function_call': {
-        const target = openAssistant ?? assistant('', []);
+        const target = openAssistant ?? assistant('');
         const call = decodeFunctionCall(item, target.toolCalls?.length ?? 0);
         target.toolCalls = [...(target.toolCalls ?? []), call];
         toolNames.set(call.id!, call.function.name);
@@ -159,18 +175,23 @@ export function decodeInput(input: unknown, prior: readonly ChatMessage[] = []):
       }
       case 'function_call_output': {
         if (typeof item.call_id !== 'string') throw invalid('function_call_output items need a string call_id');
-        const { text, images } = decodeContent(item.output ?? '');
+        const output = decodeContent(item.output ?? '');
         const name = toolNames.get(item.call_id);
         out.push({
           role: 'tool',
-          content: text,
-          ...(images.length > 0 ? { images } : {}),
+          content: output.text,
+          ...media(output),
           ...(name ? { toolName: name } : {}),
           toolCallId: item.call_id,
         });
         openAssistant = undefined;
         break;
       }
+      case 'input_audio':
+        // A bare audio part as an input item: a user message of its own (as a string input is).
+        out.push({ role: 'user', content: '', audio: [decodeInputAudio(item.input_audio, 'input')] });
+        openAssistant = undefined;
+        break;
       case 'reasoning':
         thinking += reasoningText(item);
         openAssistant = undefined;

@@ -8,7 +8,13 @@ import {
   isBase64,
   sniffAudio,
 } from '../../../../src/generation/prompt/audio';
-import { MEDIA_MARKER, toMediaPrompt, withImageMarkers } from '../../../../src/generation/prompt/media';
+import {
+  MEDIA_MARKER,
+  NO_VISION_MESSAGE,
+  checkImages,
+  toMediaPrompt,
+  withImageMarkers,
+} from '../../../../src/generation/prompt/media';
 import type { ResolvedModel } from '../../../../src/models';
 import { InvalidRequestError } from '../../../../src/common/errors';
 
@@ -59,6 +65,18 @@ describe('audio input checks', () => {
     checkAudio(model('completion'), []);
     checkAudio(model('completion', 'audio'), [b64(WAV)]);
     assert.throws(() => checkAudio(model('completion', 'audio'), [b64(WAV), 'x']), /audio\[1\] is not valid base64/);
+  });
+
+  it('an audio file sent in `images` (as Ollama clients do) needs the audio capability, not vision', () => {
+    const png = b64(bytes([0x89], 'PNG\r\n\x1a\n'));
+    const is = (message: string) => (e: unknown) => e instanceof InvalidRequestError && e.message === message;
+    checkImages(model('completion', 'audio'), [b64(WAV)]);
+    checkImages(model('completion', 'vision'), [png]);
+    checkImages(model('completion', 'vision', 'audio'), [png, b64(WAV)]);
+    checkImages(model('completion'), []);
+    assert.throws(() => checkImages(model('completion', 'vision'), [png, b64(WAV)]), is(NO_AUDIO_MESSAGE));
+    assert.throws(() => checkImages(model('completion', 'audio'), [b64(WAV), png]), is(NO_VISION_MESSAGE));
+    assert.throws(() => checkImages(model('completion'), ['not an image']), is(NO_VISION_MESSAGE));
   });
 
   it('numbers a message audio after its images and before the next message media', () => {

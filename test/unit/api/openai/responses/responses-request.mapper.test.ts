@@ -283,10 +283,10 @@ describe('decodeInput', () => {
     ]);
   });
 
-  it('rejections: files, audio, http images, bad parts, roles and call arguments', () => {
+  it('rejections: files, audio without data, http images, bad parts, roles and call arguments', () => {
     const msg = (part: unknown) => [{ role: 'user', content: [part] }];
     rejects(() => decodeInput(msg({ type: 'input_file', file_id: 'f' })), /file inputs are not currently supported/);
-    rejects(() => decodeInput(msg({ type: 'input_audio' })), /audio inputs/);
+    rejects(() => decodeInput(msg({ type: 'input_audio' })), /invalid input_audio format/, 'input');
     rejects(() => decodeInput(msg({ type: 'input_image', image_url: 'https://x/y.png' })), /image URLs/, 'input');
     rejects(() => decodeInput(msg({ type: 'input_image', file_id: 'f' })), /file ids/);
     rejects(() => decodeInput(msg({ type: 'video' })), /invalid content part type/);
