@@ -12,7 +12,8 @@
  * Each run starts with a system message naming the run, so no side can reuse a cached prefix that holds the audio.
  * Reported: prompt milliseconds per second of audio (medians over the runs after a warm-up; ratio daemon ÷ peer).
  */
-import { speech, wavSeconds } from '../test/utils/audio-fixtures';
+import { basename } from 'node:path';
+import { speech, wavSeconds, whisperChunks } from '../test/utils/audio-fixtures';
 import { postJson } from './clients';
 import { stopServer, type RunningServer } from './servers';
 import { PerSide, sidesOf, type Peer } from './settings';
@@ -123,7 +124,7 @@ export async function audioSection(c: AudioBenchContext): Promise<void> {
       }
     }
     c.row(
-      `speech clip (${fmt(seconds)} s, 1 chunk): prompt ms per s of audio`,
+      `speech clip (${fmt(seconds)} s, ${whisperChunks(seconds)} × 30 s chunk): prompt ms per s of audio`,
       median(ms.ours),
       peerSides.map((i) => median(ms.of(i))),
       'ms/s',
@@ -131,7 +132,7 @@ export async function audioSection(c: AudioBenchContext): Promise<void> {
       'ratio',
     );
     c.note(
-      `audio: ${MODEL} = bench-1b + ${c.projector.split('/').pop() ?? ''}; prompt positions counted by each side ` +
+      `audio: ${MODEL} = bench-1b + ${basename(c.projector)}; prompt positions counted by each side ` +
         `(encoder output + text): daemon ${fmt(median(counts.ours), 0)}, ` +
         peerSides.map((i) => `${c.peers[i].key} ${fmt(median(counts.of(i)), 0)}`).join(', ') +
         '; prompt time = encoder + text-model evaluation of the audio embeddings (prompt_eval_duration / timings.prompt_ms)',
