@@ -28,6 +28,7 @@ import { CommonModule } from './common/common.module';
 import { AnthropicController } from './api/anthropic';
 import { CompatModule } from './api';
 import { OpenAIController, OpenAIRerankController } from './api/openai';
+import { AudioController } from './api/openai/audio';
 import {
   InMemoryResponsesStore,
   RedisResponsesStore,
@@ -157,7 +158,7 @@ const SURFACE_CONTROLLERS: Record<LlamadSurface, Type<unknown>[]> = {
     RerankController,
     ...USAGE_CONTROLLERS,
   ],
-  openai: [OpenAIController, ResponsesController, OpenAIRerankController],
+  openai: [OpenAIController, ResponsesController, OpenAIRerankController, AudioController],
   anthropic: [AnthropicController],
 };
 

@@ -45,6 +45,8 @@ export interface ApiRouteDoc {
   body?: string;
   /** The request body is raw bytes (`application/octet-stream`), streamed as is. */
   binaryBody?: boolean;
+  /** The request body is `multipart/form-data` with the fields of this component schema (the file a binary string). */
+  multipartBody?: string;
   /** Path parameter descriptions. */
   params?: Record<string, string>;
   ok: ApiRouteSuccess;
@@ -112,7 +114,7 @@ function rateLimitedResponse(tag: ApiTag) {
 
 /** The component schemas a route's documentation names (before their own `$ref`s). */
 function namedSchemas(doc: ApiRouteDoc): string[] {
-  const names = [ERROR_SCHEMA[doc.tag], doc.body, doc.ok.json, doc.ok.ndjson, doc.ok.sse];
+  const names = [ERROR_SCHEMA[doc.tag], doc.body, doc.multipartBody, doc.ok.json, doc.ok.ndjson, doc.ok.sse];
   for (const response of Object.values(doc.statuses ?? {})) {
     if (typeof response !== 'string') names.push(response.json);
   }
@@ -156,6 +158,9 @@ export function ApiRoute(doc: ApiRouteDoc): MethodDecorator {
       ApiConsumes('application/octet-stream'),
       ApiBody({ required: true, schema: { type: 'string', description: 'The raw bytes.' } }),
     );
+  }
+  if (doc.multipartBody) {
+    decorators.push(ApiConsumes('multipart/form-data'), ApiBody({ required: true, schema: ref(doc.multipartBody) }));
   }
   for (const [name, description] of Object.entries(doc.params ?? {})) {
     decorators.push(ApiParam({ name, description, type: 'string' }));

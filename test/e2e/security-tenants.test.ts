@@ -52,6 +52,20 @@ describe('authorization at onRequest, principals, owned responses (FakeBinding, 
     assert.equal((JSON.parse(anthropic.body) as { error: { type: string } }).error.type, 'authentication_error');
   });
 
+  it('the audio upload routes decide before the body: 401 without a key, 413 for an oversized Content-Length', async () => {
+    const multipart = { 'content-type': 'multipart/form-data; boundary=x' };
+    for (const path of ['/v1/audio/transcriptions', '/v1/audio/translations']) {
+      const refused = await headersOnly(t.baseUrl, 'POST', path, 20 * 1024 * 1024, {
+        ...multipart,
+        authorization: 'Bearer wrong',
+      });
+      assert.equal(refused.status, 401, path);
+      assert.equal((JSON.parse(refused.body) as { error: { code: string } }).error.code, 'invalid_api_key');
+      const tooLarge = await headersOnly(t.baseUrl, 'POST', path, 30 * 1024 * 1024, { ...bearer(K1), ...multipart });
+      assert.equal(tooLarge.status, 413, path);
+    }
+  });
+
   it('public routes stay public; a valid key passes', async () => {
     for (const path of ['/', '/api/version', '/health']) {
       assert.equal((await fetch(`${t.baseUrl}${path}`)).status, 200, path);

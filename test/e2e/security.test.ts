@@ -96,6 +96,7 @@ describe('request gate: Origin and Host on a loopback bind', () => {
       ['OPTIONS', '/api/delete', { 'access-control-request-method': 'DELETE' }],
       ['POST', '/api/nothing-here', {}, '{}'],
       ['POST', '/api/blobs/sha256:' + '0'.repeat(64), { 'content-type': 'application/octet-stream' }, 'bytes'],
+      ['POST', '/v1/audio/transcriptions', { 'content-type': 'multipart/form-data; boundary=x' }, '--x--\r\n'],
     ];
     for (const [method, path, headers, body] of cases) {
       const res = await raw(t.baseUrl, method, path, { origin: EVIL, ...headers }, body);

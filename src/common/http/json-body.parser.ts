@@ -6,6 +6,13 @@ import { InvalidRequestError } from '../errors';
 export const RAW_BODY_ROUTE = /^\/api\/blobs\/[^/?]*\/?(?:\?.*)?$/;
 
 /**
+ * The audio upload routes (`POST /v1/audio/transcriptions`, `POST /v1/audio/translations`): multipart/form-data,
+ * handed to the handler as the unread request stream, which parses it with its own limits
+ * (src/api/openai/audio/multipart-form.ts).
+ */
+export const AUDIO_UPLOAD_ROUTE = /^\/v1\/audio\/(?:transcriptions|translations)\/?(?:\?.*)?$/;
+
+/**
  * Management routes (create, pull, push, copy, delete): small JSON bodies, so they get their own, smaller limit
  * (DaemonConfig.managementBodyLimit). The blob upload is not one of them: it streams.
  */
@@ -27,7 +34,8 @@ export interface BodyLimits {
  * MAX_JSON_DEPTH or with an object of more than MAX_JSON_MEMBERS members (src/common/http/json-depth.ts) fails with a
  * 400 before it is parsed.
  * Exception: `POST /api/blobs/:digest` ({@link RAW_BODY_ROUTE}) gets the unread request stream as its body (any
- * content type, no size limit): the handler streams it to disk.
+ * content type, no size limit): the handler streams it to disk. So do the audio uploads ({@link AUDIO_UPLOAD_ROUTE}):
+ * their handler parses the multipart stream with its own limits.
  * Management routes ({@link MANAGEMENT_ROUTE}) have their own, smaller limit.
  * @param limits maximum body sizes in bytes (413 `Request body is too large` beyond them), or one limit for all.
  */
@@ -37,7 +45,7 @@ export function installJsonBodyParser(fastify: FastifyInstance, limits: number |
   fastify.addContentTypeParser(
     '*',
     (req: FastifyRequest, payload: NodeJS.ReadableStream, done: (err: Error | null, body?: unknown) => void) => {
-      if (req.method === 'POST' && RAW_BODY_ROUTE.test(req.url)) {
+      if (req.method === 'POST' && (RAW_BODY_ROUTE.test(req.url) || AUDIO_UPLOAD_ROUTE.test(req.url))) {
         done(null, payload);
         return;
       }

@@ -3,6 +3,7 @@ import { ANTHROPIC_SCHEMAS } from './anthropic.schemas';
 import { JsonSchema } from './json-schema';
 import { OLLAMA_SCHEMAS } from './ollama.schemas';
 import { OPENAI_SCHEMAS } from './openai.schemas';
+import { OPENAI_AUDIO_SCHEMAS } from './openai-audio.schemas';
 
 export * from './json-schema';
 
@@ -10,6 +11,7 @@ export * from './json-schema';
 export const OPENAPI_SCHEMAS: Record<string, JsonSchema> = {
   ...OLLAMA_SCHEMAS,
   ...OPENAI_SCHEMAS,
+  ...OPENAI_AUDIO_SCHEMAS,
   ...ANTHROPIC_SCHEMAS,
   ...OPERATIONS_SCHEMAS,
 };
