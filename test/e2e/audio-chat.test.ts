@@ -98,10 +98,13 @@ describe('audio in /api/chat and /api/generate with the real addon', { skip }, (
       return { content: body.message.content, logprobs: body.logprobs.map((l) => l.logprob) };
     };
     const a = await run(hello);
+    // the second run reuses the cached prompt (audio included), which moves logprobs by float rounding only
     const again = await run(hello);
     const b = await run(weather);
-    assert.deepEqual(again, a);
-    assert.notDeepEqual(b.logprobs, a.logprobs);
+    assert.equal(again.content, a.content);
+    again.logprobs.forEach((lp, i) => assert.ok(Math.abs(lp - a.logprobs[i]) < 1e-3, `${lp} vs ${a.logprobs[i]}`));
+    const moved = b.logprobs.some((lp, i) => Math.abs(lp - a.logprobs[i]) > 1e-2);
+    assert.ok(moved || b.content !== a.content, 'a different clip changes the output beyond rounding');
   });
 
   it('/api/generate takes audio too (mp3 and flac as well as wav)', async () => {

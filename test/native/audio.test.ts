@@ -44,8 +44,18 @@ describe('audio (mtmd qwen2a projector)', { skip: SKIP }, () => {
     if (!bytes) throw new Error(`no clip ${name}`);
     return new Uint8Array(bytes);
   };
+  // Each task gets its own cache scope: a media task may reuse a cached prefix (promptN < promptTotal), and a reused
+  // prefix changes the last logits by float rounding; the counts below are of the whole prompt (promptTotal).
+  let scope = 0;
   const ask = (audio: Uint8Array, nPredict = 4): Promise<TaskResult> =>
-    runTask(ctx, { tokens: EMPTY, prompt: `${MARKER}${TEXT}`, images: [audio], nPredict, logprobs: 5 });
+    runTask(ctx, {
+      tokens: EMPTY,
+      prompt: `${MARKER}${TEXT}`,
+      images: [audio],
+      nPredict,
+      logprobs: 5,
+      cacheScope: `audio-${scope++}`,
+    });
 
   /** Text positions mtmd adds around one audio entry: BOS, `<|audio_bos|>`, `<|audio_eos|>`, then the prompt text. */
   const textPositions = (): number =>
@@ -67,7 +77,7 @@ describe('audio (mtmd qwen2a projector)', { skip: SKIP }, () => {
   it('a 61 s clip is three chunks: 2250 audio positions', async () => {
     const r = await ask(clip('long'), 1);
     assert.equal(whisperChunks(wavSeconds(clips.get('long') ?? Buffer.alloc(0))), 3);
-    assert.equal(r.done.timings.promptN, 3 * PER_CHUNK + textPositions(), JSON.stringify(r.done.timings));
+    assert.equal(r.done.timings.promptTotal, 3 * PER_CHUNK + textPositions(), JSON.stringify(r.done.timings));
   });
 
   it('the same clip gives the same greedy tokens and logprobs; a different clip gives different ones', async () => {
@@ -84,7 +94,7 @@ describe('audio (mtmd qwen2a projector)', { skip: SKIP }, () => {
     for (const format of ['mp3', 'flac']) {
       const r = await ask(clip(format));
       assert.equal(r.tokens.length, 4, format);
-      assert.equal(r.done.timings.promptN, wav.done.timings.promptN, format);
+      assert.equal(r.done.timings.promptTotal, wav.done.timings.promptTotal, format);
     }
   });
 
@@ -126,8 +136,9 @@ describe('audio (mtmd qwen2a projector)', { skip: SKIP }, () => {
       });
       assert.equal(both.tokens.length, 2);
       // tiny-mmproj's shape: (32 / 16)^2 = 4 image positions, no image begin/end text for the "mlp" projector
-      assert.equal(both.done.timings.promptN - audioOnly.done.timings.promptN, 4, JSON.stringify(both.done.timings));
-      assert.equal(audioOnly.done.timings.promptN, PER_CHUNK + textPositions());
+      const added = both.done.timings.promptTotal - audioOnly.done.timings.promptTotal;
+      assert.equal(added, 4, JSON.stringify(both.done.timings));
+      assert.equal(audioOnly.done.timings.promptTotal, PER_CHUNK + textPositions());
     } finally {
       await omni.dispose();
     }
