@@ -98,13 +98,17 @@ describe('audio in /api/chat and /api/generate with the real addon', { skip }, (
       return { content: body.message.content, logprobs: body.logprobs.map((l) => l.logprob) };
     };
     const a = await run(hello);
-    // the second run reuses the cached prompt (audio included), which moves logprobs by float rounding only
+    // the second run reuses the cached prompt (audio included), which moves logprobs by float rounding only; random
+    // weights make the audio's effect small, so "different" is judged against that rounding
     const again = await run(hello);
     const b = await run(weather);
+    const maxDiff = (x: number[]) => Math.max(...x.map((lp, i) => Math.abs(lp - a.logprobs[i])));
     assert.equal(again.content, a.content);
-    again.logprobs.forEach((lp, i) => assert.ok(Math.abs(lp - a.logprobs[i]) < 1e-3, `${lp} vs ${a.logprobs[i]}`));
-    const moved = b.logprobs.some((lp, i) => Math.abs(lp - a.logprobs[i]) > 1e-2);
-    assert.ok(moved || b.content !== a.content, 'a different clip changes the output beyond rounding');
+    assert.ok(maxDiff(again.logprobs) < 1e-3, `same clip moved ${maxDiff(again.logprobs)}`);
+    assert.ok(
+      maxDiff(b.logprobs) > 10 * maxDiff(again.logprobs),
+      `other clip ${maxDiff(b.logprobs)} vs same clip ${maxDiff(again.logprobs)}`,
+    );
   });
 
   it('/api/generate takes audio too (mp3 and flac as well as wav)', async () => {
