@@ -16,7 +16,7 @@
 import { join } from 'node:path';
 import { GgufValueType } from '../src/models/gguf';
 import { writeGguf, type GgufKv } from './gguf-writer';
-import { TINY_MMPROJ, projectorTensors, visionKvs } from './test-model-extras';
+import { TINY_MMPROJ, encoderNormsAndFfn, projectorTensors, visionKvs } from './test-model-extras';
 import { isUpToDate, report, sha256, writeStamp } from './test-model-files';
 import { BENCH_1B_SHAPE, FILE_TYPE_F16, GENERATOR_VERSION, TINY_LLAMA, WEIGHT_STD } from './test-model-specs';
 import { elementCount, f32, randomTensors, u32, type TensorPlan } from './test-model-tensors';
@@ -99,16 +99,7 @@ export function audioProjectorTensors(s: AudioProjectorShape): TensorPlan[] {
       { name: `${b}.attn_out.weight`, shape: [e, e], init: 'normal' },
       { name: `${b}.attn_out.bias`, shape: [e], init: 'zeros' },
     );
-    for (const t of ['ln1', 'ln2']) {
-      out.push({ name: `${b}.${t}.weight`, shape: [e], init: 'ones' });
-      out.push({ name: `${b}.${t}.bias`, shape: [e], init: 'zeros' });
-    }
-    out.push(
-      { name: `${b}.ffn_up.weight`, shape: [e, s.nFf], init: 'normal' },
-      { name: `${b}.ffn_up.bias`, shape: [s.nFf], init: 'zeros' },
-      { name: `${b}.ffn_down.weight`, shape: [s.nFf, e], init: 'normal' },
-      { name: `${b}.ffn_down.bias`, shape: [e], init: 'zeros' },
-    );
+    out.push(...encoderNormsAndFfn(b, e, s.nFf));
   }
   out.push(
     { name: 'a.post_ln.weight', shape: [e], init: 'ones' },

@@ -62,6 +62,25 @@ export const TINY_MMPROJ = {
   } satisfies ProjectorShape,
 };
 
+/**
+ * The layer norms (ln1, ln2: weight 1, bias 0) and GELU FFN (ffn_up, ffn_down with biases) of one pre-norm encoder
+ * block `b` (e.g. `v.blk.0`, `a.blk.0`) as clip.cpp's build_vit reads them; width `e`, FFN width `nFf`.
+ */
+export function encoderNormsAndFfn(b: string, e: number, nFf: number): TensorPlan[] {
+  const out: TensorPlan[] = [];
+  for (const t of ['ln1', 'ln2']) {
+    out.push({ name: `${b}.${t}.weight`, shape: [e], init: 'ones' });
+    out.push({ name: `${b}.${t}.bias`, shape: [e], init: 'zeros' });
+  }
+  out.push(
+    { name: `${b}.ffn_up.weight`, shape: [e, nFf], init: 'normal' },
+    { name: `${b}.ffn_up.bias`, shape: [nFf], init: 'zeros' },
+    { name: `${b}.ffn_down.weight`, shape: [nFf, e], init: 'normal' },
+    { name: `${b}.ffn_down.bias`, shape: [e], init: 'zeros' },
+  );
+  return out;
+}
+
 /** The tensors (v.* and mm.0 / mm.2) of a llava-style vision projector of shape `s` (ggml names and shapes). */
 export function projectorTensors(s: ProjectorShape): TensorPlan[] {
   const e = s.nEmbd;
@@ -79,16 +98,7 @@ export function projectorTensors(s: ProjectorShape): TensorPlan[] {
       out.push({ name: `${b}.${t}.weight`, shape: [e, e], init: 'normal' });
       out.push({ name: `${b}.${t}.bias`, shape: [e], init: 'zeros' });
     }
-    for (const t of ['ln1', 'ln2']) {
-      out.push({ name: `${b}.${t}.weight`, shape: [e], init: 'ones' });
-      out.push({ name: `${b}.${t}.bias`, shape: [e], init: 'zeros' });
-    }
-    out.push(
-      { name: `${b}.ffn_up.weight`, shape: [e, s.nFf], init: 'normal' },
-      { name: `${b}.ffn_up.bias`, shape: [s.nFf], init: 'zeros' },
-      { name: `${b}.ffn_down.weight`, shape: [s.nFf, e], init: 'normal' },
-      { name: `${b}.ffn_down.bias`, shape: [e], init: 'zeros' },
-    );
+    out.push(...encoderNormsAndFfn(b, e, s.nFf));
   }
   out.push(
     { name: 'mm.0.weight', shape: [e, s.nProjHidden], init: 'normal' },
