@@ -116,7 +116,7 @@ export function settings(): Settings {
     runs: Number(values.runs ?? (values.quick ? 2 : 5)),
     streams: (values.streams ?? (values.quick ? '1,8' : '1,4,8,16')).split(',').map(Number),
     threads: Number(values.threads ?? availableParallelism()),
-    sections: new Set((values.sections ?? 'single,multiturn,concurrency,embed,tracing').split(',')),
+    sections: new Set((values.sections ?? 'single,multiturn,concurrency,embed,tracing,audio').split(',')),
     backend,
     gpu: backend !== 'cpu',
     peerKeys: (values.peers ?? 'same,defaults').split(','),
