@@ -16,10 +16,10 @@
 import { join } from 'node:path';
 import { GgufValueType } from '../src/models/gguf';
 import { writeGguf, type GgufKv } from './gguf-writer';
-import { TINY_MMPROJ, encoderNormsAndFfn, projectorTensors, visionKvs } from './test-model-extras';
+import { TINY_MMPROJ, encoderKvs, encoderNormsAndFfn, projectorTensors, visionKvs } from './test-model-extras';
 import { isUpToDate, report, sha256, writeStamp } from './test-model-files';
 import { BENCH_1B_SHAPE, FILE_TYPE_F16, GENERATOR_VERSION, TINY_LLAMA, WEIGHT_STD } from './test-model-specs';
-import { elementCount, f32, randomTensors, u32, type TensorPlan } from './test-model-tensors';
+import { elementCount, randomTensors, u32, type TensorPlan } from './test-model-tensors';
 
 /** Shape of a random Whisper-encoder + linear ("qwen2a") audio projector. */
 export interface AudioProjectorShape {
@@ -115,12 +115,7 @@ export function audioKvs(s: AudioProjectorShape): GgufKv[] {
   return [
     { key: 'clip.has_audio_encoder', type: GgufValueType.BOOL, value: true },
     u32('clip.audio.num_mel_bins', s.nMel),
-    u32('clip.audio.embedding_length', s.nEmbd),
-    u32('clip.audio.feed_forward_length', s.nFf),
-    u32('clip.audio.block_count', s.nLayer),
-    u32('clip.audio.attention.head_count', s.nHead),
-    f32('clip.audio.attention.layer_norm_epsilon', 1e-5),
-    u32('clip.audio.projection_dim', s.nEmbdText),
+    ...encoderKvs('audio', s),
   ];
 }
 

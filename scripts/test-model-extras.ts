@@ -62,6 +62,21 @@ export const TINY_MMPROJ = {
   } satisfies ProjectorShape,
 };
 
+/** The encoder's shape keys clip.cpp reads per modality (clip.<modality>.*: width, FFN, blocks, heads, eps, output). */
+export function encoderKvs(
+  modality: 'vision' | 'audio',
+  s: { nEmbd: number; nFf: number; nLayer: number; nHead: number; nEmbdText: number },
+): GgufKv[] {
+  return [
+    u32(`clip.${modality}.embedding_length`, s.nEmbd),
+    u32(`clip.${modality}.feed_forward_length`, s.nFf),
+    u32(`clip.${modality}.block_count`, s.nLayer),
+    u32(`clip.${modality}.attention.head_count`, s.nHead),
+    f32(`clip.${modality}.attention.layer_norm_epsilon`, 1e-5),
+    u32(`clip.${modality}.projection_dim`, s.nEmbdText),
+  ];
+}
+
 /**
  * The layer norms (ln1, ln2: weight 1, bias 0) and GELU FFN (ffn_up, ffn_down with biases) of one pre-norm encoder
  * block `b` (e.g. `v.blk.0`, `a.blk.0`) as clip.cpp's build_vit reads them; width `e`, FFN width `nFf`.
@@ -126,12 +141,7 @@ export function visionKvs(s: ProjectorShape): GgufKv[] {
     { key: 'clip.use_gelu', type: GgufValueType.BOOL, value: true },
     u32('clip.vision.image_size', s.imageSize),
     u32('clip.vision.patch_size', s.patchSize),
-    u32('clip.vision.embedding_length', s.nEmbd),
-    u32('clip.vision.feed_forward_length', s.nFf),
-    u32('clip.vision.block_count', s.nLayer),
-    u32('clip.vision.attention.head_count', s.nHead),
-    f32('clip.vision.attention.layer_norm_epsilon', 1e-5),
-    u32('clip.vision.projection_dim', s.nEmbdText),
+    ...encoderKvs('vision', s),
     f32Array('clip.vision.image_mean', [0.48145466, 0.4578275, 0.40821073]),
     f32Array('clip.vision.image_std', [0.26862954, 0.26130258, 0.27577711]),
   ];

@@ -145,22 +145,22 @@ export class SystemMemoryProbe implements MemoryProbe {
   }
 
   private projectorOf(path: string): Promise<number> {
-    let pending = this.projectors.get(path);
-    if (!pending) {
-      pending = projectorBytes(path);
-      this.projectors.set(path, pending);
-    }
-    return pending;
+    return memoized(this.projectors, path, projectorBytes);
   }
 
   private factsOf(path: string): Promise<KvFacts> {
-    let pending = this.facts.get(path);
-    if (!pending) {
-      pending = readKvFacts(path);
-      this.facts.set(path, pending);
-    }
-    return pending;
+    return memoized(this.facts, path, readKvFacts);
   }
+}
+
+/** The cached promise of `load(path)`, made once per path (model files are read once per daemon). */
+function memoized<T>(cache: Map<string, Promise<T>>, path: string, load: (path: string) => Promise<T>): Promise<T> {
+  let pending = cache.get(path);
+  if (!pending) {
+    pending = load(path);
+    cache.set(path, pending);
+  }
+  return pending;
 }
 
 /** GGUF facts for the estimate; a missing or unreadable file gives zeros (the load itself reports the error). */
