@@ -13,13 +13,18 @@
  * one chunk gives 1500 positions and 750 embeddings. mtmd.cpp requires the projector output width to equal the text
  * model's n_embd (and, with both encoders, the two widths to agree).
  */
-import { join } from 'node:path';
 import { GgufValueType } from '../src/models/gguf';
-import { writeGguf, type GgufKv } from './gguf-writer';
-import { TINY_MMPROJ, encoderKvs, encoderNormsAndFfn, projectorTensors, visionKvs } from './test-model-extras';
-import { isUpToDate, report, sha256, writeStamp } from './test-model-files';
-import { BENCH_1B_SHAPE, FILE_TYPE_F16, GENERATOR_VERSION, TINY_LLAMA, WEIGHT_STD } from './test-model-specs';
-import { elementCount, randomTensors, u32, type TensorPlan } from './test-model-tensors';
+import { type GgufKv } from './gguf-writer';
+import {
+  TINY_MMPROJ,
+  encoderKvs,
+  encoderNormsAndFfn,
+  projectorTensors,
+  visionKvs,
+  writeProjector,
+} from './test-model-extras';
+import { BENCH_1B_SHAPE, FILE_TYPE_F16, TINY_LLAMA } from './test-model-specs';
+import { u32, type TensorPlan } from './test-model-tensors';
 
 /** Shape of a random Whisper-encoder + linear ("qwen2a") audio projector. */
 export interface AudioProjectorShape {
@@ -126,29 +131,6 @@ function generalKvs(name: string): GgufKv[] {
     { key: 'general.name', type: GgufValueType.STRING, value: name },
     u32('general.file_type', FILE_TYPE_F16),
   ];
-}
-
-/** Writes `file` from its keys and tensor plans, or reuses it when its stamp matches `spec`. */
-async function writeProjector(
-  dir: string,
-  force: boolean,
-  spec: { file: string; name: string },
-  kvs: GgufKv[],
-  plans: TensorPlan[],
-): Promise<string> {
-  const file = join(dir, spec.file);
-  const specHash = sha256(JSON.stringify({ spec, std: WEIGHT_STD, version: GENERATOR_VERSION }));
-  const current = force ? undefined : isUpToDate(file, specHash);
-  if (current) {
-    report('reused', file, current.parameterCount);
-    return file;
-  }
-  const started = performance.now();
-  const parameterCount = plans.reduce((n, p) => n + elementCount(p.shape), 0);
-  await writeGguf(file, kvs, randomTensors(spec.name, plans));
-  writeStamp(file, specHash, parameterCount);
-  report('made', file, parameterCount, (performance.now() - started) / 1000);
-  return file;
 }
 
 /**

@@ -153,6 +153,28 @@ export function visionKvs(s: ProjectorShape): GgufKv[] {
  */
 export async function makeProjector(dir: string, force: boolean): Promise<string> {
   const spec = TINY_MMPROJ;
+  const kvs: GgufKv[] = [
+    { key: 'general.architecture', type: GgufValueType.STRING, value: 'clip' },
+    { key: 'general.name', type: GgufValueType.STRING, value: spec.name },
+    u32('general.file_type', FILE_TYPE_F16),
+    { key: 'clip.projector_type', type: GgufValueType.STRING, value: 'mlp' },
+    ...visionKvs(spec.shape),
+  ];
+  return writeProjector(dir, force, spec, kvs, projectorTensors(spec.shape));
+}
+
+/**
+ * Writes projector `spec.file` in `dir` from its GGUF keys and tensor plans (N(0, WEIGHT_STD) values seeded by
+ * `spec.name`), or reuses it when its stamp (a hash of `spec`, the std and GENERATOR_VERSION) matches.
+ * @returns the file's path.
+ */
+export async function writeProjector(
+  dir: string,
+  force: boolean,
+  spec: { file: string; name: string },
+  kvs: GgufKv[],
+  plans: TensorPlan[],
+): Promise<string> {
   const file = join(dir, spec.file);
   const specHash = sha256(JSON.stringify({ spec, std: WEIGHT_STD, version: GENERATOR_VERSION }));
   const current = force ? undefined : isUpToDate(file, specHash);
@@ -161,18 +183,8 @@ export async function makeProjector(dir: string, force: boolean): Promise<string
     return file;
   }
   const started = performance.now();
-  const s = spec.shape;
-  const plans = projectorTensors(s);
   const parameterCount = plans.reduce((n, p) => n + elementCount(p.shape), 0);
-  const kvs: GgufKv[] = [
-    { key: 'general.architecture', type: GgufValueType.STRING, value: 'clip' },
-    { key: 'general.name', type: GgufValueType.STRING, value: spec.name },
-    u32('general.file_type', FILE_TYPE_F16),
-    { key: 'clip.projector_type', type: GgufValueType.STRING, value: 'mlp' },
-    ...visionKvs(s),
-  ];
-  const tensors = randomTensors(spec.name, plans);
-  await writeGguf(file, kvs, tensors);
+  await writeGguf(file, kvs, randomTensors(spec.name, plans));
   writeStamp(file, specHash, parameterCount);
   report('made', file, parameterCount, (performance.now() - started) / 1000);
   return file;

@@ -8,6 +8,7 @@ import { ChatService } from '../../src/generation/chat.service';
 import { CompletionService } from '../../src/generation/completion.service';
 import { EmbedService } from '../../src/generation/embed.service';
 import { GenerateService } from '../../src/generation/generate.service';
+import type { GenerateCommand } from '../../src/generation/generation.types';
 import { PromptService } from '../../src/generation/prompt/prompt.service';
 import { LlamaRunnerFactory } from '../../src/runner/llama-runner.factory';
 import { RunnerFactory } from '../../src/runner/runner';
@@ -20,6 +21,11 @@ import { GenerationHooksRegistry } from '../../src/observability/generation-hook
 import { FakeBinding } from './fake-binding';
 import { TinyGgufOptions, writeTinyGguf } from './gguf-fixtures';
 import { newModelCatalog } from './models-service';
+
+/** A minimal `/api/generate` command for model `tiny` (prompt `Hi`, default options), stamped now. */
+export function tinyGenerateCommand(): GenerateCommand {
+  return { model: 'tiny', prompt: 'Hi', raw: false, options: {}, startedAt: process.hrtime.bigint() };
+}
 
 /** Services wired by hand (no Nest container) over a temporary store — immich's `newTestService` idea. */
 export interface InferenceTestbed {

@@ -2,16 +2,9 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { lastValueFrom, toArray } from 'rxjs';
 import type { DaemonConfig } from '../../../src/config';
-import { GenerateCommand } from '../../../src/generation/generation.types';
-import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
+import { createInferenceTestbed, InferenceTestbed, tinyGenerateCommand } from '../../utils/inference-testbed';
 
-const command = (): GenerateCommand => ({
-  model: 'tiny',
-  prompt: 'Hi',
-  raw: false,
-  options: {},
-  startedAt: process.hrtime.bigint(),
-});
+const command = tinyGenerateCommand;
 
 // LLAMAD_MAX_AUDIO_SECONDS (DaemonConfig.maxAudioSeconds) rides on every runner task as
 // NativeTaskParams.maxAudioSeconds; 0 (no bound) leaves the field out.

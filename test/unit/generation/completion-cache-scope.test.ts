@@ -2,18 +2,11 @@ import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { lastValueFrom, toArray } from 'rxjs';
 import type { DaemonConfig } from '../../../src/config';
-import { GenerateCommand } from '../../../src/generation/generation.types';
 import { RequestContext, requestContextStorage } from '../../../src/observability/request-context';
 import { cacheScopeKey } from '../../../src/security/cache-scope';
-import { createInferenceTestbed, InferenceTestbed } from '../../utils/inference-testbed';
+import { createInferenceTestbed, InferenceTestbed, tinyGenerateCommand } from '../../utils/inference-testbed';
 
-const command = (): GenerateCommand => ({
-  model: 'tiny',
-  prompt: 'Hi',
-  raw: false,
-  options: {},
-  startedAt: process.hrtime.bigint(),
-});
+const command = tinyGenerateCommand;
 
 /** A request context as the authorization hook leaves it (principal set). */
 function contextOf(principal: string): RequestContext {
