@@ -24,6 +24,7 @@ Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, EngineO
       rpc_servers_(std::move(options.rpc_servers)),
       model_(llama_get_model(ctx)),
       vocab_(llama_model_get_vocab(model_)),
+      vocab_pieces_(vocab_),
       memory_(llama_get_memory(ctx)),
       sink_(std::move(sink)),
       n_ctx_slot_(std::min(n_ctx_slot, static_cast<int32_t>(llama_n_ctx_seq(ctx)))),
@@ -96,8 +97,8 @@ uint32_t Engine::Submit(TaskParams params) {
     if (n == 1) task->preserved.push_back(ids[0]);
   }
   static const std::vector<llama_token> kNoMask;
-  task->sampler =
-      std::make_unique<Sampler>(model_, params.sampling, n_ctx_slot_, params.ignore_eos ? EogTokens() : kNoMask);
+  task->sampler = std::make_unique<Sampler>(model_, params.sampling, n_ctx_slot_,
+                                            params.ignore_eos ? EogTokens() : kNoMask, &vocab_pieces_);
   task->params = std::move(params);
   task->lora_key = LoraKey(task->params.loras);
   const bool media = task->params.has_media;

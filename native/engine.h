@@ -272,8 +272,9 @@ class Engine {
   void PrepareDrafts();
   // How many of at most `max_len` tokens `slot` drafts this step (0: none): the length with the best expected gain
   // when it is at least kMinGain, else 0, or a short probe when the slot's probe wait is over. `base`: tokens the
-  // step holds so far (one per generating slot plus the drafts chosen before), `slots`: generating slots.
-  int32_t GateDraft(Slot& slot, int32_t max_len, int32_t base, int32_t slots);
+  // step holds so far (one per generating slot plus the drafts chosen before), `slots`: generating slots, `match`: the
+  // n-gram match length of the proposed draft (0 for a draft model), which picks the acceptance track (DraftClass).
+  int32_t GateDraft(Slot& slot, int32_t max_len, int32_t base, int32_t slots, int32_t match);
   // Records the wall time of this step's llama_decode in step_costs_ when the batch held generating slots only.
   void RecordStepCost(Clock::duration elapsed);
   // Drafts greedily with the draft model for `slots` (want: tokens each), after bringing each slot's draft sequence up
@@ -302,6 +303,7 @@ class Engine {
   std::string LostRpcServer();
   const llama_model* model_;
   const llama_vocab* vocab_;
+  VocabPieces vocab_pieces_;  // the vocabulary decoded for grammars, built by the first grammar task
   llama_memory_t memory_;
   EventSinkFn sink_;
   int32_t n_ctx_slot_;

@@ -25,11 +25,11 @@ std::string RegexEscape(const std::string& text) {
 
 }  // namespace
 
-void Sampler::InitGrammar(const SamplingParams& params) {
+void Sampler::InitGrammar(const SamplingParams& params, const VocabPieces* pieces) {
+  std::vector<std::string> patterns;
+  std::vector<llama_token> tokens;
   if (params.grammar_lazy) {
     // As common/sampling: words become escaped patterns, full patterns are anchored, tokens trigger by id.
-    std::vector<std::string> patterns;
-    std::vector<llama_token> tokens;
     for (const SamplingParams::Trigger& trigger : params.grammar_triggers) {
       switch (trigger.type) {
         case SamplingParams::Trigger::Type::kWord:
@@ -55,14 +55,8 @@ void Sampler::InitGrammar(const SamplingParams& params) {
           break;
       }
     }
-    std::vector<const char*> patterns_c;
-    for (const std::string& p : patterns) patterns_c.push_back(p.c_str());
-    grammar_ = llama_sampler_init_grammar_lazy_patterns(vocab_, params.grammar.c_str(), "root", patterns_c.data(),
-                                                        patterns_c.size(), tokens.data(), tokens.size());
-  } else {
-    grammar_ = llama_sampler_init_grammar(vocab_, params.grammar.c_str(), "root");
   }
-  if (grammar_ == nullptr) throw LlamaError(ErrorCode::kInvalidArgument, "invalid GBNF grammar or trigger pattern");
+  grammar_ = std::make_unique<GrammarConstraint>(vocab_, pieces, params.grammar, params.grammar_lazy, patterns, tokens);
   if (params.grammar_lazy || params.grammar_prefill.empty()) return;
   // The text the chat template already put in the prompt (generation prompt): advance the grammar past it.
   const std::string& text = params.grammar_prefill;
@@ -81,19 +75,17 @@ void Sampler::InitGrammar(const SamplingParams& params) {
       }
     }
     try {
-      llama_sampler_accept(grammar_, ids[i]);
+      grammar_->Accept(ids[i]);
     } catch (const std::exception& e) {
-      llama_sampler_free(grammar_);
-      grammar_ = nullptr;
       throw LlamaError(ErrorCode::kInvalidArgument, std::string("the grammar rejects grammarPrefill: ") + e.what());
     }
   }
 }
 
 Sampler::Sampler(const llama_model* model, const SamplingParams& params, int32_t n_ctx_slot,
-                 const std::vector<llama_token>& eog_mask)
+                 const std::vector<llama_token>& eog_mask, const VocabPieces* pieces)
     : vocab_(llama_model_get_vocab(model)), n_vocab_(llama_vocab_n_tokens(vocab_)), eog_mask_(eog_mask) {
-  if (!params.grammar.empty()) InitGrammar(params);
+  if (!params.grammar.empty()) InitGrammar(params, pieces);
   chain_ = llama_sampler_chain_init(llama_sampler_chain_default_params());
   penalty_last_n_ = params.repeat_last_n < 0 ? n_ctx_slot : params.repeat_last_n;
   const bool penalties_active =
@@ -120,7 +112,6 @@ Sampler::Sampler(const llama_model* model, const SamplingParams& params, int32_t
 
 Sampler::~Sampler() {
   if (chain_ != nullptr) llama_sampler_free(chain_);
-  if (grammar_ != nullptr) llama_sampler_free(grammar_);
 }
 
 void Sampler::AcceptPrompt(const std::vector<llama_token>& tokens) {
@@ -150,7 +141,7 @@ llama_token Sampler::Sample(llama_context* ctx, int32_t idx) {
   if (grammar_ != nullptr) {
     llama_token_data single = {token, 1.0f, 0.0f};
     llama_token_data_array single_array = {&single, 1, -1, false};
-    llama_sampler_apply(grammar_, &single_array);
+    grammar_->Apply(&single_array);
     if (std::isinf(single.logit) && greedy_) {
       // Greedy fast path: the best grammar-allowed token is usually among the most likely ones. `cur` holds the
       // chain's (penalized) logits; constrain only the top kGreedyProbe of them and take the best survivor.
@@ -160,7 +151,7 @@ llama_token Sampler::Sample(llama_context* ctx, int32_t idx) {
       std::partial_sort_copy(cur.data, cur.data + cur.size, probe_.begin(), probe_.end(),
                              [](const llama_token_data& a, const llama_token_data& b) { return a.logit > b.logit; });
       llama_token_data_array probe_array = {probe_.data(), probe_.size(), -1, false};
-      llama_sampler_apply(grammar_, &probe_array);
+      grammar_->Apply(&probe_array);
       for (size_t i = 0; i < probe_array.size; ++i) {
         if (!std::isinf(probe_array.data[i].logit)) {  // still in logit order: the first survivor is the greedy pick
           token = probe_array.data[i].id;
@@ -173,7 +164,7 @@ llama_token Sampler::Sample(llama_context* ctx, int32_t idx) {
       // Rejected: constrain every candidate, then run the chain again.
       FillCandidates(logits);
       cur = {candidates_.data(), candidates_.size(), -1, false};
-      llama_sampler_apply(grammar_, &cur);
+      grammar_->Apply(&cur);
       const bool any_allowed =
           std::any_of(cur.data, cur.data + cur.size, [](const llama_token_data& c) { return !std::isinf(c.logit); });
       if (!any_allowed) return LLAMA_TOKEN_NULL;
@@ -184,7 +175,7 @@ llama_token Sampler::Sample(llama_context* ctx, int32_t idx) {
       }
       token = cur.data[cur.selected].id;
     }
-    llama_sampler_accept(grammar_, token);
+    grammar_->Accept(token);
   }
   llama_sampler_accept(chain_, token);
   return token;

@@ -3,9 +3,11 @@
 #define LLAMAD_NATIVE_SAMPLER_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "grammar_constraint.h"
 #include "llama.h"
 
 namespace llamad {
@@ -43,9 +45,10 @@ struct SamplingParams {
 class Sampler {
  public:
   // `n_ctx_slot`: per-slot context (for repeat_last_n = -1). `eog_mask`: tokens to forbid (ignoreEos), may be empty.
+  // `pieces`: the model's decoded vocabulary for the grammar (outlives the sampler; used only with a grammar).
   // Throws LlamaError(kInvalidArgument) when the grammar does not parse.
   Sampler(const llama_model* model, const SamplingParams& params, int32_t n_ctx_slot,
-          const std::vector<llama_token>& eog_mask);
+          const std::vector<llama_token>& eog_mask, const VocabPieces* pieces);
   ~Sampler();
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
@@ -60,12 +63,12 @@ class Sampler {
 
  private:
   void FillCandidates(const float* logits);
-  void InitGrammar(const SamplingParams& params);
+  void InitGrammar(const SamplingParams& params, const VocabPieces* pieces);
 
   const llama_vocab* vocab_;
   int32_t n_vocab_;
   llama_sampler* chain_ = nullptr;
-  llama_sampler* grammar_ = nullptr;
+  std::unique_ptr<GrammarConstraint> grammar_;
   int32_t penalty_last_n_ = 0;
   std::vector<llama_token> eog_mask_;
   std::vector<llama_token_data> candidates_;
