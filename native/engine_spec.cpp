@@ -51,13 +51,14 @@ int32_t Engine::DraftLimit(const Slot& slot) const {
   return static_cast<int32_t>(std::max<int64_t>(0, limit));
 }
 
-int32_t Engine::GateDraft(Slot& slot, int32_t max_len, int32_t base, int32_t slots) {
+int32_t Engine::GateDraft(Slot& slot, int32_t max_len, int32_t base, int32_t slots, int32_t match) {
   const TaskParams& params = slot.task->params;
+  const bool model = !params.draft_ngram;
+  slot.spec.draft_class = DraftClass(!model, match);
   if (params.draft_fixed) return max_len;
   if (!step_costs_.known()) return 0;  // the first plain step measures what a step costs
-  const bool model = !params.draft_ngram;
-  DraftGate& gate = slot.spec;
-  if (gate.backoff == 0) {  // the task's first look
+  DraftGate::Track& gate = slot.spec.tracks[slot.spec.draft_class];
+  if (gate.backoff == 0) {  // the track's first look
     gate.backoff = kMinBackoff;
     if (model) {
       gate.acceptance = pair_acceptance_.Capped(kPairTrials);
@@ -113,14 +114,14 @@ void Engine::PrepareDrafts() {
     if (slot.task->params.draft_ngram) {
       NgramMatch match = NgramDraft(slot.cache, slot.pending, limit);
       if (match.tokens.empty()) continue;  // nothing to propose: no cost, and no probe spent
-      const int32_t n = GateDraft(slot, static_cast<int32_t>(match.tokens.size()), base, generating);
+      const int32_t n = GateDraft(slot, static_cast<int32_t>(match.tokens.size()), base, generating, match.match);
       match.tokens.resize(static_cast<size_t>(n));
       slot.draft = std::move(match.tokens);
       base += n;
     } else if (draft_ctx_ != nullptr) {
       // A catch-up in progress drafts what was decided when it began (nothing until it is done).
       const int32_t n = slot.spec.catch_up_length > 0 ? std::min(slot.spec.catch_up_length, limit)
-                                                      : GateDraft(slot, limit, base, generating);
+                                                      : GateDraft(slot, limit, base, generating, 0);
       if (n <= 0) continue;
       model_slots.push_back(&slot);
       model_want.push_back(n);
@@ -328,7 +329,7 @@ void Engine::VerifyDraft(Slot& slot) {
   // Ended (stop string, EOG, limit, failure) in the middle of the draft: the rest leaves the KV cache too.
   llama_memory_seq_rm(memory_, slot.seq_id, static_cast<llama_pos>(slot.cache.size()), -1);
   // The acceptance record of the task (and, for a draft model, of the model pair: the next task starts from it).
-  if (slot.task && slot.task->id == task_id) slot.spec.acceptance.Add(drafted, accepted);
+  if (slot.task && slot.task->id == task_id) slot.spec.tracks[slot.spec.draft_class].acceptance.Add(drafted, accepted);
   if (!ngram) pair_acceptance_.Add(drafted, accepted);
   draft_tokens_.fetch_add(drafted);
   draft_accepted_.fetch_add(accepted);

@@ -93,6 +93,12 @@ double StepCosts::Estimate(int32_t n_tokens) const {
   return table_[kMaxTokens] + slope_ * (n - kMaxTokens);
 }
 
+int32_t DraftClass(bool ngram, int32_t match) {
+  if (!ngram) return 0;
+  if (match >= 8) return 2;
+  return match >= 4 ? 1 : 0;
+}
+
 double ExpectedAccepted(double p, int32_t d) {
   if (d <= 0 || p <= 0) return 0;
   if (p >= 1) return d;

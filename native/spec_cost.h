@@ -70,17 +70,30 @@ struct DraftChoice {
 DraftChoice ChooseDraft(const StepCosts& costs, double p, int32_t max_len, int32_t base, int32_t slots,
                         double draft_ns);
 
-// Per-task gate of speculation (Slot::spec): the acceptance so far and the probe schedule. A task drafts when the
-// best length's gain is at least kMinGain; otherwise it drafts nothing, and every `backoff` steps (doubled after each
-// probe, up to a maximum) it drafts a short probe to measure the acceptance again.
+// Per-task gate of speculation (Slot::spec): the acceptance so far and the probe schedule, kept apart per kind of
+// draft (DraftClass). A task drafts when the best length's gain is at least kMinGain; otherwise it drafts nothing, and
+// every `backoff` steps (doubled after each probe, up to a maximum) it drafts a short probe to measure the acceptance
+// again.
 struct DraftGate {
-  DraftAcceptance acceptance;
-  int32_t wait = 0;     // steps without a draft until the next probe
-  int32_t backoff = 0;  // the wait after the next probe (0: not started, set by the engine)
+  struct Track {
+    DraftAcceptance acceptance;
+    int32_t wait = 0;     // steps without a draft of this class until the next probe
+    int32_t backoff = 0;  // the wait after the next probe (0: not started, set by the engine)
+  };
+  static constexpr int32_t kClasses = 3;
+  std::array<Track, kClasses> tracks{};
+  // The class of this step's draft (its verification adds to that track).
+  int32_t draft_class = 0;
   // A draft-model draft decided in an earlier step whose catch-up of the draft context is still running: its length
   // (0: none); the slot drafts it once caught up.
   int32_t catch_up_length = 0;
 };
+
+// The track of a draft: a draft model's is 0; an n-gram draft's grows with how many of the sequence's last tokens its
+// earlier occurrence matched (2–3, 4–7, 8 or more), because a longer match predicts a longer accepted run: a copied
+// span matches ever longer as it goes on, a chance repeat of two tokens rarely continues. A failed probe on short
+// matches then does not hold back a 16-token match, and the reverse.
+int32_t DraftClass(bool ngram, int32_t match);
 
 // Least expected gain for which a task drafts.
 constexpr double kMinGain = 1.1;
