@@ -368,7 +368,7 @@ async function main(): Promise<void> {
     ...(peers.length === 0
       ? []
       : [
-          `llama-server: ${llamaServerArgs({ ...serverOptions(s, 'bench-1b-q4_0.gguf', 1, SLOT_CTX, ''), bin: '' }).join(' ')} (-np/-c per section)`,
+          `llama-server: ${llamaServerArgs({ ...serverOptions(s, basename(benchModelFile(s)), 1, SLOT_CTX, ''), bin: '' }).join(' ')} (-np/-c per section)`,
         ]),
   ];
   const decode = rows.find((r) => r.metric.startsWith('decode tok/s (128'));

@@ -189,14 +189,12 @@ async function copyRows(ctx: SpeculativeContext): Promise<void> {
 
 /**
  * Adds the section's rows: the API variants, the engine-level copy task, the agreeing pair
- * (bench/speculative-pair.ts), then, with LLAMAD_BENCH_SPEC_API=1, the copy and edit tasks through the HTTP API
+ * (bench/speculative-pair.ts), then the copy and edit tasks through the HTTP API
  * (bench/speculative-api.ts).
  */
 export async function speculative(ctx: SpeculativeContext): Promise<void> {
   await apiRows(ctx);
   await copyRows(ctx);
   await agreeingPairRows(ctx);
-  // The JSON Schema tasks are slow on both servers (the grammar of a long `const` costs far more per token than the
-  // decode on this model: minutes per run), so they run when asked for.
-  if (process.env.LLAMAD_BENCH_SPEC_API === '1') await apiWorkloadRows(ctx);
+  await apiWorkloadRows(ctx);
 }
