@@ -17,7 +17,7 @@ namespace llamad {
 
 // Every token's piece (llama.cpp's cached token_to_piece, special tokens as text) decoded to zero-terminated code
 // points from a fresh UTF-8 state, as llama.cpp's grammar decodes a candidate when no partial character is pending.
-// Built on first use (one pass over the vocabulary: ≈ 5 ms for 32k tokens) and then read-only; one per engine.
+// Built on first use (one pass over the vocabulary) and then read-only; one per engine.
 class VocabPieces {
  public:
   explicit VocabPieces(const llama_vocab* vocab) : vocab_(vocab) {}
