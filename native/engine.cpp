@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <exception>
 #include <new>
+#include <string>
 #include <utility>
 
 #include "backend_api.h"
@@ -15,6 +17,22 @@ namespace {
 
 // The `aborting_` flag of the engine that owns the calling thread, or null on other threads.
 thread_local const std::atomic<bool>* tls_aborting = nullptr;
+
+// Whether `model` is a mixture of experts (`<architecture>.expert_count` > 0 in its GGUF metadata).
+bool HasExperts(const llama_model* model) {
+  char arch[64] = {0};
+  if (llama_model_meta_val_str(model, "general.architecture", arch, sizeof(arch)) <= 0) return false;
+  char count[32] = {0};
+  const std::string key = std::string(arch) + ".expert_count";
+  if (llama_model_meta_val_str(model, key.c_str(), count, sizeof(count)) <= 0) return false;
+  return std::atoi(count) > 0;
+}
+
+// DraftSizeRatio (spec_cost.h) of a draft model for a target.
+double PairSizeRatio(const llama_model* target, const llama_model* draft) {
+  return DraftSizeRatio(llama_model_n_params(draft), llama_model_n_params(target), llama_model_size(draft),
+                        llama_model_size(target), HasExperts(draft));
+}
 
 }  // namespace
 
@@ -49,6 +67,7 @@ Engine::Engine(llama_context* ctx, int32_t n_ctx_slot, EventSinkFn sink, EngineO
     draft_n_batch_ = static_cast<int32_t>(llama_n_batch(draft_ctx_));
     draft_batch_ = llama_batch_init(draft_n_batch_, 0, 1);
     llama_set_abort_callback(draft_ctx_, &Engine::AbortCallback, this);
+    draft_size_ratio_ = PairSizeRatio(model_, llama_get_model(draft_ctx_));
   }
   thread_ = std::thread([this] { Run(); });
   if (mtmd_ != nullptr) media_thread_ = std::thread([this] { RunMedia(); });

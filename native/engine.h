@@ -319,10 +319,11 @@ class Engine {
   llama_batch draft_batch_{};
   int32_t draft_n_batch_ = 0;
   // The cost model of speculative decoding (native/spec_cost.h): the target's step times by batch size, the draft
-  // model's cost per drafted token (0: not measured), the model pair's acceptance record and its probe backoff (0:
-  // its last draft paid).
+  // model's cost per drafted token (0: not measured) and the least it can be as a share of a one-token target step
+  // (DraftSizeRatio), the model pair's acceptance record and its probe backoff (0: its last draft paid).
   StepCosts step_costs_;
   double draft_token_ns_ = 0;
+  double draft_size_ratio_ = 0;
   DraftAcceptance pair_acceptance_;
   int32_t pair_backoff_ = 0;
   uint64_t next_start_ = 1;  // start order of tasks (Slot::start_seq), decode thread

@@ -67,11 +67,15 @@ int32_t Engine::GateDraft(Slot& slot, int32_t max_len, int32_t base, int32_t slo
     }
   }
   // A draft model's cost is measured, not guessed from its size (a small model on a GPU is not proportionally
-  // faster): by single-token decodes of the draft context before its first draft, so that the model as its own draft
-  // learns that it costs a target step per token without first catching a whole prompt up.
+  // faster): by single-token decodes of the draft context before its first draft. Its size gives only a floor
+  // (DraftSizeRatio × a one-token target step): a measurement that comes out below it met a quiet moment of a shared
+  // machine. A pair whose floor alone leaves no draft length paying, even always accepted (the model as its own
+  // draft), never drafts, never probes and never spends the measuring decodes.
+  const double floor_ns = model ? draft_size_ratio_ * step_costs_.Estimate(1) : 0.0;
+  if (model && ChooseDraft(step_costs_, 1.0, max_len, base, slots, floor_ns).gain < kMinGain) return 0;
   if (model && draft_token_ns_ <= 0) MeasureDraftCost(slot);
   if (model && draft_token_ns_ <= 0) return 0;  // the measuring decode failed: no draft this step
-  const double draft_ns = model ? draft_token_ns_ : 0.0;
+  const double draft_ns = model ? std::max(draft_token_ns_, floor_ns) : 0.0;
   const double p = gate.acceptance.Rate(kPriorRate, kPriorWeight);
   const DraftChoice choice = ChooseDraft(step_costs_, p, max_len, base, slots, draft_ns);
   if (choice.gain >= kMinGain) {

@@ -93,6 +93,13 @@ double StepCosts::Estimate(int32_t n_tokens) const {
   return table_[kMaxTokens] + slope_ * (n - kMaxTokens);
 }
 
+double DraftSizeRatio(uint64_t draft_params, uint64_t target_params, uint64_t draft_bytes, uint64_t target_bytes,
+                      bool draft_has_experts) {
+  if (draft_has_experts || draft_params == 0 || target_params == 0 || draft_bytes == 0 || target_bytes == 0) return 0;
+  return std::min(static_cast<double>(draft_params) / static_cast<double>(target_params),
+                  static_cast<double>(draft_bytes) / static_cast<double>(target_bytes));
+}
+
 int32_t DraftClass(bool ngram, int32_t match) {
   if (!ngram) return 0;
   if (match >= 8) return 2;

@@ -106,7 +106,7 @@ describe('cache scopes', () => {
     const draftModel = await loadModel(TINY_LLAMA_SPM);
     const ctx = await binding.Context.create(fx.model, { nCtx: 512, nThreads: 1, nThreadsMax: 2, draftModel });
     try {
-      const draft = { draft: { nMax: 4 }, nPredict: 24 };
+      const draft = { draft: { nMax: 4, fixed: true }, nPredict: 24 }; // fixed: a self-draft would not pay
       const prompt = tokensOf(fx.model, 6, 100);
       const a = await turn(ctx, prompt, 'aaaa', draft);
       const b = await turn(ctx, prompt, 'bbbb', draft);

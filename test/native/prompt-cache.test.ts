@@ -115,7 +115,7 @@ describe('the host-RAM prompt cache', () => {
       cacheRamBytes: 64 * MIB,
     });
     try {
-      const draft = { draft: { nMax: 4 } };
+      const draft = { draft: { nMax: 4, fixed: true } }; // fixed: the model as its own draft would not pay
       const a = await turn(ctx, tokensOf(fx.model, 1, 150), draft);
       await turn(ctx, tokensOf(fx.model, 2, 120), draft);
       const again = [...heldAfter(a.tokens, a.generated), ...tokensOf(fx.model, 3, 9, false)];
