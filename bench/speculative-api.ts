@@ -18,10 +18,9 @@ import { stopServer } from './servers';
 import {
   CHANGED,
   COPY_PROMPT,
-  daemonFigures,
+  daemonSideBySide,
   gainRows,
-  peerFigures,
-  type Figures,
+  type SideBySide,
   type SpeculativeContext,
   type Variant,
   type Workload,
@@ -141,29 +140,20 @@ export async function apiWorkloadRows(ctx: SpeculativeContext): Promise<void> {
   const answerTokens = TASKS.map((t) => vocab.tokenize(t.answer, false, false).length);
   await vocab.dispose();
 
-  const ours: Figures[][] = []; // [task][plain, ngram]
+  const measured: SideBySide[] = []; // per task: [plain, ngram]
   const daemon = await ctx.startDaemon();
   try {
     const modelfile = `FROM ${ctx.targetFile}\n`;
     await ctx.post(`${daemon.base}/api/create`, { model: PLAIN.model, modelfile, stream: false });
     execFileSync('sync');
-    for (const t of TASKS) {
-      ours.push([
-        await daemonFigures(ctx, daemon.base, PLAIN, t.workload),
-        await daemonFigures(ctx, daemon.base, NGRAM, t.workload),
-      ]);
-    }
+    for (const t of TASKS) measured.push(await daemonSideBySide(ctx, daemon.base, [PLAIN, NGRAM], t.workload));
   } finally {
     await stopServer(daemon);
   }
-  const theirs: Figures[][][] = []; // [task][plain, ngram][peer]
-  for (const t of TASKS) {
-    theirs.push([await peerFigures(ctx, PLAIN, t.workload), await peerFigures(ctx, NGRAM, t.workload)]);
-  }
 
   TASKS.forEach((t, i) => {
-    const [plainOurs, ngramOurs] = ours[i];
-    const [plainTheirs, ngramTheirs] = theirs[i];
+    const [plainOurs, ngramOurs] = measured[i].ours;
+    const [plainTheirs, ngramTheirs] = measured[i].theirs;
     const label =
       `through the API, format = JSON Schema const, ${t.label} (answer ${answerTokens[i]} tokens as the prompt ` +
       `spells it; ${plainOurs.tokens} generated, at most ${ANSWER_TOKENS})`;

@@ -1,7 +1,8 @@
 /**
  * What the parts of bench section `speculative` share (bench/speculative.ts, speculative-pair.ts, speculative-api.ts):
- * the context bench.ts hands them, the copy prompt, and one variant's measurement on the daemon (through
- * /api/generate) and on each llama-server peer (through /completion), as server-reported decode rates.
+ * the context bench.ts hands them, the copy prompt, and the measurement of variants on the daemon (through
+ * /api/generate) and on each llama-server peer (through /completion), as server-reported decode rates, all servers
+ * running at once and taking turns request by request (takeTurns).
  */
 import type { NativeBinding } from '../binding';
 import { llamaCompletion, ollamaGenerate, type StreamTiming } from './clients';
@@ -93,17 +94,56 @@ function llamaRate(t: StreamTiming): number {
   return (t.evalCount / t.evalMs) * 1000;
 }
 
+/** One measured request: its decode rate (tok/s), tokens drafted and accepted, tokens generated. */
+export interface Sample {
+  rate: number;
+  drafted: number;
+  accepted: number;
+  tokens: number;
+}
+
+/** One server and variant as the section measures it: a warm-up (loads the model, fills caches), then requests. */
+export interface Player {
+  warm(): Promise<void>;
+  run(): Promise<Sample>;
+}
+
+/** A side's figures from its samples: the median rate and tokens, the acceptance over all of them (NaN: none). */
+export function figuresOf(samples: Sample[]): Figures {
+  const drafted = samples.reduce((n, s) => n + s.drafted, 0);
+  const accepted = samples.reduce((n, s) => n + s.accepted, 0);
+  return {
+    rate: median(samples.map((s) => s.rate)),
+    acceptance: drafted > 0 ? (accepted / drafted) * 100 : NaN,
+    tokens: median(samples.map((s) => s.tokens)),
+  };
+}
+
 /**
- * The daemon's figures for a variant: a short request loads the model, then `runs` greedy requests (raw prompt);
- * the acceptance comes from llamad_draft_tokens_total / llamad_draft_accepted_tokens_total across them (NaN when
- * nothing was drafted). Unloads the model afterwards.
+ * Measures the players in turns: every one warms up, then `runs` rounds in which each sends one request, the order
+ * rotated by one each round. Every ratio the section prints thus compares requests made in the same minutes: on a
+ * shared host whose speed drifts by ±10 % over minutes, a variant measured after another would carry that drift.
+ * Returns each player's figures, in the players' order.
  */
-export async function daemonFigures(
-  ctx: SpeculativeContext,
-  base: string,
-  v: Variant,
-  w: Workload = COPY_WORKLOAD,
-): Promise<Figures> {
+export async function takeTurns(players: Player[], runs: number): Promise<Figures[]> {
+  for (const p of players) await p.warm();
+  const samples: Sample[][] = players.map(() => []);
+  for (let r = 0; r < Math.max(1, runs); r++) {
+    for (let k = 0; k < players.length; k++) {
+      const i = (k + r) % players.length;
+      samples[i].push(await players[i].run());
+    }
+  }
+  return samples.map(figuresOf);
+}
+
+/**
+ * The daemon as a player of a variant: greedy requests through /api/generate (raw prompt, the variant's options,
+ * the workload's body fields); the warm-up is a 4-token request that loads the model (kept loaded for 10 minutes).
+ * Drafted and accepted tokens come from llamad_draft_tokens_total / llamad_draft_accepted_tokens_total around each
+ * request (one request runs at a time).
+ */
+function daemonPlayer(ctx: SpeculativeContext, base: string, v: Variant, w: Workload = COPY_WORKLOAD): Player {
   const scrape = async () => (await fetch(`${base}/metrics`)).text();
   const send = (predict: number) =>
     ollamaGenerate(base, {
@@ -114,52 +154,84 @@ export async function daemonFigures(
       ...w.daemonBody,
       options: { temperature: 0, num_ctx: NUM_CTX, num_predict: predict, num_thread: ctx.threads, ...v.options },
     });
-  await send(4); // loads the model
-  const before = await scrape();
-  const timings: StreamTiming[] = [];
-  for (let r = 0; r < Math.max(1, ctx.runs); r++) timings.push(await send(w.predict));
-  const after = await scrape();
   const label = `${v.model}:latest`;
-  const delta = (name: string) => counter(after, name, label) - counter(before, name, label);
-  const drafted = delta('llamad_draft_tokens_total');
-  await ctx.post(`${base}/api/generate`, { model: v.model, keep_alive: 0 });
   return {
-    rate: median(timings.map(daemonRate)),
-    acceptance: drafted > 0 ? (delta('llamad_draft_accepted_tokens_total') / drafted) * 100 : NaN,
-    tokens: median(timings.map((t) => t.evalCount)),
+    warm: async () => {
+      await send(4);
+    },
+    run: async () => {
+      const before = await scrape();
+      const t = await send(w.predict);
+      const after = await scrape();
+      const delta = (name: string) => counter(after, name, label) - counter(before, name, label);
+      return {
+        rate: daemonRate(t),
+        drafted: delta('llamad_draft_tokens_total'),
+        accepted: delta('llamad_draft_accepted_tokens_total'),
+        tokens: t.evalCount,
+      };
+    },
   };
 }
 
-/**
- * Each peer's figures for a variant: started with the variant's arguments, a short request first, then `runs`
- * greedy requests through /completion; the acceptance from its timings' draft_n / draft_n_accepted (NaN when it
- * drafted nothing). Stops the peers afterwards.
- */
-export async function peerFigures(
-  ctx: SpeculativeContext,
-  v: Variant,
-  w: Workload = COPY_WORKLOAD,
-): Promise<Figures[]> {
+/** A started llama-server as a player of a variant: greedy requests through /completion, its own draft timings. */
+function peerPlayer(server: RunningServer, w: Workload): Player {
   const body = { prompt: w.prompt, n_predict: w.predict, temperature: 0, cache_prompt: true, ...w.peerBody };
-  const servers = await ctx.startPeers(v.peerArgs, v.peerModel);
-  const out: Figures[] = [];
-  try {
-    for (const server of servers) {
+  return {
+    warm: async () => {
       await llamaCompletion(server.base, { ...body, n_predict: 4 });
-      const timings: StreamTiming[] = [];
-      for (let r = 0; r < Math.max(1, ctx.runs); r++) timings.push(await llamaCompletion(server.base, body));
-      const drafted = timings.reduce((n, t) => n + (t.draftN ?? 0), 0);
-      const accepted = timings.reduce((n, t) => n + (t.draftAccepted ?? 0), 0);
-      out.push({
-        rate: median(timings.map(llamaRate)),
-        acceptance: drafted > 0 ? (accepted / drafted) * 100 : NaN,
-        tokens: median(timings.map((t) => t.evalCount)),
-      });
-    }
+    },
+    run: async () => {
+      const t = await llamaCompletion(server.base, body);
+      return { rate: llamaRate(t), drafted: t.draftN ?? 0, accepted: t.draftAccepted ?? 0, tokens: t.evalCount };
+    },
+  };
+}
+
+/** Both sides' figures of a set of variants: ours[variant], theirs[variant][peer]. */
+export interface SideBySide {
+  ours: Figures[];
+  theirs: Figures[][];
+}
+
+/**
+ * Measures `ours` (one player per variant: the daemon, or the engine in this process) and every peer on `variants`,
+ * all in turns (takeTurns): one llama-server per variant and peer, started together with the variant's arguments
+ * and stopped at the end.
+ */
+export async function sideBySide(
+  ctx: SpeculativeContext,
+  ours: Player[],
+  variants: Variant[],
+  w: Workload = COPY_WORKLOAD,
+): Promise<SideBySide> {
+  const servers: RunningServer[][] = [];
+  try {
+    for (const v of variants) servers.push(await ctx.startPeers(v.peerArgs, v.peerModel));
+    const figures = await takeTurns([...ours, ...servers.flat().map((server) => peerPlayer(server, w))], ctx.runs);
+    const n = ours.length;
+    return {
+      ours: figures.slice(0, n),
+      theirs: variants.map((_, i) => figures.slice(n + i * ctx.peerCount, n + (i + 1) * ctx.peerCount)),
+    };
   } finally {
-    for (const server of servers) await stopServer(server);
+    for (const server of servers.flat()) await stopServer(server);
   }
-  return out;
+}
+
+/** The daemon's players of `variants` (daemonPlayer) measured side by side with the peers on them. */
+export function daemonSideBySide(
+  ctx: SpeculativeContext,
+  daemonBase: string,
+  variants: Variant[],
+  w: Workload = COPY_WORKLOAD,
+): Promise<SideBySide> {
+  return sideBySide(
+    ctx,
+    variants.map((v) => daemonPlayer(ctx, daemonBase, v, w)),
+    variants,
+    w,
+  );
 }
 
 /**

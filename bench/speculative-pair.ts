@@ -10,10 +10,10 @@
 import { execFileSync } from 'node:child_process';
 import { stopServer } from './servers';
 import {
-  daemonFigures,
+  daemonSideBySide,
   gainRows,
-  peerFigures,
   type Figures,
+  type SideBySide,
   type SpeculativeContext,
   type Variant,
 } from './speculative-common';
@@ -53,8 +53,8 @@ function best(xs: Figures[]): Figures {
 export async function agreeingPairRows(ctx: SpeculativeContext): Promise<void> {
   const v = variants(ctx);
   const all = [v.plain, ...v.drafts, v.ngram];
-  const ours: Figures[] = [];
   const daemon = await ctx.startDaemon();
+  let measured: SideBySide;
   try {
     for (const [name, modelfile] of [
       ['agree-target', `FROM ${ctx.agreeTargetFile}\n`],
@@ -63,13 +63,12 @@ export async function agreeingPairRows(ctx: SpeculativeContext): Promise<void> {
       await ctx.post(`${daemon.base}/api/create`, { model: name, modelfile, stream: false });
     }
     execFileSync('sync'); // the new blobs' writeback would slow the first measurements down
-    for (const x of all) ours.push(await daemonFigures(ctx, daemon.base, x));
+    measured = await daemonSideBySide(ctx, daemon.base, all);
   } finally {
     await stopServer(daemon);
   }
   // theirs[variant][peer]
-  const theirs: Figures[][] = [];
-  for (const x of all) theirs.push(await peerFigures(ctx, x));
+  const { ours, theirs } = measured;
 
   const prefix = 'agreeing pair (bench-agree F16, 16 layers, 1–15 silent; 1-layer draft)';
   const rates = (fs: Figures[]) => fs.map((f) => f.rate);

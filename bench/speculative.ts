@@ -19,16 +19,19 @@
 import { execFileSync } from 'node:child_process';
 import type { NativeSamplingParams } from '../binding';
 import { stopServer } from './servers';
-import { median } from './stats';
 import { GREEDY } from '../test/utils/sampling';
 import { apiWorkloadRows } from './speculative-api';
 import {
   CHANGED,
   COPY_PROMPT,
-  daemonFigures,
+  daemonSideBySide,
+  gainRows,
   NUM_CTX,
-  peerFigures,
+  sideBySide,
   type Figures,
+  type Player,
+  type Sample,
+  type SideBySide,
   type SpeculativeContext,
   type Variant,
 } from './speculative-common';
@@ -60,8 +63,8 @@ const VARIANTS = (ctx: SpeculativeContext): Variant[] => [
 
 async function apiRows(ctx: SpeculativeContext): Promise<void> {
   const variants = VARIANTS(ctx);
-  const ours: Figures[] = [];
   const daemon = await ctx.startDaemon();
+  let measured: SideBySide;
   try {
     for (const [name, modelfile] of [
       ['spec-target', `FROM ${ctx.targetFile}\n`],
@@ -72,26 +75,16 @@ async function apiRows(ctx: SpeculativeContext): Promise<void> {
     }
     // Creating wrote blobs: their writeback would slow the first measurements down.
     execFileSync('sync');
-    for (const v of variants) ours.push(await daemonFigures(ctx, daemon.base, v));
+    measured = await daemonSideBySide(ctx, daemon.base, variants);
   } finally {
     await stopServer(daemon);
   }
-  const theirs: Figures[][] = [];
-  for (const v of variants) theirs.push(await peerFigures(ctx, v));
+  const { ours, theirs } = measured;
   variants.forEach((v, i) => {
     const rates = theirs[i].map((f) => f.rate);
     ctx.row(`decode tok/s, greedy, ${v.label}`, ours[i].rate, rates, 'tok/s', 1, 'ratio');
     if (i === 0) return;
-    ctx.row(
-      `  ÷ no speculation`,
-      ours[i].rate / ours[0].rate,
-      rates.map((t, p) => t / theirs[0][p].rate),
-      '×',
-      2,
-      'none',
-    );
-    const accepted = theirs[i].map((f) => f.acceptance);
-    ctx.row(`  drafted tokens accepted (n/a: none drafted)`, ours[i].acceptance, accepted, '%', 0, 'none');
+    gainRows(ctx, '  ', { spec: ours[i], plain: ours[0] }, { spec: theirs[i], plain: theirs[0] });
   });
 }
 
@@ -100,11 +93,11 @@ function tokenGrammar(tokens: Int32Array): string {
   return `root ::= ${Array.from(tokens, (t) => `<[${t}]>`).join(' ')}`;
 }
 
-/** The engine-level copy task: decode rates without and with n-gram drafting, and the acceptance. */
-async function engineCopy(
-  ctx: SpeculativeContext,
-  grammar: string,
-): Promise<{ plain: number; ngram: number; acceptance: number; tokens: number }> {
+/**
+ * The engine-level copy task side by side with the peers: the addon in this process (one context, one slot) without
+ * and with n-gram drafting, and llama-server through /completion with the same token grammar, all in turns.
+ */
+async function engineCopy(ctx: SpeculativeContext, grammar: string, variants: Variant[]): Promise<SideBySide> {
   const binding = ctx.binding();
   const model = new binding.Model(ctx.targetFile);
   await model.load();
@@ -114,7 +107,7 @@ async function engineCopy(
     const answer = model.tokenize(CHANGED, false, false);
     const sampling: NativeSamplingParams = { ...GREEDY, grammar };
     const run = (draft: boolean) =>
-      new Promise<{ rate: number; drafted: number; accepted: number }>((resolve, reject) => {
+      new Promise<Sample>((resolve, reject) => {
         context.submit(
           { tokens: prompt, nPredict: answer.length, sampling, ...(draft ? { draft: { nMax: 48, ngram: true } } : {}) },
           (event) => {
@@ -125,28 +118,15 @@ async function engineCopy(
               rate: ((t.predictedN - 1) / t.predictedNs) * 1e9,
               drafted: t.draftN ?? 0,
               accepted: t.draftAcceptedN ?? 0,
+              tokens: t.predictedN,
             });
           },
         );
       });
-    await run(false); // warm-up (and the prompt in the slot's cache for every later run)
-    const plain: number[] = [];
-    const ngram: number[] = [];
-    let drafted = 0;
-    let accepted = 0;
-    for (let r = 0; r < Math.max(1, ctx.runs); r++) {
-      plain.push((await run(false)).rate);
-      const spec = await run(true);
-      ngram.push(spec.rate);
-      drafted += spec.drafted;
-      accepted += spec.accepted;
-    }
-    return {
-      plain: median(plain),
-      ngram: median(ngram),
-      acceptance: drafted > 0 ? (accepted / drafted) * 100 : NaN,
-      tokens: answer.length,
-    };
+    // The warm-up puts the prompt in the slot's cache for every later run.
+    const player = (draft: boolean): Player => ({ warm: async () => void (await run(draft)), run: () => run(draft) });
+    const workload = { prompt: COPY_PROMPT, predict: answer.length, peerBody: { grammar } };
+    return await sideBySide(ctx, [player(false), player(true)], variants, workload);
   } finally {
     await context.dispose();
     await model.dispose();
@@ -159,32 +139,13 @@ async function copyRows(ctx: SpeculativeContext): Promise<void> {
   await vocab.load();
   const answer = vocab.tokenize(CHANGED, false, false);
   await vocab.dispose();
-  const grammar = tokenGrammar(answer);
-  const ours = await engineCopy(ctx, grammar);
-  const workload = { prompt: COPY_PROMPT, predict: answer.length, peerBody: { grammar } };
-  const [plain, ngram] = [VARIANTS(ctx)[0], VARIANTS(ctx)[1]];
-  const theirsPlain = (await peerFigures(ctx, plain, workload)).map((f) => f.rate);
-  const ngramFigures = await peerFigures(ctx, ngram, workload);
-  const theirsNgram = ngramFigures.map((f) => f.rate);
-  const label = `greedy copy task (${ours.tokens} tokens forced by a token grammar; daemon: engine level)`;
-  ctx.row(`decode tok/s, ${label}, no speculation`, ours.plain, theirsPlain, 'tok/s', 1, 'ratio');
-  ctx.row(`decode tok/s, ${label}, n-gram`, ours.ngram, theirsNgram, 'tok/s', 1, 'ratio');
-  ctx.row(
-    `  ÷ no speculation`,
-    ours.ngram / ours.plain,
-    theirsNgram.map((t, p) => t / theirsPlain[p]),
-    '×',
-    2,
-    'none',
-  );
-  ctx.row(
-    `  drafted tokens accepted (n/a: none drafted)`,
-    ours.acceptance,
-    ngramFigures.map((f) => f.acceptance),
-    '%',
-    0,
-    'none',
-  );
+  const variants = VARIANTS(ctx).slice(0, 2);
+  const { ours, theirs } = await engineCopy(ctx, tokenGrammar(answer), variants);
+  const rates = (fs: Figures[]) => fs.map((f) => f.rate);
+  const label = `greedy copy task (${answer.length} tokens forced by a token grammar; daemon: engine level)`;
+  ctx.row(`decode tok/s, ${label}, no speculation`, ours[0].rate, rates(theirs[0]), 'tok/s', 1, 'ratio');
+  ctx.row(`decode tok/s, ${label}, n-gram`, ours[1].rate, rates(theirs[1]), 'tok/s', 1, 'ratio');
+  gainRows(ctx, '  ', { spec: ours[1], plain: ours[0] }, { spec: theirs[1], plain: theirs[0] });
 }
 
 /**
