@@ -97,18 +97,22 @@ describe('audio in /api/chat and /api/generate with the real addon', { skip }, (
       const body = (await r.json()) as { message: { content: string }; logprobs: { logprob: number }[] };
       return { content: body.message.content, logprobs: body.logprobs.map((l) => l.logprob) };
     };
-    const a = await run(hello);
-    // the second run reuses the cached prompt (audio included), which moves logprobs by float rounding only; random
-    // weights make the audio's effect small, so "different" is judged against that rounding
-    const again = await run(hello);
-    const b = await run(weather);
+    // Each run on a freshly loaded model, so that the same clip is evaluated in the same batches: a run that reused
+    // the cached prompt would re-evaluate its last token alone, and batched and single-token decodes need not agree
+    // to the last bit (on AVX-512 kernels they move these logprobs by 1e-3, as much as random weights let the audio
+    // move them).
+    const fresh = async (audio: string) => {
+      const r = await postJson(`${t.baseUrl}/api/generate`, { model: 'tiny-audio', keep_alive: 0 });
+      assert.equal(r.status, 200, await r.clone().text());
+      return run(audio);
+    };
+    const a = await fresh(hello);
+    const again = await fresh(hello);
+    const b = await fresh(weather);
     const maxDiff = (x: number[]) => Math.max(...x.map((lp, i) => Math.abs(lp - a.logprobs[i])));
     assert.equal(again.content, a.content);
-    assert.ok(maxDiff(again.logprobs) < 1e-3, `same clip moved ${maxDiff(again.logprobs)}`);
-    assert.ok(
-      maxDiff(b.logprobs) > 10 * maxDiff(again.logprobs),
-      `other clip ${maxDiff(b.logprobs)} vs same clip ${maxDiff(again.logprobs)}`,
-    );
+    assert.deepEqual(again.logprobs, a.logprobs, 'the same clip, the same logprobs');
+    assert.ok(maxDiff(b.logprobs) > 1e-4, `other clip moved the logprobs by ${maxDiff(b.logprobs)} only`);
   });
 
   it('/api/generate takes audio too (mp3 and flac as well as wav)', async () => {

@@ -57,18 +57,21 @@ describe('rerank with the real addon (beyond Ollama)', { skip: addon.skip }, () 
     assert.ok(a.results.every((r) => Number.isFinite(r.relevance_score) && r.document === undefined));
     assert.ok(a.usage.prompt_tokens > documents.length * 3);
     assert.equal(a.usage.total_tokens, a.usage.prompt_tokens);
-    // Distinct documents get distinct scores (the classifier sees each pair).
-    assert.equal(new Set(a.results.map((r) => r.relevance_score)).size, documents.length);
+    // The classifier sees each pair: the scores are not one value for all. (Not four distinct values: the random
+    // classifier's scores lie within 2e-3 of each other, and on some CPUs its F16 arithmetic rounds two of them to
+    // the same number.)
+    assert.ok(new Set(a.results.map((r) => r.relevance_score)).size > 1, JSON.stringify(a.results));
     const again = (await post('/v1/rerank', { model: 'rr', query: 'what is a panda?', documents }))
       .body as RerankAnswer;
     assert.deepEqual(again.results, a.results, 'same scores on the other path and run');
-    // Scoring one document alone gives its score from the batch (index mapping).
-    const best = a.results[0];
-    const alone = (
-      await post('/api/rerank', { model: 'rr', query: 'what is a panda?', documents: [documents[best.index]] })
-    ).body as RerankAnswer;
-    assert.equal(alone.results[0].index, 0);
-    assert.ok(Math.abs(alone.results[0].relevance_score - best.relevance_score) < 1e-4);
+    // Scoring each document alone gives its score from the batch (index mapping).
+    for (const r of a.results) {
+      const alone = (
+        await post('/api/rerank', { model: 'rr', query: 'what is a panda?', documents: [documents[r.index]] })
+      ).body as RerankAnswer;
+      assert.equal(alone.results[0].index, 0);
+      assert.ok(Math.abs(alone.results[0].relevance_score - r.relevance_score) < 1e-4, `document ${r.index}`);
+    }
   });
 
   it('top_n cuts; return_documents adds document.text of the right index', async () => {

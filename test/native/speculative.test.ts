@@ -145,7 +145,10 @@ describe('speculative decoding', () => {
     const [a, b] = phrasePrompt(model).slice(2, 4); // two different tokens of the phrase
     const grammar = `root ::= (<[${a}]> | <[${b}]>)+`;
     const tokens = phrasePrompt(model);
-    const task = { tokens, nPredict: 48, ignoreEos: true, sampling: { ...seeded(7, 1000), grammar } };
+    // No top-k / top-p / min-p: they sort the candidates by logit, and an order decided by rounding would move the
+    // boundaries the RNG's draw falls between.
+    const sampling = { ...seeded(7, 1000), topK: 0, topP: 1, minP: 0, grammar };
+    const task = { tokens, nPredict: 48, ignoreEos: true, sampling };
     const base = await runTask(plain, task);
     const ngram = await runTask(plain, { ...task, draft: { nMax: 8, ngram: true, fixed: true } });
     const draft = await runTask(drafted, { ...task, draft: { nMax: 4, fixed: true } });
