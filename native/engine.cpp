@@ -30,8 +30,12 @@ bool HasExperts(const llama_model* model) {
 
 // DraftSizeRatio (spec_cost.h) of a draft model for a target.
 double PairSizeRatio(const llama_model* target, const llama_model* draft) {
+  auto embd = [](const llama_model* model) {
+    return static_cast<uint64_t>(llama_vocab_n_tokens(llama_model_get_vocab(model))) *
+           static_cast<uint64_t>(std::max(llama_model_n_embd(model), 0));
+  };
   return DraftSizeRatio(llama_model_n_params(draft), llama_model_n_params(target), llama_model_size(draft),
-                        llama_model_size(target), HasExperts(draft));
+                        llama_model_size(target), embd(draft), embd(target), HasExperts(draft));
 }
 
 }  // namespace

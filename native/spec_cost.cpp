@@ -94,10 +94,14 @@ double StepCosts::Estimate(int32_t n_tokens) const {
 }
 
 double DraftSizeRatio(uint64_t draft_params, uint64_t target_params, uint64_t draft_bytes, uint64_t target_bytes,
-                      bool draft_has_experts) {
-  if (draft_has_experts || draft_params == 0 || target_params == 0 || draft_bytes == 0 || target_bytes == 0) return 0;
-  return std::min(static_cast<double>(draft_params) / static_cast<double>(target_params),
-                  static_cast<double>(draft_bytes) / static_cast<double>(target_bytes));
+                      uint64_t draft_embd_params, uint64_t target_embd_params, bool draft_has_experts) {
+  if (draft_has_experts || draft_bytes == 0 || target_bytes == 0) return 0;
+  if (draft_params <= draft_embd_params || target_params <= target_embd_params) return 0;
+  const double params =
+      static_cast<double>(draft_params - draft_embd_params) / static_cast<double>(target_params - target_embd_params);
+  const double bytes_per_param = (static_cast<double>(draft_bytes) / static_cast<double>(draft_params)) /
+                                 (static_cast<double>(target_bytes) / static_cast<double>(target_params));
+  return params * std::min(1.0, bytes_per_param);
 }
 
 int32_t DraftClass(bool ngram, int32_t match) {

@@ -95,13 +95,15 @@ struct DraftGate {
 // matches then does not hold back a 16-token match, and the reverse.
 int32_t DraftClass(bool ngram, int32_t match);
 
-// The least a draft model's token can cost, as a share of a one-token step of the target: the smaller of its share
-// of the target's parameters and of its weight bytes. A dense decode reads every weight and multiplies by each, so
-// whichever of the two bounds a device hits, the draft's share of it is at least this: 1 for the model as its own
-// draft, which can then never pay. 0 (no floor) when a count is 0 or the draft is a mixture of experts (it reads
-// only some of its weights per token).
+// The least a draft model's token can cost, as a share of a one-token step of the target. A dense decode multiplies
+// by every weight but the token embeddings (one row of those is read), so the draft's share of the target's
+// parameters without the embedding tables bounds its share of the arithmetic, and that share scaled by the ratio of
+// their average bytes per parameter bounds its share of the weight bytes read: whichever bound a device hits, a
+// draft token costs at least the smaller of the two. 1 for the model as its own draft, which can then never pay.
+// `*_embd_params`: n_vocab × n_embd. 0 (no floor) when a count leaves nothing, or the draft is a mixture of experts
+// (it reads only some of its weights per token).
 double DraftSizeRatio(uint64_t draft_params, uint64_t target_params, uint64_t draft_bytes, uint64_t target_bytes,
-                      bool draft_has_experts);
+                      uint64_t draft_embd_params, uint64_t target_embd_params, bool draft_has_experts);
 
 // Least expected gain for which a task drafts.
 constexpr double kMinGain = 1.1;
