@@ -290,7 +290,13 @@ export interface NativeContextParams {
    * more than the slot's own prefix (docs/native.md "Host-RAM prompt cache"). Image prompts are never kept.
    */
   cacheRamBytes?: number;
-  /** Flash attention: 'auto' (default), 'on', 'off'. */
+  /**
+   * Flash attention: 'auto' (default), 'on', 'off'. 'auto' is 'off' for a generation context with an f16 V cache
+   * whose model runs on the CPU alone (no RPC worker; nGpuLayers 0 or no GPU device): ggml's CPU flash attention costs
+   * a batch of n tokens about n times one token, and one token more than the plain attention at a long context
+   * (docs/native.md "Flash attention and KV cache type"). Otherwise llama.cpp decides. `stats().flashAttn` says what
+   * the context got.
+   */
   flashAttn?: 'auto' | 'on' | 'off';
   /** Embedding context (llama `embeddings`): only embed() is allowed on it, submit() throws LLAMA_INVALID_ARGUMENT. */
   embeddings?: boolean;
@@ -587,6 +593,8 @@ export interface NativeContextStats {
   ramCacheTokens: number;
   /** Threads of the next generation decode (setThreads). */
   nThreads: number;
+  /** The context's flash attention as created: params.flashAttn, with 'auto' resolved to 'off' on the CPU. */
+  flashAttn: 'auto' | 'on' | 'off';
   /** Speculative decoding since creation: tokens drafted and verified, and of those the accepted ones. */
   draftTokens: number;
   draftAccepted: number;

@@ -17,39 +17,6 @@
 
 namespace llamad {
 
-namespace {
-
-// Bytes of one row of `n` elements of `type`.
-int64_t RowBytes(ggml_type type, int64_t n) {
-  const int64_t block = ggml_blck_size(type);
-  return static_cast<int64_t>(ggml_type_size(type)) * ((n + block - 1) / block);
-}
-
-int64_t MetaInt(const llama_model* model, const std::string& key, int64_t fallback) {
-  char buffer[64] = {0};
-  if (llama_model_meta_val_str(model, key.c_str(), buffer, sizeof(buffer)) <= 0) return fallback;
-  try {
-    return std::stoll(buffer);
-  } catch (...) {
-    return fallback;
-  }
-}
-
-// Size of the KV cache: n_ctx cells per layer, K and V rows of n_head_kv * head_dim elements.
-int64_t EstimateKvBytes(const llama_model* model, uint32_t n_ctx, ggml_type type_k, ggml_type type_v) {
-  char arch[64] = {0};
-  llama_model_meta_val_str(model, "general.architecture", arch, sizeof(arch));
-  const int64_t n_head = std::max<int64_t>(1, llama_model_n_head(model));
-  const int64_t n_head_kv = llama_model_n_head_kv(model);
-  const int64_t default_dim = llama_model_n_embd(model) / n_head;
-  const int64_t head_k = MetaInt(model, std::string(arch) + ".attention.key_length", default_dim);
-  const int64_t head_v = MetaInt(model, std::string(arch) + ".attention.value_length", default_dim);
-  const int64_t per_cell = RowBytes(type_k, n_head_kv * head_k) + RowBytes(type_v, n_head_kv * head_v);
-  return per_cell * static_cast<int64_t>(n_ctx) * llama_model_n_layer(model);
-}
-
-}  // namespace
-
 Napi::Function Context::Init(Napi::Env env) {
   return DefineClass(env, "Context",
                      {
@@ -115,6 +82,7 @@ void Context::Adopt(Napi::Env env, Napi::Object model_object, const ContextPlan&
   parts->draft_ctx = nullptr;
   thread_pools_ = std::move(parts->pools);
   embeddings_ = params.embeddings;
+  flash_attn_ = plan.cp.flash_attn_type;
   n_ctx_ = llama_n_ctx(ctx_);
   n_ctx_slot_ = static_cast<uint32_t>(engine_->n_ctx_slot());
   n_parallel_ = params.embeddings ? params.n_parallel : static_cast<uint32_t>(engine_->n_slots());
@@ -389,6 +357,7 @@ Napi::Value Context::Stats(const Napi::CallbackInfo& info) {
   out.Set("ramCacheHits", static_cast<double>(stats.ram_cache_hits));
   out.Set("ramCacheTokens", static_cast<double>(stats.ram_cache_tokens));
   out.Set("nThreads", stats.n_threads);
+  out.Set("flashAttn", FlashAttnName(flash_attn_));
   out.Set("draftTokens", static_cast<double>(stats.draft_tokens));
   out.Set("draftAccepted", static_cast<double>(stats.draft_accepted));
   out.Set("projectorVision", engine_->supports_vision());

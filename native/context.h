@@ -56,6 +56,21 @@ struct ContextPlan {
   llama_context_params cp{};
 };
 
+// The flash attention of a context (llama_context_params.flash_attn_type): params.flashAttn, except that `auto` is
+// off for a generation context with an f16/f32 V cache whose model runs on the CPU alone. ggml's CPU flash attention
+// walks the KV cache once per query row, so it costs a batch of n tokens about n times one token, where the plain
+// attention's matrix products read the cache once: decoding at 1,000–2,000 cells of context, 1.3–2.4× slower for
+// one token and 3–7× for 4, with prompt evaluation as fast either way (docs/native.md "Flash attention and KV cache
+// type"). The price is the attention scores in the compute buffer (n_ubatch × n_ctx × n_head floats). A GPU, an RPC
+// worker, an embedding context (whole inputs per batch) and a quantized V cache (it needs flash attention) keep
+// llama.cpp's choice.
+llama_flash_attn_type ResolveFlashAttn(const ContextParams& params, const Model& model);
+// "auto", "on" or "off" (NativeContextStats.flashAttn).
+const char* FlashAttnName(llama_flash_attn_type type);
+// Bytes of the KV cache of `model` over `n_ctx` cells: per layer and cell, a K and a V row of n_head_kv × head_dim
+// elements of their types.
+int64_t EstimateKvBytes(const llama_model* model, uint32_t n_ctx, ggml_type type_k, ggml_type type_v);
+
 // The native objects of a new context, made by Context::Build on any thread. Frees what it still owns.
 struct ContextParts {
   llama_context* ctx = nullptr;
@@ -156,6 +171,7 @@ class Context : public Napi::ObjectWrap<Context> {
   std::unordered_map<uint32_t, Napi::FunctionReference> callbacks_;
   std::unordered_map<uint32_t, Napi::Promise::Deferred> embed_waiters_;  // pending embed() calls by job id
   bool embeddings_ = false;
+  llama_flash_attn_type flash_attn_ = LLAMA_FLASH_ATTN_TYPE_AUTO;  // as created (ResolveFlashAttn)
   int32_t in_flight_ = 0;
   std::vector<Napi::Promise::Deferred> dispose_waiters_;
 

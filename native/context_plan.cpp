@@ -59,6 +59,62 @@ ContextParts::~ContextParts() {
   pools.reset();  // after llama_free of the contexts they are attached to
 }
 
+namespace {
+
+// Bytes of one row of `n` elements of `type`.
+int64_t RowBytes(ggml_type type, int64_t n) {
+  const int64_t block = ggml_blck_size(type);
+  return static_cast<int64_t>(ggml_type_size(type)) * ((n + block - 1) / block);
+}
+
+int64_t MetaInt(const llama_model* model, const std::string& key, int64_t fallback) {
+  char buffer[64] = {0};
+  if (llama_model_meta_val_str(model, key.c_str(), buffer, sizeof(buffer)) <= 0) return fallback;
+  try {
+    return std::stoll(buffer);
+  } catch (...) {
+    return fallback;
+  }
+}
+
+// Whether every layer of `model` runs on this machine's CPU: no RPC workers, and no layer offloaded (nGpuLayers 0, or
+// no GPU device registered, as in a CUDA build on a machine without the GPU).
+bool RunsOnCpu(const Model& model) {
+  if (!model.rpc_servers().empty()) return false;
+  if (model.n_gpu_layers().value_or(-1) == 0) return true;
+  for (size_t i = 0; i < ggml_backend_dev_count(); ++i) {
+    const enum ggml_backend_dev_type type = ggml_backend_dev_type(ggml_backend_dev_get(i));
+    if (type == GGML_BACKEND_DEVICE_TYPE_GPU || type == GGML_BACKEND_DEVICE_TYPE_IGPU) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+llama_flash_attn_type ResolveFlashAttn(const ContextParams& params, const Model& model) {
+  if (params.flash_attn != LLAMA_FLASH_ATTN_TYPE_AUTO || params.embeddings || ggml_is_quantized(params.type_v)) {
+    return params.flash_attn;
+  }
+  return RunsOnCpu(model) ? LLAMA_FLASH_ATTN_TYPE_DISABLED : LLAMA_FLASH_ATTN_TYPE_AUTO;
+}
+
+int64_t EstimateKvBytes(const llama_model* model, uint32_t n_ctx, ggml_type type_k, ggml_type type_v) {
+  char arch[64] = {0};
+  llama_model_meta_val_str(model, "general.architecture", arch, sizeof(arch));
+  const int64_t n_head = std::max<int64_t>(1, llama_model_n_head(model));
+  const int64_t n_head_kv = llama_model_n_head_kv(model);
+  const int64_t default_dim = llama_model_n_embd(model) / n_head;
+  const int64_t head_k = MetaInt(model, std::string(arch) + ".attention.key_length", default_dim);
+  const int64_t head_v = MetaInt(model, std::string(arch) + ".attention.value_length", default_dim);
+  const int64_t per_cell = RowBytes(type_k, n_head_kv * head_k) + RowBytes(type_v, n_head_kv * head_v);
+  return per_cell * static_cast<int64_t>(n_ctx) * llama_model_n_layer(model);
+}
+
+const char* FlashAttnName(llama_flash_attn_type type) {
+  if (type == LLAMA_FLASH_ATTN_TYPE_AUTO) return "auto";
+  return type == LLAMA_FLASH_ATTN_TYPE_ENABLED ? "on" : "off";
+}
+
 ContextPlan Context::Plan(Napi::Env env, const std::shared_ptr<AddonData>& data, Napi::Value model_value,
                           Napi::Value params_value) {
   if (!model_value.IsObject() || !model_value.As<Napi::Object>().InstanceOf(data->model_constructor.Value())) {
@@ -113,7 +169,7 @@ ContextPlan Context::Plan(Napi::Env env, const std::shared_ptr<AddonData>& data,
   const int32_t hardware = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   cp.n_threads = params.n_threads.value_or(hardware);
   cp.n_threads_batch = params.n_threads_batch.value_or(cp.n_threads);
-  cp.flash_attn_type = params.flash_attn;
+  cp.flash_attn_type = ResolveFlashAttn(params, *plan.model);
   cp.type_k = params.type_k;
   cp.type_v = params.type_v;
   // Generation: one KV stream per slot, each slot gets n_ctx / n_parallel cells; or (kvUnified, llama-server's
@@ -154,7 +210,7 @@ std::unique_ptr<ContextParts> Context::Build(const ContextPlan& plan) {
     mp.n_threads = cp.n_threads_batch;
     mp.print_timings = false;
     mp.warmup = false;
-    mp.flash_attn_type = cp.flash_attn_type;
+    mp.flash_attn_type = params.flash_attn;  // the encoder's batches are whole images: llama.cpp's own choice
     try {
       parts->mtmd = mtmd_init_from_file(params.projector_path.c_str(), plan.handle, mp);
     } catch (...) {

@@ -64,6 +64,8 @@ class Model : public Napi::ObjectWrap<Model> {
   bool vocab_only() const { return params_.vocab_only; }
   // The RPC workers the model was loaded over (NativeModelParams.rpcServers), in order.
   const std::vector<std::string>& rpc_servers() const { return params_.rpc_servers; }
+  // NativeModelParams.nGpuLayers as given (absent: llama.cpp's default, every layer on the GPUs there are).
+  std::optional<int32_t> n_gpu_layers() const { return params_.n_gpu_layers; }
 
   // The loaded LoRA adapter at `path` (Model.loadLora), or null when it is not loaded. Any thread (the registry is
   // guarded by a mutex). A task that applies it holds the handle, so that unloadLora waits for it.

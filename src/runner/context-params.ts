@@ -1,6 +1,6 @@
 import type { NativeContextParams } from '../../binding';
 import { machinePhysicalCores } from './cpu-threads';
-import type { RunnerSpec } from './runner';
+import type { RunnerModelInfo, RunnerSpec } from './runner';
 
 // The native context parameters a RunnerSpec asks for (LlamaRunner's contexts for generation and embeddings).
 
@@ -89,6 +89,17 @@ export function kvParams(spec: RunnerSpec): Pick<NativeContextParams, 'flashAttn
     ...(spec.flashAttention ? { flashAttn: spec.flashAttention } : {}),
     ...(spec.kvCacheType ? { typeK: spec.kvCacheType, typeV: spec.kvCacheType } : {}),
   };
+}
+
+/**
+ * What a load's log line says of flash attention: that it is off because the model runs on the CPU, when
+ * OLLAMA_FLASH_ATTENTION was left unset (`auto`) and the context resolved it so (binding.d.ts
+ * NativeContextParams.flashAttn); '' otherwise (set by the user, or llama.cpp's own choice).
+ */
+export function flashAttentionNote(spec: RunnerSpec, info: RunnerModelInfo): string {
+  return !spec.flashAttention && info.flashAttention === 'off'
+    ? ', flash attention off on the CPU (OLLAMA_FLASH_ATTENTION=1 turns it on)'
+    : '';
 }
 
 /** The host-RAM prompt cache of a generation context (none when the spec has none or 0). */

@@ -3,6 +3,7 @@ import type { NativeBinding } from '../../binding';
 import { ModelLoadError } from '../common/errors';
 import { NATIVE_BINDING, NativeBindingLoader } from '../native';
 import { LlamaRunner } from './llama.runner';
+import { flashAttentionNote } from './context-params';
 import { Runner, RunnerCreateOptions, RunnerFactory, RunnerSpec } from './runner';
 
 /** The production RunnerFactory: loads the addon on first use and creates LlamaRunners. */
@@ -23,7 +24,7 @@ export class LlamaRunnerFactory implements RunnerFactory {
     const runner = await LlamaRunner.load(binding, spec, options.threads, options.onProgress);
     this.logger.log(
       `loaded ${spec.modelPath} (num_ctx ${spec.numCtx}${spec.kvUnified ? ' shared by' : ' ×'} ${spec.numParallel} ` +
-        `slots) in ${Date.now() - started} ms`,
+        `slots${flashAttentionNote(spec, runner.info)}) in ${Date.now() - started} ms`,
     );
     return runner;
   }

@@ -159,6 +159,7 @@ export class LlamaRunner implements Runner {
         eos: native.eos,
         hasChatTemplate: model.chatTemplate() !== null,
         embeddingModel,
+        flashAttention: context.stats().flashAttn,
         ...rerankInfo(model),
       };
       const runner = new LlamaRunner(spec, info, binding, model, context, draftModel);

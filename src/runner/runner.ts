@@ -243,6 +243,11 @@ export interface RunnerModelInfo {
   reranker?: boolean;
   /** GGUF `tokenizer.chat_template.rerank` (`{query}`, `{document}` placeholders), when the model has one. */
   rerankTemplate?: string;
+  /**
+   * The context's flash attention as created (NativeContextStats.flashAttn): OLLAMA_FLASH_ATTENTION unset (`auto`)
+   * is `off` on the CPU (binding.d.ts NativeContextParams.flashAttn); absent in fakes.
+   */
+  flashAttention?: 'auto' | 'on' | 'off';
 }
 
 /** A chat render request for the model's Jinja template (binding.d.ts NativeChatRequest). */

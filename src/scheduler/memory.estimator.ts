@@ -47,6 +47,10 @@ interface KvFacts {
   nEmbdKv: number;
   nEmbd: number;
   nVocab: number;
+  /** Attention heads (of the queries). */
+  nHead: number;
+  /** An embedding model (GGUF `<arch>.pooling_type` set): its context keeps llama.cpp's flash attention. */
+  embedding: boolean;
 }
 
 function num(v: unknown): number {
@@ -66,8 +70,18 @@ const DRAFT_CELLS_PER_SLOT = 33;
  */
 function contextBytes(f: KvFacts, nCtxTotal: number, spec: RunnerSpec): { kv: number; compute: number } {
   const kv = Math.ceil(2 * f.nLayer * nCtxTotal * f.nEmbdKv * KV_BYTES_PER_ELEMENT[spec.kvCacheType ?? 'f16']);
-  const compute = COMPUTE_BASE_BYTES + 4 * spec.numBatch * (4 * f.nEmbd + f.nVocab);
+  const compute = COMPUTE_BASE_BYTES + 4 * spec.numBatch * (4 * f.nEmbd + f.nVocab) + attentionScoreBytes(f, spec);
   return { kv, compute };
+}
+
+/**
+ * The attention scores a generation context without flash attention keeps in its compute buffer, bytes: one f32
+ * per query of a batch (numBatch), cell of a KV stream (numCtx) and head. A CPU context runs without it unless
+ * OLLAMA_FLASH_ATTENTION is on (binding.d.ts NativeContextParams.flashAttn); an embedding model's context keeps it.
+ */
+function attentionScoreBytes(f: KvFacts, spec: RunnerSpec): number {
+  if (spec.flashAttention === 'on' || f.embedding) return 0;
+  return 4 * spec.numBatch * spec.numCtx * f.nHead;
 }
 
 /** Reads a cgroup (v2, then v1) memory limit in bytes; undefined when unlimited or not readable. */
@@ -165,7 +179,7 @@ function memoized<T>(cache: Map<string, Promise<T>>, path: string, load: (path: 
 
 /** GGUF facts for the estimate; a missing or unreadable file gives zeros (the load itself reports the error). */
 async function readKvFacts(path: string): Promise<KvFacts> {
-  const zero: KvFacts = { fileSize: 0, nLayer: 0, nEmbdKv: 0, nEmbd: 0, nVocab: 0 };
+  const zero: KvFacts = { fileSize: 0, nLayer: 0, nEmbdKv: 0, nEmbd: 0, nVocab: 0, nHead: 0, embedding: false };
   try {
     const fileSize = (await stat(path)).size;
     try {
@@ -183,6 +197,8 @@ async function readKvFacts(path: string): Promise<KvFacts> {
         nEmbdKv: keyLength * nHeadKv,
         nEmbd,
         nVocab: num(md[`${arch}.vocab_size`]) || (Array.isArray(tokens) ? tokens.length : 0),
+        nHead,
+        embedding: md[`${arch}.pooling_type`] !== undefined,
       };
     } catch {
       return { ...zero, fileSize };

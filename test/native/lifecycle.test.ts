@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
+import type { NativeContextParams } from '../../binding';
 import { findAddonPath } from '../../src/native/load-binding';
 import { TINY_LLAMA_SPM, ensureTestModels } from '../utils/models';
 import { GREEDY, assertThrowsCode, binding, loadModel, runTask } from './native-helpers';
@@ -74,6 +75,25 @@ describe('Context.dispose', () => {
     const ctx = new binding.Context(model, { nCtx: 256, typeK: 'q8_0', typeV: 'q8_0', flashAttn: 'on', nThreads: 2 });
     const r = await runTask(ctx, { tokens: model.tokenize('Hi', true, false), nPredict: 3, ignoreEos: true });
     assert.equal(r.tokens.length, 3);
+    await model.dispose();
+  });
+
+  it("resolves flash attention 'auto' to off for generation on the CPU, and leaves the rest as asked or to llama.cpp", async () => {
+    const model = await loadModel(TINY_LLAMA_SPM, { nGpuLayers: 0 });
+    const flashOf = (params: Partial<NativeContextParams>) => {
+      const ctx = new binding.Context(model, { nCtx: 256, nThreads: 2, ...params });
+      return { ctx, flash: ctx.stats().flashAttn };
+    };
+    const auto = flashOf({});
+    assert.equal(auto.flash, 'off');
+    const r = await runTask(auto.ctx, { tokens: model.tokenize('Hi', true, false), nPredict: 3, ignoreEos: true });
+    assert.equal(r.tokens.length, 3);
+    assert.equal(flashOf({ flashAttn: 'auto', nParallel: 2, kvUnified: true }).flash, 'off');
+    assert.equal(flashOf({ flashAttn: 'on' }).flash, 'on');
+    assert.equal(flashOf({ flashAttn: 'off' }).flash, 'off');
+    // A quantized V cache needs flash attention, and an embedding context evaluates whole inputs: llama.cpp decides.
+    assert.equal(flashOf({ typeK: 'q8_0', typeV: 'q8_0' }).flash, 'auto');
+    assert.equal(flashOf({ embeddings: true }).flash, 'auto');
     await model.dispose();
   });
 });

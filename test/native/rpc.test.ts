@@ -11,7 +11,8 @@ ensureTestModels();
 /** Generates 24 tokens (greedy, then seeded) from the same prompt on a model loaded with `params`. */
 async function generate(params: NativeModelParams): Promise<{ greedy: number[]; sampled: number[] }> {
   const model = await loadModel(TINY_LLAMA_SPM, params);
-  const ctx = new binding.Context(model, { nCtx: 256, nThreads: 1 });
+  // The same attention on both sides: 'auto' is off on the local CPU and llama.cpp's choice (on) over RPC workers.
+  const ctx = new binding.Context(model, { nCtx: 256, nThreads: 1, flashAttn: 'on' });
   try {
     const tokens = model.tokenize('The quick brown fox', true, false);
     const greedy = await runTask(ctx, { tokens, nPredict: 24, ignoreEos: true, sampling: GREEDY });

@@ -237,6 +237,7 @@ export class FakeContextHandle implements NativeContext {
       graphsReused: 0,
       kvSize: 0,
       kvUnified: this.params.kvUnified ?? false,
+      flashAttn: this.params.flashAttn ?? 'auto',
       kvCellsUsed: [...this.active.values()].reduce((sum, t) => sum + fakePromptLength(t.params) + (t.emitted ?? 0), 0),
       kvCellsCached: 0,
       pausedSlots: 0,

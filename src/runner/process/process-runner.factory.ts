@@ -3,6 +3,7 @@ import { RunnerTerminatedError } from '../../common/errors';
 import type { RunnerFault } from '../../config';
 import { loadedAddon, NATIVE_BINDING, NativeBindingLoader } from '../../native';
 import type { Runner, RunnerCreateOptions, RunnerFactory, RunnerSpec } from '../runner';
+import { flashAttentionNote } from '../context-params';
 import { CgroupPaths } from '../../common/system';
 import { OomKillCounter } from './oom-kills';
 import { featureOfReason, illegalInstructionReason, isIllegalInstruction } from './exit-reason';
@@ -121,8 +122,7 @@ export class ProcessRunnerFactory implements RunnerFactory {
     }
     this.logger.log(
       `loaded ${key} in runner process ${runner.pid} (num_ctx ${spec.numCtx}${spec.kvUnified ? ' shared by' : ' ×'} ` +
-        `${spec.numParallel} slots) in ` +
-        `${Date.now() - started} ms`,
+        `${spec.numParallel} slots${flashAttentionNote(spec, runner.info)}) in ${Date.now() - started} ms`,
     );
     runner.onDeath((death) => {
       this.logger.error(`runner process ${runner.pid} of ${label} terminated: ${death.reason}`);

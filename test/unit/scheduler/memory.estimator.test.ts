@@ -16,8 +16,10 @@ describe('SystemMemoryProbe', () => {
     const nHead = Number(md[`${arch}.attention.head_count`]);
     const nHeadKv = Number(md[`${arch}.attention.head_count_kv`] ?? nHead);
     const nEmbdKv = (Number(md[`${arch}.embedding_length`]) / nHead) * nHeadKv;
-    const small = await probe.estimate(spec({ modelPath: TINY_QWEN2, numCtx: 256, numParallel: 2 }));
-    const big = await probe.estimate(spec({ modelPath: TINY_QWEN2, numCtx: 512, numParallel: 2 }));
+    // Flash attention on: no attention scores in the compute buffer (the next test counts them).
+    const on = { modelPath: TINY_QWEN2, flashAttention: 'on' as const };
+    const small = await probe.estimate(spec({ ...on, numCtx: 256, numParallel: 2 }));
+    const big = await probe.estimate(spec({ ...on, numCtx: 512, numParallel: 2 }));
     assert.equal(big - small, 2 * nLayer * 512 * nEmbdKv * 2);
     assert.ok(small > (await stat(TINY_QWEN2)).size);
     // Slots sharing one cache (OLLAMA_NUM_PARALLEL unset) need num_ctx cells in all, not num_ctx per slot.
@@ -26,10 +28,26 @@ describe('SystemMemoryProbe', () => {
     assert.equal(shared, one);
   });
 
+  it('counts the attention scores of a context without flash attention (auto on the CPU): batch × cells × heads × 4', async () => {
+    ensureTestModels();
+    const probe = new SystemMemoryProbe();
+    const md = (await readGguf(TINY_QWEN2)).metadata as Record<string, number | string>;
+    const nHead = Number(md[`${md['general.architecture'] as string}.attention.head_count`]);
+    const base = { modelPath: TINY_QWEN2, numCtx: 512, numParallel: 2, numBatch: 256 };
+    const on = await probe.estimate(spec({ ...base, flashAttention: 'on' }));
+    const scores = 4 * 256 * 512 * nHead;
+    assert.equal((await probe.estimate(spec(base))) - on, scores, 'auto (unset)');
+    assert.equal((await probe.estimate(spec({ ...base, flashAttention: 'off' }))) - on, scores, 'off');
+    // A draft model's context runs without it too: its scores count again.
+    const drafted = (flashAttention?: 'on') =>
+      probe.estimate(spec({ ...base, flashAttention, draftModelPath: TINY_QWEN2 }));
+    assert.equal((await drafted()) - (await drafted('on')), 2 * scores);
+  });
+
   it('sizes the KV cache by OLLAMA_KV_CACHE_TYPE: q8_0 34 and q4_0 18 bytes per 32 elements, f16 2 per element', async () => {
     ensureTestModels();
     const probe = new SystemMemoryProbe();
-    const base = { modelPath: TINY_QWEN2, numParallel: 2 };
+    const base = { modelPath: TINY_QWEN2, numParallel: 2, flashAttention: 'on' as const };
     const kvOf = async (kvCacheType?: 'f16' | 'q8_0' | 'q4_0') =>
       (await probe.estimate(spec({ ...base, numCtx: 512, kvCacheType }))) -
       (await probe.estimate(spec({ ...base, numCtx: 256, kvCacheType })));
@@ -44,7 +62,7 @@ describe('SystemMemoryProbe', () => {
   it('adds a draft model: its weights, its KV cache (33 more cells per slot) and compute buffers', async () => {
     ensureTestModels();
     const probe = new SystemMemoryProbe();
-    const base = { modelPath: TINY_QWEN2, numCtx: 256, numParallel: 2 };
+    const base = { modelPath: TINY_QWEN2, numCtx: 256, numParallel: 2, flashAttention: 'on' as const };
     const plain = await probe.estimate(spec(base));
     const drafted = await probe.estimate(spec({ ...base, draftModelPath: TINY_QWEN2 }));
     // The draft is the same file: its share is the model's again plus the KV of 2 × 33 extra cells.
