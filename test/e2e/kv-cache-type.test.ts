@@ -18,7 +18,7 @@ interface PsModel {
 // on) generates and makes the runner smaller in /api/ps than the default f16 cache; switching reloads the model.
 describe('KV cache type and flash attention with the real addon', { skip: addon.skip }, () => {
   let t: TestApp;
-  let f16Size = 0;
+  let defaultSize = 0;
 
   const generate = async () => {
     const res = await postJson(`${t.baseUrl}/api/generate`, {
@@ -46,9 +46,17 @@ describe('KV cache type and flash attention with the real addon', { skip: addon.
 
   it('q8_0 with flash attention on generates and reports a smaller size than f16; the change reloads', async () => {
     await generate();
+    const auto = await ps();
+    assert.equal(auto.length, 1);
+    defaultSize = auto[0].size;
+
+    // f16 and q8_0 both with flash attention on, so that only the KV cache differs (unset, it is off on the CPU, and
+    // the attention scores then take compute buffer).
+    const on = loadConfig({ OLLAMA_FLASH_ATTENTION: '1' });
+    Object.assign(t.config, { flashAttention: on.flashAttention, kvCacheType: on.kvCacheType });
+    await generate();
     const f16 = await ps();
-    assert.equal(f16.length, 1);
-    f16Size = f16[0].size;
+    assert.equal(f16.length, 1, 'one runner: the default one was replaced');
 
     const env = loadConfig({ OLLAMA_KV_CACHE_TYPE: 'q8_0', OLLAMA_FLASH_ATTENTION: '1' });
     assert.deepEqual(kvCacheSettings(env), { flashAttention: 'on', kvCacheType: 'q8_0' });
@@ -67,6 +75,6 @@ describe('KV cache type and flash attention with the real addon', { skip: addon.
     await generate();
     const again = await ps();
     assert.equal(again.length, 1);
-    assert.equal(again[0].size, f16Size);
+    assert.equal(again[0].size, defaultSize);
   });
 });

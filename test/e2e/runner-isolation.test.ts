@@ -14,7 +14,8 @@ import { freePort } from '../utils/registry-server';
 import { createTestApp, TestApp } from '../utils/test-app';
 
 const addon = realAddon();
-const GGML_ASSERT = 'llama runner process has terminated: GGML_ASSERT(ggml_can_mul_mat(k, q)) failed';
+// Without flash attention (its default on the CPU) the attention's first product K·Q is the ggml_mul_mat that asserts.
+const GGML_ASSERT = 'llama runner process has terminated: GGML_ASSERT(ggml_can_mul_mat(a, b)) failed';
 
 // Issue 22: one bad model never takes the service down. Each model runs in its own runner process (the default
 // with the compiled addon); a GGUF that aborts llama.cpp (4 query heads over 3 KV heads: GGML_ASSERT) ends only its

@@ -191,13 +191,14 @@ describe('web UI in a real browser', { skip }, () => {
       'the request to end on the server',
       async () => (await gauge(t.baseUrl, 'llamad_requests_running')) === 0,
     );
-    const ps = (await (await fetch(`${t.baseUrl}/api/ps`)).json()) as {
-      models: { parallel?: { slots_busy: number } }[];
-    };
-    assert.ok(
-      ps.models.every((m) => (m.parallel?.slots_busy ?? 0) === 0),
-      JSON.stringify(ps),
-    );
+    // The runner frees the slot once the cancel reached it, and reports its usage right after: the HTTP request may
+    // end a moment before /api/ps shows the slot free.
+    await until('the slot to be free in /api/ps', async () => {
+      const ps = (await (await fetch(`${t.baseUrl}/api/ps`)).json()) as {
+        models: { parallel?: { slots_busy: number } }[];
+      };
+      return ps.models.every((m) => (m.parallel?.slots_busy ?? 0) === 0);
+    });
     assert.match(await lastAnswer(page), /\(stopped\)/);
     await page.getByRole('button', { name: 'Send' }).waitFor();
   });

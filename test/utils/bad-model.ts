@@ -4,9 +4,9 @@ import { MODEL_SPECS, type ModelSpec } from '../../scripts/test-model-specs';
 /**
  * Writes `tiny-llama-bad-heads.gguf` into `dir`: tiny-llama-spm with 4 attention heads but 3 KV heads (K/V tensors
  * shaped for 3). The weights load, but llama.cpp's attention cannot broadcast 4 query heads over 3 KV heads: building
- * the attention graph hits `GGML_ASSERT(ggml_can_mul_mat(k, q)) failed` and aborts the process — with this addon
- * already when the context is created (llama.cpp reserves the compute graph then), else on the first decode. The
- * runner-isolation e2e test's hostile model.
+ * the attention graph hits `GGML_ASSERT(ggml_can_mul_mat(a, b)) failed` (`…(k, q)` with flash attention) and aborts the
+ * process — with this addon already when the context is created (llama.cpp reserves the compute graph then), else on
+ * the first decode. The runner-isolation e2e test's hostile model.
  * @returns the file's path.
  */
 export async function makeBadHeadsModel(dir: string): Promise<string> {
