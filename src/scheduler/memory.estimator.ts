@@ -77,10 +77,11 @@ function contextBytes(f: KvFacts, nCtxTotal: number, spec: RunnerSpec): { kv: nu
 /**
  * The attention scores a generation context without flash attention keeps in its compute buffer, bytes: one f32
  * per query of a batch (numBatch), cell of a KV stream (numCtx) and head. A CPU context runs without it unless
- * OLLAMA_FLASH_ATTENTION is on (binding.d.ts NativeContextParams.flashAttn); an embedding model's context keeps it.
+ * OLLAMA_FLASH_ATTENTION is on (binding.d.ts NativeContextParams.flashAttn); an embedding model's context keeps it,
+ * and over RPC workers the attention runs there.
  */
 function attentionScoreBytes(f: KvFacts, spec: RunnerSpec): number {
-  if (spec.flashAttention === 'on' || f.embedding) return 0;
+  if (spec.flashAttention === 'on' || f.embedding || (spec.rpcServers?.length ?? 0) > 0) return 0;
   return 4 * spec.numBatch * spec.numCtx * f.nHead;
 }
 
