@@ -26,6 +26,8 @@ const ENV: Record<string, string> = {
   OLLAMA_DEBUG: 'Show additional debug information (e.g. OLLAMA_DEBUG=1)',
   OLLAMA_HOST: 'IP Address for the ollama server (default 127.0.0.1:11434)',
   OLLAMA_CONTEXT_LENGTH: 'Context length to use unless otherwise specified (default: 4k/32k/256k based on VRAM)',
+  OLLAMA_FLASH_ATTENTION: 'Enabled flash attention',
+  OLLAMA_KV_CACHE_TYPE: 'Quantization type for the K/V cache (default: f16)',
   OLLAMA_KEEP_ALIVE: 'The duration that models stay loaded in memory (default "5m")',
   OLLAMA_LOAD_TIMEOUT: 'How long to allow model loads to stall before giving up (default "5m")',
   OLLAMA_MAX_LOADED_MODELS: 'Maximum number of loaded models per GPU',
@@ -53,6 +55,8 @@ export const COMMAND_ENV: Record<string, string[]> = {
     'OLLAMA_MODELS',
     'OLLAMA_NUM_PARALLEL',
     'OLLAMA_ORIGINS',
+    'OLLAMA_FLASH_ATTENTION',
+    'OLLAMA_KV_CACHE_TYPE',
     'OLLAMA_LOAD_TIMEOUT',
   ],
 };

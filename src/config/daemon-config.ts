@@ -218,8 +218,10 @@ export class DaemonConfig {
   runner: RunnerMode = 'process';
   /**
    * OLLAMA_FLASH_ATTENTION: flash attention of every context (reference/ollama-api.md §7.6, §13.1 `--flash-attn`).
-   * Unset → `auto` (llama.cpp enables it where the device supports it); otherwise Ollama's bool parsing: `1`, `true`,
-   * `t` … → `on`, `0`, `false`, `f` … → `off`, any other text → `on` (envconfig.Bool treats unparsable as true).
+   * Unset → `auto`: off for a generation context whose model runs on the CPU alone (binding.d.ts
+   * NativeContextParams.flashAttn), else llama.cpp enables it where the device supports it; otherwise Ollama's bool
+   * parsing: `1`, `true`, `t` … → `on`, `0`, `false`, `f` … → `off`, any other text → `on` (envconfig.Bool treats
+   * unparsable as true).
    */
   flashAttention: FlashAttentionMode = 'auto';
   /**

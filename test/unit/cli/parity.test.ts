@@ -4,6 +4,7 @@ import { CommanderError } from 'commander';
 import {
   checkArgs,
   cobraParseError,
+  COMMAND_ENV,
   envDocs,
   normalizeArgv,
   parseBoolFlag,
@@ -114,6 +115,14 @@ describe('cli parity with cmd/cmd.go (issue 26)', () => {
       envDocs(['OLLAMA_HOST']),
       '\nEnvironment Variables:\n      OLLAMA_HOST                   IP Address for the ollama server (default 127.0.0.1:11434)',
     );
+    // serve: the variables llamad reads, in Ollama's order (the KV cache pair after OLLAMA_ORIGINS).
+    const serve = envDocs(COMMAND_ENV.serve).split('\n').slice(-4);
+    assert.deepEqual(serve, [
+      '      OLLAMA_ORIGINS                A comma separated list of allowed origins',
+      '      OLLAMA_FLASH_ATTENTION        Enabled flash attention',
+      '      OLLAMA_KV_CACHE_TYPE          Quantization type for the K/V cache (default: f16)',
+      '      OLLAMA_LOAD_TIMEOUT           How long to allow model loads to stall before giving up (default "5m")',
+    ]);
   });
 
   it("item 14: cobra's argument and flag errors", () => {
