@@ -415,7 +415,9 @@ void Engine::Step(bool stopping) {
   const int32_t rc = llama_decode(ctx_, batch_);
   if (rc == 0) {
     llama_synchronize(ctx_);  // a GPU decode may still run: the step's cost includes it
-    RecordStepCost(Clock::now() - decode_start);
+    const Clock::duration elapsed = Clock::now() - decode_start;
+    RecordStepCost(elapsed);
+    probe_debt_ns_ = std::max(0.0, probe_debt_ns_ - kProbeBudget * static_cast<double>(Nanoseconds(elapsed)));
   }
   aborting_.store(false);
   batch_tasks_.clear();

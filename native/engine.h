@@ -326,6 +326,9 @@ class Engine {
   double draft_size_ratio_ = 0;
   DraftAcceptance pair_acceptance_;
   int32_t pair_backoff_ = 0;
+  // What the pair's probes cost and decode time has not repaid yet, nanoseconds (kProbeBudget): a draft model probes
+  // only while it is 0.
+  double probe_debt_ns_ = 0;
   uint64_t next_start_ = 1;  // start order of tasks (Slot::start_seq), decode thread
   uint64_t next_use_ = 1;    // release order of slots (Slot::last_used), decode thread
 

@@ -78,6 +78,7 @@ int32_t Engine::GateDraft(Slot& slot, int32_t max_len, int32_t base, int32_t slo
   const double draft_ns = model ? std::max(draft_token_ns_, floor_ns) : 0.0;
   const double p = gate.acceptance.Rate(kPriorRate, kPriorWeight);
   const DraftChoice choice = ChooseDraft(step_costs_, p, max_len, base, slots, draft_ns);
+  slot.spec.probing = false;
   if (choice.gain >= kMinGain) {
     gate.wait = 0;
     gate.backoff = kMinBackoff;
@@ -88,6 +89,8 @@ int32_t Engine::GateDraft(Slot& slot, int32_t max_len, int32_t base, int32_t slo
     --gate.wait;
     return 0;
   }
+  // A draft model's earlier probes not yet repaid by decode time (kProbeBudget): the probe waits, step by step.
+  if (model && probe_debt_ns_ > 0) return 0;
   // Probe: a short draft measures the acceptance again, then a longer wait. Not where even a draft that is always
   // accepted would not pay (a draft model as slow as the target): then only the wait grows.
   const int32_t max_backoff = model ? kMaxBackoffModel : kMaxBackoffNgram;
@@ -95,7 +98,13 @@ int32_t Engine::GateDraft(Slot& slot, int32_t max_len, int32_t base, int32_t slo
   gate.backoff = std::min(gate.backoff * 2, max_backoff);
   if (model) pair_backoff_ = gate.backoff;
   if (ChooseDraft(step_costs_, 1.0, max_len, base, slots, draft_ns).gain < kMinGain) return 0;
-  return std::min(max_len, model ? kProbeModel : kProbeNgram);
+  const int32_t length = std::min(max_len, model ? kProbeModel : kProbeNgram);
+  if (model) {
+    slot.spec.probing = true;
+    slot.spec.probe_extra_ns = step_costs_.Estimate(base + length) - step_costs_.Estimate(base);
+    slot.spec.probe_token_ns = step_costs_.Estimate(base) / std::max(slots, 1);
+  }
+  return length;
 }
 
 void Engine::PrepareDrafts() {
@@ -240,6 +249,16 @@ void Engine::DraftWithModel(const std::vector<Slot*>& slots, const std::vector<i
   // first draft token from this decode; one that is still behind drafts nothing this step and goes on next step with
   // the length decided now (DraftGate::catch_up_length).
   const Clock::time_point started = Clock::now();
+  // The probes' share of this work (their draft decodes and catch-up) goes to the pair's probe debt, on every return.
+  const auto probes = std::count_if(slots.begin(), slots.end(), [](const Slot* s) { return s->spec.probing; });
+  struct ChargeProbes {
+    double& debt;
+    double share;
+    Clock::time_point started;
+    ~ChargeProbes() {
+      if (share > 0) debt += share * static_cast<double>(Nanoseconds(Clock::now() - started));
+    }
+  } charge{probe_debt_ns_, static_cast<double>(probes) / static_cast<double>(slots.size()), started};
   draft_batch_.n_tokens = 0;
   int32_t budget = std::min(draft_n_batch_, kCatchUpChunk);
   std::vector<Job*> drafting;
@@ -333,6 +352,10 @@ void Engine::VerifyDraft(Slot& slot) {
   // Ended (stop string, EOG, limit, failure) in the middle of the draft: the rest leaves the KV cache too.
   llama_memory_seq_rm(memory_, slot.seq_id, static_cast<llama_pos>(slot.cache.size()), -1);
   // The acceptance record of the task (and, for a draft model, of the model pair: the next task starts from it).
+  if (slot.spec.probing) {
+    probe_debt_ns_ += std::max(0.0, slot.spec.probe_extra_ns - accepted * slot.spec.probe_token_ns);
+    slot.spec.probing = false;
+  }
   if (slot.task && slot.task->id == task_id) slot.spec.tracks[slot.spec.draft_class].acceptance.Add(drafted, accepted);
   if (!ngram) pair_acceptance_.Add(drafted, accepted);
   draft_tokens_.fetch_add(drafted);

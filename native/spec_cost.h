@@ -87,6 +87,12 @@ struct DraftGate {
   // A draft-model draft decided in an earlier step whose catch-up of the draft context is still running: its length
   // (0: none); the slot drafts it once caught up.
   int32_t catch_up_length = 0;
+  // A draft-model probe in flight (a draft the acceptance does not pay for): what it costs goes to the model pair's
+  // probe debt (Engine::probe_debt_ns_) — its draft decodes, and what its tokens add to the target's step
+  // (`probe_extra_ns`, estimated when decided) less `probe_token_ns` (this slot's share of a step) per accepted token.
+  bool probing = false;
+  double probe_extra_ns = 0;
+  double probe_token_ns = 0;
 };
 
 // The track of a draft: a draft model's is 0; an n-gram draft's grows with how many of the sequence's last tokens its
@@ -107,6 +113,12 @@ double DraftSizeRatio(uint64_t draft_params, uint64_t target_params, uint64_t dr
 
 // Least expected gain for which a task drafts.
 constexpr double kMinGain = 1.1;
+
+// Share of the target's decode time that probes of a draft model which does not pay may cost, over time: a probe
+// leaves a debt of what it cost (its draft context's catch-up over the tokens since the last probe, which for a new
+// task is its whole prompt, its draft decodes and the extra tokens of the target's step), every step repays this
+// share of its time, and the next probe waits until nothing is owed.
+constexpr double kProbeBudget = 0.02;
 
 }  // namespace llamad
 
