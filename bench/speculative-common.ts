@@ -219,19 +219,46 @@ export async function sideBySide(
   }
 }
 
-/** The daemon's players of `variants` (daemonPlayer) measured side by side with the peers on them. */
+/**
+ * The daemon's players of `variants` (daemonPlayer) measured side by side with the peers on them. `daemonBase`: one
+ * daemon for all, or one per variant (startDaemonsPerModel).
+ */
 export function daemonSideBySide(
   ctx: SpeculativeContext,
-  daemonBase: string,
+  daemonBase: string | string[],
   variants: Variant[],
   w: Workload = COPY_WORKLOAD,
 ): Promise<SideBySide> {
+  const baseOf = (i: number) => (typeof daemonBase === 'string' ? daemonBase : daemonBase[i]);
   return sideBySide(
     ctx,
-    variants.map((v) => daemonPlayer(ctx, daemonBase, v, w)),
+    variants.map((v, i) => daemonPlayer(ctx, baseOf(i), v, w)),
     variants,
     w,
   );
+}
+
+/**
+ * One daemon per model of `variants` (`first`, already started, serves the first model; the others are started
+ * here and added to `started` for the caller to stop), as every llama-server variant is a server of its own. The
+ * daemon keeps one runner per weights file (Ollama's scheduler, reference/ollama-api.md §7): variants whose models
+ * load the same weights with different DRAFTs would reload the runner at every turn of one daemon, and a draft
+ * model's runner would start every request without its pair's acceptance record. Returns each variant's base URL.
+ */
+export async function startDaemonsPerModel(
+  ctx: SpeculativeContext,
+  variants: Variant[],
+  first: RunningServer,
+  started: RunningServer[],
+): Promise<string[]> {
+  const byModel = new Map<string, string>([[variants[0].model, first.base]]);
+  for (const v of variants) {
+    if (byModel.has(v.model)) continue;
+    const daemon = await ctx.startDaemon();
+    started.push(daemon);
+    byModel.set(v.model, daemon.base);
+  }
+  return variants.map((v) => byModel.get(v.model) ?? first.base);
 }
 
 /**

@@ -8,10 +8,11 @@
  * `--spec-draft-n-max` 4, 8 and 16 (without `--spec-type` it drafts nothing); `--spec-type ngram-simple`.
  */
 import { execFileSync } from 'node:child_process';
-import { stopServer } from './servers';
+import { stopServer, type RunningServer } from './servers';
 import {
   daemonSideBySide,
   gainRows,
+  startDaemonsPerModel,
   type Figures,
   type SideBySide,
   type SpeculativeContext,
@@ -54,6 +55,7 @@ export async function agreeingPairRows(ctx: SpeculativeContext): Promise<void> {
   const v = variants(ctx);
   const all = [v.plain, ...v.drafts, v.ngram];
   const daemon = await ctx.startDaemon();
+  const more: RunningServer[] = [];
   let measured: SideBySide;
   try {
     for (const [name, modelfile] of [
@@ -63,9 +65,9 @@ export async function agreeingPairRows(ctx: SpeculativeContext): Promise<void> {
       await ctx.post(`${daemon.base}/api/create`, { model: name, modelfile, stream: false });
     }
     execFileSync('sync'); // the new blobs' writeback would slow the first measurements down
-    measured = await daemonSideBySide(ctx, daemon.base, all);
+    measured = await daemonSideBySide(ctx, await startDaemonsPerModel(ctx, all, daemon, more), all);
   } finally {
-    await stopServer(daemon);
+    for (const server of [daemon, ...more]) await stopServer(server);
   }
   // theirs[variant][peer]
   const { ours, theirs } = measured;

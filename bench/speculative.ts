@@ -18,7 +18,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import type { NativeSamplingParams } from '../binding';
-import { stopServer } from './servers';
+import { stopServer, type RunningServer } from './servers';
 import { GREEDY } from '../test/utils/sampling';
 import { apiWorkloadRows } from './speculative-api';
 import {
@@ -28,6 +28,7 @@ import {
   gainRows,
   NUM_CTX,
   sideBySide,
+  startDaemonsPerModel,
   type Figures,
   type Player,
   type Sample,
@@ -64,6 +65,7 @@ const VARIANTS = (ctx: SpeculativeContext): Variant[] => [
 async function apiRows(ctx: SpeculativeContext): Promise<void> {
   const variants = VARIANTS(ctx);
   const daemon = await ctx.startDaemon();
+  const more: RunningServer[] = [];
   let measured: SideBySide;
   try {
     for (const [name, modelfile] of [
@@ -75,9 +77,9 @@ async function apiRows(ctx: SpeculativeContext): Promise<void> {
     }
     // Creating wrote blobs: their writeback would slow the first measurements down.
     execFileSync('sync');
-    measured = await daemonSideBySide(ctx, daemon.base, variants);
+    measured = await daemonSideBySide(ctx, await startDaemonsPerModel(ctx, variants, daemon, more), variants);
   } finally {
-    await stopServer(daemon);
+    for (const server of [daemon, ...more]) await stopServer(server);
   }
   const { ours, theirs } = measured;
   variants.forEach((v, i) => {
