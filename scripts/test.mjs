@@ -35,8 +35,19 @@ if (files.length === 0) {
   process.exit(1);
 }
 // One file at a time: native and e2e tests load models, and the machine has 2 cores.
-const r = spawnSync(process.execPath, ['--test', '--test-concurrency=1', '--test-timeout=300000', ...extra, ...files], {
-  stdio: 'inherit',
-  cwd: root,
-});
+// TAP on stdout as the tests run; the failures again at the very end (scripts/test-failures-reporter.mjs), on stderr.
+const reporters = [
+  '--test-reporter=tap',
+  '--test-reporter-destination=stdout',
+  `--test-reporter=${join(root, 'scripts', 'test-failures-reporter.mjs')}`,
+  '--test-reporter-destination=stderr',
+];
+const r = spawnSync(
+  process.execPath,
+  ['--test', '--test-concurrency=1', '--test-timeout=300000', ...reporters, ...extra, ...files],
+  {
+    stdio: 'inherit',
+    cwd: root,
+  },
+);
 process.exit(r.status ?? 1);
