@@ -7,7 +7,7 @@
 import type { NativeBinding } from '../binding';
 import { llamaCompletion, ollamaGenerate, type StreamTiming } from './clients';
 import { stopServer, type RunningServer } from './servers';
-import { median } from './stats';
+import { median, pairedRatio } from './stats';
 
 /** What the section needs from bench.ts. */
 export interface SpeculativeContext {
@@ -72,6 +72,8 @@ export interface Figures {
   acceptance: number;
   /** Median tokens generated per measured request. */
   tokens: number;
+  /** Each measured request's rate (tok/s), round by round: `rates[r]` of two players are requests of the same round. */
+  rates: number[];
 }
 
 /** The copy prompt, 128 tokens, no constraint: the section's default workload. */
@@ -116,6 +118,7 @@ export function figuresOf(samples: Sample[]): Figures {
     rate: median(samples.map((s) => s.rate)),
     acceptance: drafted > 0 ? (accepted / drafted) * 100 : NaN,
     tokens: median(samples.map((s) => s.tokens)),
+    rates: samples.map((s) => s.rate),
   };
 }
 
@@ -262,8 +265,9 @@ export async function startDaemonsPerModel(
 }
 
 /**
- * The two rows under a speculative variant's tok/s row: its rate ÷ the same side's rate without speculation, and
- * the share of drafted tokens accepted (%, NaN = none drafted), for the daemon (`ours`) and each peer (`theirs`).
+ * The two rows under a speculative variant's tok/s row: its rate ÷ the same side's rate without speculation (the
+ * median of the rounds' ratios, pairedRatio: both requests of a ratio were made in the same round), and the share of
+ * drafted tokens accepted (%, NaN = none drafted), for the daemon (`ours`) and each peer (`theirs`).
  */
 export function gainRows(
   ctx: Pick<SpeculativeContext, 'row'>,
@@ -273,8 +277,8 @@ export function gainRows(
 ): void {
   ctx.row(
     `${indent}÷ no speculation`,
-    ours.spec.rate / ours.plain.rate,
-    theirs.spec.map((f, p) => f.rate / theirs.plain[p].rate),
+    pairedRatio(ours.spec.rates, ours.plain.rates),
+    theirs.spec.map((f, p) => pairedRatio(f.rates, theirs.plain[p].rates)),
     '×',
     2,
     'none',

@@ -42,3 +42,18 @@ export function fmt(value: number, digits = 1): string {
 export function ratio(ours: number, theirs: number): string {
   return Number.isFinite(ours) && Number.isFinite(theirs) && theirs !== 0 ? `${(ours / theirs).toFixed(2)}×` : 'n/a';
 }
+
+/**
+ * The median of the per-round ratios `a[i] ÷ b[i]` (rounds where either side is missing, not finite or `b` is 0 are
+ * left out). Where two servers or variants take turns round by round, each ratio compares requests of the same
+ * minute, so the host's drift over the run (±10 % on a shared VM) cancels within a round instead of entering both
+ * sides' medians apart.
+ * @returns NaN when no round has both figures.
+ */
+export function pairedRatio(a: readonly number[], b: readonly number[]): number {
+  const ratios: number[] = [];
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    if (Number.isFinite(a[i]) && Number.isFinite(b[i]) && b[i] !== 0) ratios.push(a[i] / b[i]);
+  }
+  return median(ratios);
+}

@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { llamaCompletion, ollamaGenerate, type StreamTiming } from './clients';
 import { words } from './prompts';
 import { stopServer, type RunningServer } from './servers';
-import { gaps, median, percentile } from './stats';
+import { gaps, median, pairedRatio, percentile } from './stats';
 
 /** What the section needs from bench.ts. */
 export interface TokenGapsContext {
@@ -96,7 +96,8 @@ async function measureAt(ctx: TokenGapsContext, n: number): Promise<Map<Who, Col
 
 /**
  * Runs the section: for each stream count, p50 and p99 time between tokens and the aggregate tok/s of the daemon
- * (process runner) against each peer, the in-process runner's figures, and process ÷ in-process.
+ * (process runner) against each peer (also as the median of the rounds' ratios), the in-process runner's figures,
+ * and process ÷ in-process.
  */
 export async function tokenGaps(ctx: TokenGapsContext): Promise<void> {
   for (const n of ctx.streams) {
@@ -112,6 +113,15 @@ export async function tokenGaps(ctx: TokenGapsContext): Promise<void> {
       'tok/s',
       1,
       'ratio',
+    );
+    // Each round measured every server once, in a rotated order: a round's ratio compares the same minutes.
+    ctx.row(
+      `  aggregate, process runner ÷ this peer: median of the rounds' ratios, ${label}`,
+      NaN,
+      peers.map((p) => pairedRatio(of('process').aggregates, p.aggregates)),
+      '×',
+      2,
+      'none',
     );
     for (const p of [50, 99]) {
       const proc = percentile(of('process').gaps, p);

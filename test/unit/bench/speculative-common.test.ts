@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { figuresOf, takeTurns, type Player, type Sample } from '../../../bench/speculative-common';
+import { figuresOf, gainRows, takeTurns, type Player, type Sample } from '../../../bench/speculative-common';
 
 /** A player that logs its warm-up and requests into `log` and answers `samples` in turn. */
 function player(name: string, log: string[], samples: Sample[]): Player {
@@ -41,6 +41,23 @@ describe('bench speculative: players taking turns', () => {
     assert.equal(draft.rate, 45);
     assert.equal(draft.acceptance, 50);
     assert.equal(draft.tokens, 128);
+    assert.deepEqual(plain.rates, [30, 10, 20], 'round by round');
+  });
+
+  it("÷ no speculation is the median of the rounds' ratios", () => {
+    const figures = (rates: number[]) => figuresOf(rates.map((r) => sample(r)));
+    const rows: { metric: string; ours: number; theirs: number[] }[] = [];
+    const row = (metric: string, ours: number, theirs: number[]) => void rows.push({ metric, ours, theirs });
+    // The host slowed down in round 2 for both variants of each side: each round's ratio is 0.9 (ours) and 1.5.
+    gainRows(
+      { row },
+      '',
+      { spec: figures([27, 18, 27]), plain: figures([30, 20, 30]) },
+      { spec: [figures([30, 15, 30])], plain: [figures([20, 10, 20])] },
+    );
+    assert.equal(rows[0].metric, '÷ no speculation');
+    assert.equal(rows[0].ours, 0.9);
+    assert.deepEqual(rows[0].theirs, [1.5]);
   });
 
   it('runs at least one round', async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decodeRate, ttft, type StreamTiming } from '../../../bench/clients';
 import { words } from '../../../bench/prompts';
-import { fmt, gaps, median, percentile, ratio } from '../../../bench/stats';
+import { fmt, gaps, median, pairedRatio, percentile, ratio } from '../../../bench/stats';
 
 describe('bench statistics', () => {
   it('median and percentiles interpolate between closest ranks', () => {
@@ -39,6 +39,15 @@ describe('bench statistics', () => {
     assert.equal(ttft(t), 50);
     assert.equal(decodeRate(t), 100); // 4 tokens in 40 ms
     assert.ok(Number.isNaN(decodeRate({ ...t, tokenTimes: [150] })));
+  });
+
+  it('paired ratio: the median of the per-round ratios, rounds without both figures left out', () => {
+    // Drift: both sides 20 % faster in the second round; every round's ratio is 0.9.
+    assert.equal(pairedRatio([9, 10.8, 9], [10, 12, 10]), 0.9);
+    // One round in which only the peer ran fast moves one ratio, not the median.
+    assert.equal(pairedRatio([10, 10, 10], [10, 20, 10]), 1);
+    assert.equal(pairedRatio([10, NaN, 5, 7], [10, 3, 0]), 1);
+    assert.ok(Number.isNaN(pairedRatio([], [1])));
   });
 
   it('prompt words are deterministic per seed', () => {
