@@ -15,7 +15,8 @@
  *   runner, bench/runner-modes.ts), prebuilt (the prebuilt package's addon vs the from-source build,
  *   bench/prebuilt-addon.ts) and parallel (4 clients against the daemon's default slots,
  *   OLLAMA_NUM_PARALLEL=1 and llama-server's `-np -1`, bench/parallel-default.ts), speculative (n-gram, self and
- *   2-layer drafts vs none, the agreeing pair, copy and edit tasks through `format`, bench/speculative*.ts) and kv-cache (q8_0 vs f16 KV, bench/kv-cache-type.ts) and prompt-cache (time
+ *   2-layer drafts vs none, the agreeing pair, copy and edit tasks through `format`, and the draft cost at 0 %
+ *   acceptance over many rounds, bench/speculative*.ts; `draft-cost` runs that last part alone) and kv-cache (q8_0 vs f16 KV, bench/kv-cache-type.ts) and prompt-cache (time
  *   to first token returning to an evicted 8k-token conversation with and without the host-RAM prompt cache,
  *   bench/prompt-cache.ts; LLAMAD_BENCH_PROMPT_CACHE_TOKENS sets another prompt size for a smoke run) and fairness
  *   (issue 33's fair queuing: tenant B's TTFT behind tenant A's 32 queued requests, A's throughput, bench/fairness.ts)
@@ -101,6 +102,7 @@ async function main(): Promise<void> {
       'prebuilt',
       'parallel',
       'speculative',
+      'draft-cost',
       'kv-cache',
       'prompt-cache',
       'fairness',
@@ -132,7 +134,17 @@ async function main(): Promise<void> {
   }
   // rpc is daemon-only too: no llama-server is built when it (with event-loop) is all that was asked for.
   const peers = [...s.sections].every((x) =>
-    ['rpc', 'event-loop', 'runner', 'prebuilt', 'kv-cache', 'prompt-cache', 'fairness', 'tracing'].includes(x),
+    [
+      'rpc',
+      'event-loop',
+      'runner',
+      'prebuilt',
+      'kv-cache',
+      'prompt-cache',
+      'fairness',
+      'tracing',
+      'draft-cost',
+    ].includes(x),
   )
     ? []
     : buildPeers(s);
@@ -272,24 +284,32 @@ async function main(): Promise<void> {
     });
   }
 
-  if (s.sections.has('speculative')) {
-    log('speculative decoding: n-gram, self draft, 2-layer draft vs none; the agreeing pair; copy and edit via format');
-    await speculative({
-      runs: s.runs,
-      threads: s.threads,
-      targetFile: MODEL_Q4,
-      draftFile: MODEL_DRAFT_Q4,
-      agreeTargetFile: MODEL_AGREE,
-      agreeDraftFile: MODEL_AGREE_DRAFT,
-      startDaemon: () =>
-        startDaemon({ mainJs: MAIN_JS, modelsDir: store, numParallel: 1, threads: s.threads, log: DAEMON_LOG }),
-      startPeers: (extra, model = blobs.q4) => startPeers(peers, { ...serverOptions(s, model, 1, 2048, ''), extra }),
-      peerCount: peers.length,
-      post: async (url, body) => (await postJson(url, body)).json,
-      binding: () => loadBinding(),
-      row: (metric, ours, theirs, unit, digits, compare) =>
-        row({ section: 'speculative', metric, ours, theirs, unit, digits, compare }),
-    });
+  if (s.sections.has('speculative') || s.sections.has('draft-cost')) {
+    log(
+      s.sections.has('speculative')
+        ? 'speculative decoding: n-gram, self draft, 2-layer draft vs none; the agreeing pair; copy and edit via format'
+        : 'draft cost: self draft and 2-layer draft at 0 % acceptance vs none, daemon alone',
+    );
+    const only = s.sections.has('speculative') ? undefined : 'draft-cost';
+    await speculative(
+      {
+        runs: s.runs,
+        threads: s.threads,
+        targetFile: MODEL_Q4,
+        draftFile: MODEL_DRAFT_Q4,
+        agreeTargetFile: MODEL_AGREE,
+        agreeDraftFile: MODEL_AGREE_DRAFT,
+        startDaemon: () =>
+          startDaemon({ mainJs: MAIN_JS, modelsDir: store, numParallel: 1, threads: s.threads, log: DAEMON_LOG }),
+        startPeers: (extra, model = blobs.q4) => startPeers(peers, { ...serverOptions(s, model, 1, 2048, ''), extra }),
+        peerCount: peers.length,
+        post: async (url, body) => (await postJson(url, body)).json,
+        binding: () => loadBinding(),
+        row: (metric, ours, theirs, unit, digits, compare) =>
+          row({ section: 'speculative', metric, ours, theirs, unit, digits, compare }),
+      },
+      only,
+    );
   }
   if (s.sections.has('lora')) {
     log(

@@ -146,7 +146,7 @@ export async function takeTurns(players: Player[], runs: number): Promise<Figure
  * Drafted and accepted tokens come from llamad_draft_tokens_total / llamad_draft_accepted_tokens_total around each
  * request (one request runs at a time).
  */
-function daemonPlayer(ctx: SpeculativeContext, base: string, v: Variant, w: Workload = COPY_WORKLOAD): Player {
+export function daemonPlayer(ctx: SpeculativeContext, base: string, v: Variant, w: Workload = COPY_WORKLOAD): Player {
   const scrape = async () => (await fetch(`${base}/metrics`)).text();
   const send = (predict: number) =>
     ollamaGenerate(base, {

@@ -24,11 +24,13 @@ import { apiWorkloadRows } from './speculative-api';
 import {
   CHANGED,
   COPY_PROMPT,
+  daemonPlayer,
   daemonSideBySide,
   gainRows,
   NUM_CTX,
   sideBySide,
   startDaemonsPerModel,
+  takeTurns,
   type Figures,
   type Player,
   type Sample,
@@ -63,16 +65,25 @@ const VARIANTS = (ctx: SpeculativeContext): Variant[] => [
 ];
 
 /**
- * Rounds of the API variants at least (whatever `--runs`): their `÷ no speculation` rows are held to 0.97× (issue 35),
- * a 3 % margin that a median of 3 rounds' ratios on a shared host does not resolve.
+ * Rounds of the draft-cost part at least (whatever `--runs`): its rows are held to 0.97× of no speculation (issue 35),
+ * a 3 % margin; on a shared host one request's rate strays by 5–10 %, so the median of 3 or 7 rounds' ratios does not
+ * resolve it (a standard error of about 9 % ÷ √rounds).
  */
-const API_MIN_ROUNDS = 7;
+const DRAFT_COST_ROUNDS = 24;
 
-async function apiRows(ctx: SpeculativeContext): Promise<void> {
+/**
+ * The API variants: the daemon (one per model) and the peers side by side for `ctx.runs` rounds (unless `only` is
+ * 'draft-cost'), then the draft-cost part on the same daemons: no speculation, the model as its own draft and the
+ * 2-layer draft, the daemon alone, {@link DRAFT_COST_ROUNDS} rounds at least.
+ */
+async function apiRows(ctx: SpeculativeContext, only?: 'draft-cost'): Promise<void> {
   const variants = VARIANTS(ctx);
   const daemon = await ctx.startDaemon();
   const more: RunningServer[] = [];
-  let measured: SideBySide;
+  let measured: SideBySide | undefined;
+  let costs: Figures[];
+  const costVariants = [variants[0], variants[2], variants[3]];
+  const costRounds = Math.max(ctx.runs, DRAFT_COST_ROUNDS);
   try {
     for (const [name, modelfile] of [
       ['spec-target', `FROM ${ctx.targetFile}\n`],
@@ -84,16 +95,29 @@ async function apiRows(ctx: SpeculativeContext): Promise<void> {
     // Creating wrote blobs: their writeback would slow the first measurements down.
     execFileSync('sync');
     const bases = await startDaemonsPerModel(ctx, variants, daemon, more);
-    measured = await daemonSideBySide({ ...ctx, runs: Math.max(ctx.runs, API_MIN_ROUNDS) }, bases, variants);
+    if (only !== 'draft-cost') measured = await daemonSideBySide(ctx, bases, variants);
+    const costBases = [bases[0], bases[2], bases[3]];
+    costs = await takeTurns(
+      costVariants.map((v, i) => daemonPlayer(ctx, costBases[i], v)),
+      costRounds,
+    );
   } finally {
     for (const server of [daemon, ...more]) await stopServer(server);
   }
-  const { ours, theirs } = measured;
-  variants.forEach((v, i) => {
-    const rates = theirs[i].map((f) => f.rate);
-    ctx.row(`decode tok/s, greedy, ${v.label}`, ours[i].rate, rates, 'tok/s', 1, 'ratio');
-    if (i === 0) return;
-    gainRows(ctx, '  ', { spec: ours[i], plain: ours[0] }, { spec: theirs[i], plain: theirs[0] });
+  if (measured) {
+    const { ours, theirs } = measured;
+    variants.forEach((v, i) => {
+      const rates = theirs[i].map((f) => f.rate);
+      ctx.row(`decode tok/s, greedy, ${v.label}`, ours[i].rate, rates, 'tok/s', 1, 'ratio');
+      if (i === 0) return;
+      gainRows(ctx, '  ', { spec: ours[i], plain: ours[0] }, { spec: theirs[i], plain: theirs[0] });
+    });
+  }
+  const alone = `daemon alone, ${costRounds} rounds`;
+  ctx.row(`draft cost (${alone}): decode tok/s, greedy, no speculation`, costs[0].rate, [], 'tok/s', 1, 'none');
+  costVariants.slice(1).forEach((v, i) => {
+    ctx.row(`  ${v.label}, tok/s`, costs[1 + i].rate, [], 'tok/s', 1, 'none');
+    gainRows(ctx, '    ', { spec: costs[1 + i], plain: costs[0] }, { spec: [], plain: [] });
   });
 }
 
@@ -158,12 +182,13 @@ async function copyRows(ctx: SpeculativeContext): Promise<void> {
 }
 
 /**
- * Adds the section's rows: the API variants, the engine-level copy task, the agreeing pair
- * (bench/speculative-pair.ts), then the copy and edit tasks through the HTTP API
- * (bench/speculative-api.ts).
+ * Adds the section's rows: the API variants and the draft-cost part, the engine-level copy task, the agreeing pair
+ * (bench/speculative-pair.ts), then the copy and edit tasks through the HTTP API (bench/speculative-api.ts). With
+ * `only` = 'draft-cost' (bench section `draft-cost`), the draft-cost part alone.
  */
-export async function speculative(ctx: SpeculativeContext): Promise<void> {
-  await apiRows(ctx);
+export async function speculative(ctx: SpeculativeContext, only?: 'draft-cost'): Promise<void> {
+  await apiRows(ctx, only);
+  if (only === 'draft-cost') return;
   await copyRows(ctx);
   await agreeingPairRows(ctx);
   await apiWorkloadRows(ctx);
