@@ -35,9 +35,10 @@ if (files.length === 0) {
   process.exit(1);
 }
 // One file at a time: native and e2e tests load models, and the machine has 2 cores.
-// TAP on stdout as the tests run; the failures again at the very end (scripts/test-failures-reporter.mjs), on stderr.
+// TAP on stdout as the tests run (node's spec reporter in a terminal); the failures again at the very end
+// (scripts/test-failures-reporter.mjs), on stderr.
 const reporters = [
-  '--test-reporter=tap',
+  `--test-reporter=${process.stdout.isTTY ? 'spec' : 'tap'}`,
   '--test-reporter-destination=stdout',
   `--test-reporter=${join(root, 'scripts', 'test-failures-reporter.mjs')}`,
   '--test-reporter-destination=stderr',
