@@ -160,6 +160,17 @@ export class BenignStreams {
     await Promise.allSettled(this.workers);
   }
 
+  /** Notes a failure for an NDJSON line of a benign stream that is not a JSON object or carries an `error`. */
+  private checkLine(line: string): void {
+    if (line.trim() === '') return;
+    try {
+      const record = JSON.parse(line) as Record<string, unknown>;
+      if ('error' in record) this.failures.push(`error line in a stream: ${line.slice(0, 300)}`);
+    } catch {
+      this.failures.push(`not a JSON line in a stream: ${line.slice(0, 300)}`);
+    }
+  }
+
   private async worker(index: number, firstChunk: () => void): Promise<void> {
     let seed = index;
     while (this.running) {
@@ -182,14 +193,21 @@ export class BenignStreams {
           continue;
         }
         let last = 0;
+        // NDJSON lines, read whole: a model may well write the token "error" (`"response":"error"`), so only a
+        // line with an `error` field is an error line.
+        let pending = '';
+        const decoder = new TextDecoder();
         for await (const part of res.body as AsyncIterable<Uint8Array>) {
           const now = performance.now();
           if (last !== 0) this.gaps.push([last, now]);
           else firstChunk();
           last = now;
           this.chunks++;
-          if (new TextDecoder().decode(part).includes('"error"')) this.failures.push('error line in a stream');
+          const lines = (pending + decoder.decode(part, { stream: true })).split('\n');
+          pending = lines.pop() ?? '';
+          for (const line of lines) this.checkLine(line);
         }
+        this.checkLine(pending);
       } catch (err) {
         if (this.running) this.failures.push((err as Error).message);
       }
