@@ -82,7 +82,9 @@ async function apiRows(ctx: SpeculativeContext, only?: 'draft-cost'): Promise<vo
   const more: RunningServer[] = [];
   let measured: SideBySide | undefined;
   let costs: Figures[];
-  const costVariants = [variants[0], variants[2], variants[3]];
+  // No speculation, the model as its own draft, the 2-layer draft: indices into `variants` (and their daemons).
+  const costIndex = [0, 2, 3];
+  const costVariants = costIndex.map((i) => variants[i]);
   const costRounds = Math.max(ctx.runs, DRAFT_COST_ROUNDS);
   try {
     for (const [name, modelfile] of [
@@ -96,9 +98,8 @@ async function apiRows(ctx: SpeculativeContext, only?: 'draft-cost'): Promise<vo
     execFileSync('sync');
     const bases = await startDaemonsPerModel(ctx, variants, daemon, more);
     if (only !== 'draft-cost') measured = await daemonSideBySide(ctx, bases, variants);
-    const costBases = [bases[0], bases[2], bases[3]];
     costs = await takeTurns(
-      costVariants.map((v, i) => daemonPlayer(ctx, costBases[i], v)),
+      costIndex.map((i) => daemonPlayer(ctx, bases[i], variants[i])),
       costRounds,
     );
   } finally {

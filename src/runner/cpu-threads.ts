@@ -54,8 +54,9 @@ let machineCores: number | undefined;
 /**
  * {@link physicalCores} of this machine's /sys, read once per process and remembered: the topology does not change
  * while the daemon runs, and the callers (a runner's thread split on each acquire, context parameters at a load) are
- * on request paths, where sysfs must not be read synchronously again. The scheduler asks first, when it is built at
- * start-up (thread-split.ts ThreadBalancer).
+ * on request paths, where sysfs must not be read synchronously. Each process asks first at start-up: the daemon when
+ * its scheduler (thread-split.ts ThreadBalancer) and its in-process runner factory are built, a runner process before
+ * it handles its first message (process/runner-child.ts serveRunner).
  */
 export function machinePhysicalCores(): number {
   return (machineCores ??= physicalCores());

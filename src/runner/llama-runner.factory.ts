@@ -4,6 +4,7 @@ import { ModelLoadError } from '../common/errors';
 import { NATIVE_BINDING, NativeBindingLoader } from '../native';
 import { LlamaRunner } from './llama.runner';
 import { flashAttentionNote } from './context-params';
+import { machinePhysicalCores } from './cpu-threads';
 import { Runner, RunnerCreateOptions, RunnerFactory, RunnerSpec } from './runner';
 
 /** The production RunnerFactory: loads the addon on first use and creates LlamaRunners. */
@@ -11,7 +12,10 @@ import { Runner, RunnerCreateOptions, RunnerFactory, RunnerSpec } from './runner
 export class LlamaRunnerFactory implements RunnerFactory {
   private readonly logger = new Logger(LlamaRunnerFactory.name);
 
-  constructor(@Inject(NATIVE_BINDING) private readonly loadBinding: NativeBindingLoader) {}
+  /** Reads the CPU topology (sysfs, synchronous, remembered) here at start-up, so that no load reads it on a request. */
+  constructor(@Inject(NATIVE_BINDING) private readonly loadBinding: NativeBindingLoader) {
+    machinePhysicalCores();
+  }
 
   async create(spec: RunnerSpec, options: RunnerCreateOptions = {}): Promise<Runner> {
     let binding: NativeBinding;

@@ -24,6 +24,7 @@ import { ModelLoadError } from '../../common/errors';
 import { loadBinding } from '../../native';
 import type { AddonCandidate } from '../../native/addon-candidates';
 import { epochMs, type RunnerWorkReport } from '../../observability/tracing/runner-report';
+import { machinePhysicalCores } from '../cpu-threads';
 import { LlamaRunner } from '../llama.runner';
 import type { RunnerEvent } from '../runner';
 import type { ChildMessage, GenerationRecord, ParentMessage, RunnerCall, RunnerSnapshot } from './protocol';
@@ -293,6 +294,8 @@ export function serveRunner(binding: (addon?: AddonCandidate) => NativeBinding =
     process.stderr.write('runner-child: must be started by the daemon (child_process.fork with an IPC channel)\n');
     process.exit(2);
   }
+  // The CPU topology (sysfs, synchronous, remembered): read now, before any message, not during a load.
+  machinePhysicalCores();
   const parent = process.ppid;
   process.on('disconnect', dieNow);
   // The daemon owns its runners' lifetime: a Ctrl-C in the terminal (SIGINT to the whole process group) or a service
