@@ -291,11 +291,12 @@ export interface NativeContextParams {
    */
   cacheRamBytes?: number;
   /**
-   * Flash attention: 'auto' (default), 'on', 'off'. 'auto' is 'off' for a generation context with an f16 V cache
-   * whose model runs on the CPU alone (no RPC worker; nGpuLayers 0 or no GPU device): ggml's CPU flash attention costs
-   * a batch of n tokens about n times one token, and one token more than the plain attention at a long context
-   * (docs/native.md "Flash attention and KV cache type"). Otherwise llama.cpp decides. `stats().flashAttn` says what
-   * the context got.
+   * Flash attention: 'auto' (default), 'on', 'off'. For a generation context with an f16 KV cache whose model runs
+   * on the CPU alone (no RPC worker; nGpuLayers 0 or no GPU device), 'auto' is 'on' when the model's attention is
+   * grouped-query (2–16 q heads per K/V head: ggml-cpu takes a group as one tile, vendor patch 0003) and 'off'
+   * otherwise (per row, ggml's CPU flash attention costs a batch of n tokens about n times one token, and one token
+   * more than the plain attention at a long context; docs/native.md "Flash attention and KV cache type"). Otherwise
+   * llama.cpp decides. `stats().flashAttn` says what the context got.
    */
   flashAttn?: 'auto' | 'on' | 'off';
   /** Embedding context (llama `embeddings`): only embed() is allowed on it, submit() throws LLAMA_INVALID_ARGUMENT. */
@@ -593,7 +594,7 @@ export interface NativeContextStats {
   ramCacheTokens: number;
   /** Threads of the next generation decode (setThreads). */
   nThreads: number;
-  /** The context's flash attention as created: params.flashAttn, with 'auto' resolved to 'off' on the CPU. */
+  /** The context's flash attention as created: params.flashAttn, with 'auto' resolved to 'on' or 'off' on the CPU. */
   flashAttn: 'auto' | 'on' | 'off';
   /** Speculative decoding since creation: tokens drafted and verified, and of those the accepted ones. */
   draftTokens: number;

@@ -56,14 +56,20 @@ struct ContextPlan {
   llama_context_params cp{};
 };
 
-// The flash attention of a context (llama_context_params.flash_attn_type): params.flashAttn, except that `auto` is
-// off for a generation context with an f16/f32 V cache whose model runs on the CPU alone. ggml's CPU flash attention
-// walks the KV cache once per query row, so it costs a batch of n tokens about n times one token, where the plain
-// attention's matrix products read the cache once: decoding at 1,000–2,000 cells of context, 1.3–2.4× slower for
-// one token and 3–7× for 4, with prompt evaluation as fast either way (docs/native.md "Flash attention and KV cache
-// type"). The price is the attention scores in the compute buffer (n_ubatch × n_ctx × n_head floats). A GPU, an RPC
-// worker, an embedding context (whole inputs per batch) and a quantized V cache (it needs flash attention) keep
-// llama.cpp's choice.
+// The most q heads per K/V head that ggml-cpu's grouped flash attention takes as one tile (GGML_FA_GQA_MAX of
+// vendor/patches/0003-ggml-cpu-flash-attn-gqa-groups.patch).
+constexpr int32_t kFlashAttnGroupMax = 16;
+// Whether `model`'s attention is grouped-query with 2..kFlashAttnGroupMax q heads per K/V head (layer 0's counts).
+bool FlashAttnGroupsQueryHeads(const llama_model* model);
+// The flash attention of a context (llama_context_params.flash_attn_type): params.flashAttn, except that `auto`, for
+// a generation context with an f16/f32 KV cache whose model runs on the CPU alone, is `on` when the model's attention
+// is grouped-query (FlashAttnGroupsQueryHeads) and `off` otherwise. ggml's CPU flash attention takes a GQA group's q
+// heads as one tile for short query runs (patch 0003): decoding is faster with it than with the plain attention's
+// matrix products. Without groups it walks the KV cache once per query row and head with a vec_dot, an `expf` and an
+// f16 vec_mad per cell, 1.3–2.4× slower than the matrix products for one token at 1,000–2,000 cells and 3–7× for 4
+// (docs/native.md "Flash attention and KV cache type"); the price of `off` is the attention scores in the compute
+// buffer (n_ubatch × n_ctx × n_head floats). A GPU, an RPC worker, an embedding context (whole inputs per batch) and
+// a quantized V cache (it needs flash attention) keep llama.cpp's choice.
 llama_flash_attn_type ResolveFlashAttn(const ContextParams& params, const Model& model);
 // "auto", "on" or "off" (NativeContextStats.flashAttn).
 const char* FlashAttnName(llama_flash_attn_type type);

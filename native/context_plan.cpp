@@ -91,11 +91,21 @@ bool RunsOnCpu(const Model& model) {
 
 }  // namespace
 
+bool FlashAttnGroupsQueryHeads(const llama_model* model) {
+  const int32_t n_head = llama_model_n_head(model);
+  const int32_t n_head_kv = llama_model_n_head_kv(model);
+  if (n_head_kv <= 0 || n_head % n_head_kv != 0) return false;
+  const int32_t group = n_head / n_head_kv;
+  return group >= 2 && group <= kFlashAttnGroupMax;
+}
+
 llama_flash_attn_type ResolveFlashAttn(const ContextParams& params, const Model& model) {
   if (params.flash_attn != LLAMA_FLASH_ATTN_TYPE_AUTO || params.embeddings || ggml_is_quantized(params.type_v)) {
     return params.flash_attn;
   }
-  return RunsOnCpu(model) ? LLAMA_FLASH_ATTN_TYPE_DISABLED : LLAMA_FLASH_ATTN_TYPE_AUTO;
+  if (!RunsOnCpu(model)) return LLAMA_FLASH_ATTN_TYPE_AUTO;
+  const bool grouped = !ggml_is_quantized(params.type_k) && FlashAttnGroupsQueryHeads(model.handle());
+  return grouped ? LLAMA_FLASH_ATTN_TYPE_ENABLED : LLAMA_FLASH_ATTN_TYPE_DISABLED;
 }
 
 int64_t EstimateKvBytes(const llama_model* model, uint32_t n_ctx, ggml_type type_k, ggml_type type_v) {

@@ -157,6 +157,14 @@ export const MODEL_SPECS: readonly ModelSpec[] = [
   },
   { file: 'tiny-qwen2.gguf', name: 'tiny-qwen2', group: 'tiny', vocab: 'ggml-vocab-qwen2.gguf', shape: TINY_LLAMA },
   {
+    // Multi-head attention (one K/V head per q head): the CPU's flash-attention default differs from the GQA models'.
+    file: 'tiny-llama-mha.gguf',
+    name: 'tiny-llama-mha',
+    group: 'tiny',
+    vocab: 'ggml-vocab-llama-spm.gguf',
+    shape: { ...TINY_LLAMA, nHeadKv: TINY_LLAMA.nHead },
+  },
+  {
     // Tool calling: ChatML with Hermes-style <tool_call> tools (native mode); rendered-mode tests pair it with
     // QWEN_TOOLS_GO_TEMPLATE.
     file: 'tiny-qwen2-tools.gguf',

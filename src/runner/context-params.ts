@@ -92,9 +92,9 @@ export function kvParams(spec: RunnerSpec): Pick<NativeContextParams, 'flashAttn
 }
 
 /**
- * What a load's log line says of flash attention: that it is off because the model runs on the CPU, when
- * OLLAMA_FLASH_ATTENTION was left unset (`auto`) and the context resolved it so (binding.d.ts
- * NativeContextParams.flashAttn); '' otherwise (set by the user, or llama.cpp's own choice).
+ * What a load's log line says of flash attention: that it is off because the model runs on the CPU without
+ * grouped-query attention, when OLLAMA_FLASH_ATTENTION was left unset (`auto`) and the context resolved it so
+ * (binding.d.ts NativeContextParams.flashAttn); '' otherwise (on, set by the user, or llama.cpp's own choice).
  */
 export function flashAttentionNote(spec: RunnerSpec, info: RunnerModelInfo): string {
   return !spec.flashAttention && info.flashAttention === 'off'

@@ -49,6 +49,8 @@ interface KvFacts {
   nVocab: number;
   /** Attention heads (of the queries). */
   nHead: number;
+  /** K/V heads (GGUF `<arch>.attention.head_count_kv`, else nHead). */
+  nHeadKv: number;
   /** An embedding model (GGUF `<arch>.pooling_type` set): its context keeps llama.cpp's flash attention. */
   embedding: boolean;
 }
@@ -75,13 +77,25 @@ function contextBytes(f: KvFacts, nCtxTotal: number, spec: RunnerSpec): { kv: nu
 }
 
 /**
+ * Whether the CPU's flash attention takes this model's q heads in groups (2..16 q heads per K/V head), which makes
+ * the addon resolve OLLAMA_FLASH_ATTENTION unset (`auto`) to on for it (native/context.h ResolveFlashAttn).
+ */
+export function groupsQueryHeads(nHead: number, nHeadKv: number): boolean {
+  if (nHeadKv <= 0 || nHead % nHeadKv !== 0) return false;
+  const group = nHead / nHeadKv;
+  return group >= 2 && group <= 16;
+}
+
+/**
  * The attention scores a generation context without flash attention keeps in its compute buffer, bytes: one f32
- * per query of a batch (numBatch), cell of a KV stream (numCtx) and head. A CPU context runs without it unless
- * OLLAMA_FLASH_ATTENTION is on (binding.d.ts NativeContextParams.flashAttn); an embedding model's context keeps it,
- * and over RPC workers the attention runs there.
+ * per query of a batch (numBatch), cell of a KV stream (numCtx) and head. A CPU context runs without it when
+ * OLLAMA_FLASH_ATTENTION is off, or unset for a model without grouped-query attention (groupsQueryHeads;
+ * binding.d.ts NativeContextParams.flashAttn); an embedding model's context keeps it, and over RPC workers the
+ * attention runs there.
  */
 function attentionScoreBytes(f: KvFacts, spec: RunnerSpec): number {
   if (spec.flashAttention === 'on' || f.embedding || (spec.rpcServers?.length ?? 0) > 0) return 0;
+  if ((spec.flashAttention ?? 'auto') === 'auto' && groupsQueryHeads(f.nHead, f.nHeadKv)) return 0;
   return 4 * spec.numBatch * spec.numCtx * f.nHead;
 }
 
@@ -180,7 +194,16 @@ function memoized<T>(cache: Map<string, Promise<T>>, path: string, load: (path: 
 
 /** GGUF facts for the estimate; a missing or unreadable file gives zeros (the load itself reports the error). */
 async function readKvFacts(path: string): Promise<KvFacts> {
-  const zero: KvFacts = { fileSize: 0, nLayer: 0, nEmbdKv: 0, nEmbd: 0, nVocab: 0, nHead: 0, embedding: false };
+  const zero: KvFacts = {
+    fileSize: 0,
+    nLayer: 0,
+    nEmbdKv: 0,
+    nEmbd: 0,
+    nVocab: 0,
+    nHead: 0,
+    nHeadKv: 0,
+    embedding: false,
+  };
   try {
     const fileSize = (await stat(path)).size;
     try {
@@ -199,6 +222,7 @@ async function readKvFacts(path: string): Promise<KvFacts> {
         nEmbd,
         nVocab: num(md[`${arch}.vocab_size`]) || (Array.isArray(tokens) ? tokens.length : 0),
         nHead,
+        nHeadKv,
         embedding: md[`${arch}.pooling_type`] !== undefined,
       };
     } catch {

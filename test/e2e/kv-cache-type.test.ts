@@ -50,8 +50,8 @@ describe('KV cache type and flash attention with the real addon', { skip: addon.
     assert.equal(auto.length, 1);
     defaultSize = auto[0].size;
 
-    // f16 and q8_0 both with flash attention on, so that only the KV cache differs (unset, it is off on the CPU, and
-    // the attention scores then take compute buffer).
+    // f16 and q8_0 both with flash attention on, so that only the KV cache differs (unset, the addon resolves it per
+    // model on the CPU, and without it the attention scores take compute buffer).
     const on = loadConfig({ OLLAMA_FLASH_ATTENTION: '1' });
     Object.assign(t.config, { flashAttention: on.flashAttention, kvCacheType: on.kvCacheType });
     await generate();

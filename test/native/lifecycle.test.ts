@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import type { NativeContextParams } from '../../binding';
 import { findAddonPath } from '../../src/native/load-binding';
-import { TINY_LLAMA_SPM, ensureTestModels } from '../utils/models';
+import { TINY_LLAMA_MHA, TINY_LLAMA_SPM, ensureTestModels } from '../utils/models';
 import { GREEDY, assertThrowsCode, binding, loadModel, runTask } from './native-helpers';
 
 ensureTestModels();
@@ -78,17 +78,23 @@ describe('Context.dispose', () => {
     await model.dispose();
   });
 
-  it("resolves flash attention 'auto' to off for generation on the CPU, and leaves the rest as asked or to llama.cpp", async () => {
+  it("resolves flash attention 'auto' on the CPU: on for grouped-query attention, off for multi-head, the rest as asked or to llama.cpp", async () => {
+    const mha = await loadModel(TINY_LLAMA_MHA, { nGpuLayers: 0 });
+    const mhaAuto = new binding.Context(mha, { nCtx: 256, nThreads: 2 });
+    assert.equal(mhaAuto.stats().flashAttn, 'off', 'one K/V head per q head: the plain attention is faster');
+    const m = await runTask(mhaAuto, { tokens: mha.tokenize('Hi', true, false), nPredict: 3, ignoreEos: true });
+    assert.equal(m.tokens.length, 3);
+    await mha.dispose();
     const model = await loadModel(TINY_LLAMA_SPM, { nGpuLayers: 0 });
     const flashOf = (params: Partial<NativeContextParams>) => {
       const ctx = new binding.Context(model, { nCtx: 256, nThreads: 2, ...params });
       return { ctx, flash: ctx.stats().flashAttn };
     };
     const auto = flashOf({});
-    assert.equal(auto.flash, 'off');
+    assert.equal(auto.flash, 'on', '2 q heads per K/V head: ggml-cpu groups them (vendor patch 0003)');
     const r = await runTask(auto.ctx, { tokens: model.tokenize('Hi', true, false), nPredict: 3, ignoreEos: true });
     assert.equal(r.tokens.length, 3);
-    assert.equal(flashOf({ flashAttn: 'auto', nParallel: 2, kvUnified: true }).flash, 'off');
+    assert.equal(flashOf({ flashAttn: 'auto', nParallel: 2, kvUnified: true }).flash, 'on');
     assert.equal(flashOf({ flashAttn: 'on' }).flash, 'on');
     assert.equal(flashOf({ flashAttn: 'off' }).flash, 'off');
     // A quantized V cache needs flash attention, and an embedding context evaluates whole inputs: llama.cpp decides.

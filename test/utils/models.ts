@@ -10,6 +10,8 @@ export const MODELS_DIR = process.env.LLAMAD_MODELS_DIR
 
 /** llama arch, SPM vocabulary (32000 tokens), llama-2 [INST] chat template; 4.39M params, F16. */
 export const TINY_LLAMA_SPM = join(MODELS_DIR, 'tiny-llama-spm.gguf');
+/** tiny-llama-spm's shape with multi-head attention (as many K/V heads as q heads). */
+export const TINY_LLAMA_MHA = join(MODELS_DIR, 'tiny-llama-mha.gguf');
 /** llama arch, qwen2 BPE vocabulary (151936 tokens), ChatML template, `<|im_end|>` ends generation; 19.7M params. */
 export const TINY_QWEN2 = join(MODELS_DIR, 'tiny-qwen2.gguf');
 /**
@@ -56,6 +58,7 @@ const ALL = [
   TINY_LLAMA_SPM,
   TINY_QWEN2,
   TINY_QWEN2_TOOLS,
+  TINY_LLAMA_MHA,
   TINY_BERT,
   TINY_NOMIC_BERT,
   TINY_BERT_RERANKER,

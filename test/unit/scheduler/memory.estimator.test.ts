@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { stat } from 'node:fs/promises';
 import { describe, it } from 'node:test';
-import { SystemMemoryProbe } from '../../../src/scheduler/memory.estimator';
+import { groupsQueryHeads, SystemMemoryProbe } from '../../../src/scheduler/memory.estimator';
 import { readGguf } from '../../../src/models/gguf';
 import { spec } from '../../utils/fake-runner';
-import { ensureTestModels, TINY_QWEN2 } from '../../utils/models';
+import { ensureTestModels, TINY_LLAMA_MHA, TINY_QWEN2 } from '../../utils/models';
 
 describe('SystemMemoryProbe', () => {
   it('estimates weights + KV cache (2 × n_layer × n_ctx × n_embd_kv × 2 bytes) + compute', async () => {
@@ -28,7 +28,7 @@ describe('SystemMemoryProbe', () => {
     assert.equal(shared, one);
   });
 
-  it('counts the attention scores of a context without flash attention (auto on the CPU): batch × cells × heads × 4', async () => {
+  it('counts the attention scores of a context without flash attention (off; auto on the CPU without GQA): batch × cells × heads × 4', async () => {
     ensureTestModels();
     const probe = new SystemMemoryProbe();
     const md = (await readGguf(TINY_QWEN2)).metadata as Record<string, number | string>;
@@ -36,12 +36,26 @@ describe('SystemMemoryProbe', () => {
     const base = { modelPath: TINY_QWEN2, numCtx: 512, numParallel: 2, numBatch: 256 };
     const on = await probe.estimate(spec({ ...base, flashAttention: 'on' }));
     const scores = 4 * 256 * 512 * nHead;
-    assert.equal((await probe.estimate(spec(base))) - on, scores, 'auto (unset)');
+    assert.equal(await probe.estimate(spec(base)), on, 'auto (unset) with 2 q heads per K/V head is on');
     assert.equal((await probe.estimate(spec({ ...base, flashAttention: 'off' }))) - on, scores, 'off');
     // A draft model's context runs without it too: its scores count again.
-    const drafted = (flashAttention?: 'on') =>
+    const drafted = (flashAttention?: 'on' | 'off') =>
       probe.estimate(spec({ ...base, flashAttention, draftModelPath: TINY_QWEN2 }));
-    assert.equal((await drafted()) - (await drafted('on')), 2 * scores);
+    assert.equal((await drafted('off')) - (await drafted('on')), 2 * scores);
+    // Multi-head attention: auto stays off on the CPU, so the scores count.
+    const mha = { ...base, modelPath: TINY_LLAMA_MHA };
+    const mhaOn = await probe.estimate(spec({ ...mha, flashAttention: 'on' }));
+    assert.equal((await probe.estimate(spec(mha))) - mhaOn, scores, 'auto (unset), one K/V head per q head');
+  });
+
+  it('groups query heads for 2 to 16 q heads per K/V head (the CPU flash-attention default)', () => {
+    assert.equal(groupsQueryHeads(32, 8), true);
+    assert.equal(groupsQueryHeads(4, 2), true);
+    assert.equal(groupsQueryHeads(64, 4), true);
+    assert.equal(groupsQueryHeads(32, 32), false, 'multi-head');
+    assert.equal(groupsQueryHeads(64, 2), false, '32 per group: more than a tile takes');
+    assert.equal(groupsQueryHeads(12, 5), false, 'not a whole number per group');
+    assert.equal(groupsQueryHeads(8, 0), false);
   });
 
   it('sizes the KV cache by OLLAMA_KV_CACHE_TYPE: q8_0 34 and q4_0 18 bytes per 32 elements, f16 2 per element', async () => {
